@@ -1,0 +1,41 @@
+# Two entry points for a new user: `make demo` and `make test`.
+# Everything else here is what those two need.
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+# python3-venv gives `python3 -m venv` its pip on Debian/Ubuntu.
+SYSTEM_PACKAGES := python3-venv
+DEMO_SITE := site_config/demo.toml
+
+.PHONY: demo test lint bench system-deps clean
+
+system-deps:
+	@scripts/install-system-deps $(SYSTEM_PACKAGES)
+
+$(STAMP): pyproject.toml
+	@$(MAKE) --no-print-directory system-deps
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	@rm -f $(VENV)/.installed-*
+	@touch $@
+
+# `onsite run` ends by printing the leaderboard; a second `make demo` resumes (nothing left to do).
+demo: $(STAMP)
+	$(VENV)/bin/onsite run $(DEMO_SITE)
+
+# pytest's exit code 5 means no test ran: a failure here, never a pass.
+test: $(STAMP)
+	@$(PY) -m pytest; status=$$?; \
+	if [ $$status -eq 5 ]; then echo "make test: no tests ran" >&2; exit 1; fi; exit $$status
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+
+bench: $(STAMP)
+	$(PY) benchmarks/harness_overhead.py
+
+clean:
+	rm -rf $(VENV) runs site_config/runs

@@ -1,0 +1,1 @@
+"""Stand-alone example participant programs and demo-data tools for onsite."""

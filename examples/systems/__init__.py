@@ -1,0 +1,1 @@
+"""Example participant systems speaking the onsite serve/exec protocols."""

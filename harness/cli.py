@@ -1,0 +1,242 @@
+"""The `onsite` command: run, check, status, report."""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import json
+import os
+import secrets
+import signal
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from types import FrameType
+
+from rich.console import Console
+
+from . import __version__
+from .controller import Controller
+from .dryrun import dry_run
+from .errors import InputError
+from .leaderboard import leaderboard, site_of_run
+from .render import ProgressListener, leaderboard_table, make_console, table
+from .site import load_site
+from .store import RunLocked, RunState, RunStore
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_BAD_INPUT = 2
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def cmd_run(args: argparse.Namespace, console: Console) -> int:
+    """Run (or resume) every job of a site."""
+    site = load_site(args.site)
+    run_dir = site.run_dir
+    if args.fresh and (run_dir / "journal.jsonl").exists():
+        archived = run_dir.with_name(f"{run_dir.name}-{time.strftime('%Y%m%d-%H%M%S')}")
+        run_dir.rename(archived)
+        console.print(f"previous run moved to {archived}", markup=False)
+    store = RunStore(run_dir, secrets.token_hex(6), site.config.site.fsync_seconds)
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        store.keep_site_copy(site.path, site.root)
+        controller = Controller(site, store, limit=args.limit)
+        controller.load_testsets()
+        with ProgressListener(console) as listener:
+            controller.listener = listener
+            results = controller.run()
+    except KeyboardInterrupt:
+        store.record("session_interrupted")
+        console.print(
+            f"interrupted; everything recorded is kept. Run the same command to resume: "
+            f"onsite run {args.site}",
+            markup=False,
+        )
+        return 130
+    finally:
+        store.close()
+    console.print(f"run directory: {run_dir}", markup=False)
+    console.print(leaderboard_table(leaderboard(run_dir, controller.testsets)))
+    failed = [r for r in results if r.failed]
+    for job in failed:
+        console.print(f"job {job.task} / {job.system} failed: {job.failed}", markup=False)
+    return EXIT_FAILED if failed else EXIT_OK
+
+
+def cmd_check(args: argparse.Namespace, console: Console) -> int:
+    """Dry run: validate, start each system, run a few items; writes nothing to the run dir."""
+    site = load_site(args.site)
+    console.print(f"{site.path}: valid; {len(site.jobs())} job(s)", markup=False)
+    with ProgressListener(console, verbose_items=True) as listener:
+        results = dry_run(site, args.items, listener)
+    rows = []
+    for result in results:
+        setup = result.starts[0]["setup_seconds"] if result.starts else None
+        for record in result.items:
+            rows.append(
+                (
+                    result.job.task,
+                    result.job.system,
+                    f"{setup:.2f}" if setup is not None else "-",
+                    record["item"],
+                    record["verdict"],
+                    f"{record['seconds']:.3f}",
+                    f"{record['budget_seconds']:.3f}"
+                    if record["budget_seconds"] is not None
+                    else "-",
+                    (record.get("message") or "")[:80],
+                )
+            )
+        if not result.items:
+            rows.append(
+                (
+                    result.job.task,
+                    result.job.system,
+                    "-",
+                    "-",
+                    "not started",
+                    "-",
+                    "-",
+                    (result.job.failed or "")[:80],
+                )
+            )
+    console.print(
+        table(
+            "Dry run",
+            ("task", "system", "setup s", "item", "verdict", "seconds", "budget s", "message"),
+            rows,
+        )
+    )
+    ok = all(r.ok for r in results)
+    console.print("check passed" if ok else "check found problems (see above)", markup=False)
+    return EXIT_OK if ok else EXIT_FAILED
+
+
+def _controller_running(run_dir: Path) -> bool:
+    try:
+        fd = os.open(run_dir / "run.lock", os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def cmd_status(args: argparse.Namespace, console: Console) -> int:
+    """Where a run stands, from its journal."""
+    run_dir = Path(args.run_dir)
+    site = site_of_run(run_dir)
+    state = RunState.from_journal(run_dir / "journal.jsonl")
+    running = _controller_running(run_dir)
+    loaded = {r["task"]: r for r in state.records if r["event"] == "testset_loaded"}
+    rows = []
+    for task, system in site.jobs():
+        records = state.job_records(task, system)
+        done = state.completed.get((task, system), {})
+        dispatched = {r["item"] for r in records if r["event"] == "dispatched"}
+        in_flight = sorted(dispatched - set(done))
+        restarts = sum(1 for r in records if r["event"] == "system_started" and r.get("restart"))
+        ended = next(
+            (r["event"] for r in reversed(records) if r["event"] in ("job_finished", "job_failed")),
+            "",
+        )
+        total = loaded.get(task, {}).get("items", "?")
+        last = time.strftime("%H:%M:%S", time.localtime(records[-1]["wall"])) if records else "-"
+        rows.append(
+            (
+                task,
+                system,
+                f"{len(done)}/{total}",
+                ", ".join(in_flight) or "-",
+                restarts,
+                ended or ("running" if running else "pending"),
+                last,
+            )
+        )
+    state_text = "a controller is running" if running else "no controller is running"
+    console.print(f"{run_dir}: {state_text}; {len(state.records)} journal records", markup=False)
+    console.print(
+        table("Status", ("task", "system", "done", "in flight", "restarts", "state", "last"), rows)
+    )
+    return EXIT_OK
+
+
+def cmd_report(args: argparse.Namespace, console: Console) -> int:
+    """The leaderboard of a run, as a table or JSON."""
+    rows = leaderboard(Path(args.run_dir))
+    if args.json:
+        data = []
+        for row in rows:
+            item = row.to_dict()
+            if not args.full:
+                item.pop("scores")
+            data.append(item)
+        sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        return EXIT_OK
+    console.print(leaderboard_table(rows))
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser, kept separate so tests and docs can inspect it."""
+    parser = argparse.ArgumentParser(
+        prog="onsite", description="On-site evaluation harness for participant systems."
+    )
+    parser.add_argument("--version", action="version", version=f"onsite {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run (or resume) the evaluation a site file describes")
+    run.add_argument("site", help="the site file, e.g. site_config/demo.toml")
+    run.add_argument("--limit", type=int, help="only the first N items of each task")
+    run.add_argument(
+        "--fresh", action="store_true", help="move an earlier run aside and start again"
+    )
+    run.set_defaults(handler=cmd_run)
+
+    check = sub.add_parser("check", help="dry run: start each system and try a few items")
+    check.add_argument("site")
+    check.add_argument("--items", type=int, default=3, help="items per job (default 3)")
+    check.set_defaults(handler=cmd_check)
+
+    status = sub.add_parser("status", help="where a run stands")
+    status.add_argument("run_dir")
+    status.set_defaults(handler=cmd_status)
+
+    report = sub.add_parser("report", help="the leaderboard of a run")
+    report.add_argument("run_dir")
+    report.add_argument("--json", action="store_true", help="one JSON array of rows")
+    report.add_argument(
+        "--full", action="store_true", help="with --json: include every score breakdown"
+    )
+    report.set_defaults(handler=cmd_report)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `onsite` console script."""
+    args = build_parser().parse_args(argv)
+    console = make_console()
+    try:
+        return int(args.handler(args, console))
+    except InputError as exc:
+        # Plain writes: an error line must never be re-wrapped or coloured.
+        for problem in exc.problems:
+            sys.stderr.write(f"error: {problem}\n")
+        return EXIT_BAD_INPUT
+    except RunLocked as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return EXIT_FAILED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

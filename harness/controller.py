@@ -1,0 +1,270 @@
+"""The controller: feeds every item to every system under its budget and journals everything."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from runners import ItemAttempt, ItemRequest, Runner, StartError, SystemSpec, open_runner
+
+from .budgets import hang_seconds, item_budget_seconds, judge
+from .events import (
+    ItemFinished,
+    JobFinished,
+    JobStarted,
+    Listener,
+    Notice,
+    SystemLost,
+    SystemStarted,
+)
+from .site import Site
+from .store import RunStore
+from .tasks import task_kind
+from .testsets import TestItem, TestSet
+
+START_TRIES = 3
+START_BACKOFF_SECONDS = (0.5, 2.0)
+
+
+@dataclass(frozen=True)
+class JobResult:
+    """How one (task, system) job ended in this session."""
+
+    task: str
+    system: str
+    completed: int
+    total: int
+    failed: str | None = None
+
+
+def _ignore(_: object) -> None:
+    return None
+
+
+class Controller:
+    """Runs the jobs of one site into one run store, resuming whatever is left."""
+
+    def __init__(
+        self,
+        site: Site,
+        store: RunStore,
+        listener: Listener | None = None,
+        limit: int | None = None,
+    ) -> None:
+        self.site = site
+        self.store = store
+        self.listener = listener or _ignore
+        self.limit = limit
+        self._testsets: dict[str, TestSet] = {}
+
+    @property
+    def testsets(self) -> dict[str, TestSet]:
+        """The test sets loaded so far, by task."""
+        return dict(self._testsets)
+
+    def testset(self, task: str) -> TestSet:
+        """The task's test set, loaded once (raises TestSetError for a set that is unusable)."""
+        if task not in self._testsets:
+            cfg = self.site.config.tasks[task]
+            testset = task_kind(cfg.kind).load(self.site.testset_path(task), cfg)
+            self._testsets[task] = testset
+        return self._testsets[task]
+
+    def load_testsets(self) -> None:
+        """Load every task's test set up front, so a bad set fails before any system starts."""
+        for task in self.site.config.tasks:
+            self.testset(task)
+
+    def run(self, jobs: Sequence[tuple[str, str]] | None = None) -> list[JobResult]:
+        """Run the given jobs (default: all of the site's) and return how each ended."""
+        self.load_testsets()
+        self.store.record(
+            "session_started",
+            pid=os.getpid(),
+            site=self.site.name,
+            site_sha256=self.site.digest,
+            limit=self.limit,
+        )
+        for task, testset in self._testsets.items():
+            for bad in testset.invalid:
+                self.listener(Notice(task, f"invalid test item {bad.id}: {bad.reason}"))
+            for warning in testset.warnings:
+                self.listener(Notice(task, warning))
+            self.store.record(
+                "testset_loaded",
+                task=task,
+                items=len(testset.items),
+                invalid=[{"item": b.id, "reason": b.reason} for b in testset.invalid],
+            )
+        results = [self.run_job(task, system) for task, system in (jobs or self.site.jobs())]
+        self.store.record("session_finished")
+        self.store.journal.sync()
+        return results
+
+    def _items(self, task: str) -> tuple[TestItem, ...]:
+        items = self.testset(task).items
+        return items[: self.limit] if self.limit is not None else items
+
+    def _spec(self, task: str, system: str) -> SystemSpec:
+        cfg = self.site.config
+        sys_cfg = cfg.systems[system]
+        task_cfg = cfg.tasks[task]
+        return SystemSpec(
+            name=system,
+            task=task,
+            kind=task_cfg.kind,
+            mode=sys_cfg.mode,
+            command=tuple(sys_cfg.command),
+            workdir=self.site.workdir(system),
+            log_path=self.store.log_path(task, system),
+            stage_dir=self.store.stage_dir / system,
+            env=sys_cfg.env,
+            setup_seconds=task_cfg.budget.setup_seconds,
+        )
+
+    def run_job(self, task: str, system: str) -> JobResult:
+        """Run every item of one task on one system that the journal does not show completed."""
+        items = self._items(task)
+        done = self.store.state.completed.get((task, system), {})
+        pending = [item for item in items if item.id not in done]
+        self.listener(JobStarted(task, system, len(items), len(items) - len(pending)))
+        if not pending:
+            return self._finish(task, system, len(items))
+        self.store.open_outputs(task, system)
+        device_name = self.site.config.systems[system].device
+        device = self.site.config.devices[device_name]
+        runner = open_runner(device.kind, device.model_dump(), self._spec(task, system))
+        failed: str | None = None
+        try:
+            failed = self._start(runner, task, system, restart=False)
+            if failed is None:
+                failed = self._feed(runner, task, system, pending)
+        finally:
+            runner.stop()
+        return self._finish(task, system, len(items), failed)
+
+    def _finish(self, task: str, system: str, total: int, failed: str | None = None) -> JobResult:
+        completed = len(self.store.state.completed.get((task, system), {}))
+        if failed:
+            self.store.record("job_failed", task=task, system=system, reason=failed)
+        else:
+            self.store.record("job_finished", task=task, system=system, completed=completed)
+        self.listener(JobFinished(task, system, completed, total, failed))
+        return JobResult(task, system, completed, total, failed)
+
+    def _start(self, runner: Runner, task: str, system: str, restart: bool) -> str | None:
+        """Start (or restart) the system; after START_TRIES failures return the reason."""
+        reason = ""
+        for attempt in range(1, START_TRIES + 1):
+            try:
+                info = runner.restart() if restart or attempt > 1 else runner.start()
+            except StartError as exc:
+                reason = str(exc)
+                self.store.record(
+                    "start_failed", task=task, system=system, try_number=attempt, reason=reason
+                )
+                self.listener(SystemLost(task, system, f"start failed: {reason}"))
+                if attempt < START_TRIES:
+                    time.sleep(START_BACKOFF_SECONDS[min(attempt - 1, 1)])
+                continue
+            self.store.record(
+                "system_started",
+                task=task,
+                system=system,
+                restart=restart,
+                pid=info.pid,
+                name=info.name,
+                version=info.version,
+                setup_seconds=info.setup_seconds,
+            )
+            self.listener(
+                SystemStarted(task, system, info.name, info.version, info.setup_seconds, restart)
+            )
+            return None
+        return f"the system could not be started ({START_TRIES} tries): {reason}"
+
+    def _feed(self, runner: Runner, task: str, system: str, pending: list[TestItem]) -> str | None:
+        task_cfg = self.site.config.tasks[task]
+        max_restarts = self.site.config.systems[system].max_restarts
+        restarts = 0
+        for item in pending:
+            attempt_no = self.store.state.next_attempt(task, system, item.id)
+            budget = item_budget_seconds(task_cfg.budget, item)
+            hang = hang_seconds(task_cfg.budget, budget)
+            anon_id = secrets.token_hex(8)
+            self.store.record(
+                "dispatched",
+                task=task,
+                system=system,
+                item=item.id,
+                attempt=attempt_no,
+                anon_id=anon_id,
+                budget_seconds=budget,
+                hang_seconds=hang,
+            )
+            result = runner.run_item(ItemRequest(anon_id, item.files, item.fields, hang))
+            self._complete(task, system, item, attempt_no, budget, result)
+            if not result.system_lost:
+                continue
+            restarts += 1
+            self.store.record(
+                "system_lost",
+                task=task,
+                system=system,
+                item=item.id,
+                outcome=result.outcome,
+                reason=result.message,
+            )
+            self.listener(SystemLost(task, system, f"{result.outcome}: {result.message}"))
+            if restarts > max_restarts:
+                return f"more than max_restarts={max_restarts} restarts"
+            failed = self._start(runner, task, system, restart=True)
+            if failed:
+                return failed
+        return None
+
+    def _complete(
+        self,
+        task: str,
+        system: str,
+        item: TestItem,
+        attempt_no: int,
+        budget: float | None,
+        result: ItemAttempt,
+    ) -> None:
+        kind = task_kind(self.site.config.tasks[task].kind)
+        verdict = judge(result.outcome, result.seconds, budget)
+        message = result.message
+        output = dict(result.output) if result.output is not None else None
+        if output is not None:
+            problem = kind.check_output(output)
+            if problem:
+                verdict, message = "invalid_output", problem
+        timed = result.outcome == "result"
+        self.store.record(
+            "completed",
+            task=task,
+            system=system,
+            item=item.id,
+            attempt=attempt_no,
+            anon_id=result.anon_id,
+            verdict=verdict,
+            output=output,
+            message=message,
+            sent=result.sent,
+            done=result.done,
+            seconds=result.seconds,
+            budget_seconds=budget,
+            rtf=kind.speed(item, result.seconds) if timed else None,
+            stage_seconds=result.stage_seconds,
+            cpu_seconds=result.cpu_seconds,
+            peak_rss_bytes=result.peak_rss_bytes,
+        )
+        self.listener(
+            ItemFinished(
+                task, system, item.id, attempt_no, verdict, result.seconds, budget, message
+            )
+        )

@@ -1,0 +1,58 @@
+"""The participants' dry run (`onsite check`): start each system, handshake, run a few items.
+
+It uses the real controller against a scratch directory, so what a
+participant sees is exactly what the venue will do, and the site's run
+directory is never touched.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .controller import Controller, JobResult
+from .events import Listener
+from .site import Site
+from .store import RunStore
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One job of a dry run: how it ended and its journal records."""
+
+    job: JobResult
+    starts: tuple[dict[str, Any], ...]
+    items: tuple[dict[str, Any], ...]
+
+    @property
+    def ok(self) -> bool:
+        """The system started and every item it was given came back ok."""
+        return self.job.failed is None and all(r["verdict"] == "ok" for r in self.items)
+
+
+def dry_run(site: Site, items: int = 3, listener: Listener | None = None) -> list[CheckResult]:
+    """Run the first ``items`` items of every job in a scratch directory that is then removed."""
+    scratch = Path(tempfile.mkdtemp(prefix="onsite-check-"))
+    try:
+        store = RunStore(scratch, session="check", fsync_seconds=3600)
+        try:
+            controller = Controller(site, store, listener, limit=items)
+            jobs = controller.run()
+            results = []
+            for job in jobs:
+                records = store.state.job_records(job.task, job.system)
+                results.append(
+                    CheckResult(
+                        job,
+                        tuple(r for r in records if r["event"] == "system_started"),
+                        tuple(r for r in records if r["event"] == "completed"),
+                    )
+                )
+            return results
+        finally:
+            store.close()
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)

@@ -1,0 +1,41 @@
+"""Errors that reach an operator: each names the file, the key or line, and the fix."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with an input file."""
+
+    file: Path
+    where: str  # a dotted key such as "tasks.asr-2x.budget", or "" for the whole file
+    message: str
+    fix: str = ""
+    line: int | None = None
+
+    def __str__(self) -> str:
+        place = str(self.file) + (f":{self.line}" if self.line else "")
+        key = f" [{self.where}]" if self.where else ""
+        fix = f" Fix: {self.fix}" if self.fix else ""
+        return f"{place}{key}: {self.message}.{fix}"
+
+
+class InputError(Exception):
+    """Bad operator input (a site file, a test set): nothing was started."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        self.problems = problems
+        super().__init__("\n".join(str(p) for p in problems))
+
+
+class SiteError(InputError):
+    """The site file is malformed or points at something that is not there."""
+
+
+class TestSetError(InputError):
+    """A test set cannot be read as a whole (a single bad item is recorded, not raised)."""
+
+    __test__ = False  # not a pytest test class

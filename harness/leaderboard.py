@@ -1,0 +1,148 @@
+"""The leaderboard: quality, speed and stability per task and system, read from a run directory."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from .errors import Problem, SiteError
+from .site import Site, load_site
+from .store import RunState
+from .tasks import task_kind
+from .testsets import TestSet
+
+_ANSWERED = ("ok", "over_budget")
+
+
+@dataclass(frozen=True)
+class LeaderboardRow:
+    """One (task, system) line of the leaderboard. Rates are fractions, times seconds."""
+
+    task: str
+    system: str
+    items: int
+    completed: int
+    scored: int
+    metric: str
+    error_rate: float | None
+    ref_tokens: int
+    substitutions: int
+    deletions: int
+    insertions: int
+    rtf_mean: float | None
+    rtf_p95: float | None
+    rtf_max: float | None
+    over_budget: int
+    timeouts: int
+    crashes: int
+    errors: int
+    invalid_outputs: int
+    restarts: int
+    setup_seconds: float | None
+    total_seconds: float
+    total_budget_seconds: float | None
+    budget_scope: str
+    set_budget_met: bool | None
+    scores: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready; the metric's value is also given under its own name (wer or cer)."""
+        data = asdict(self)
+        data[self.metric] = self.error_rate
+        return data
+
+
+def percentile(values: list[float], fraction: float) -> float | None:
+    """Linear-interpolation percentile (numpy's default method), None for no values."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    position = (len(ordered) - 1) * fraction
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def site_of_run(run_dir: Path) -> Site:
+    """The site a run used: its copy in the run directory, paths resolved as the original's."""
+    copy = run_dir / "site.toml"
+    meta_path = run_dir / "run.json"
+    if not copy.is_file() or not meta_path.is_file():
+        raise SiteError(
+            [
+                Problem(
+                    run_dir,
+                    "",
+                    "not a run directory (no site.toml and run.json)",
+                    "give the directory `onsite run` wrote, e.g. runs/demo",
+                )
+            ]
+        )
+    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    return load_site(copy, base=Path(meta["site_root"]))
+
+
+def leaderboard(run_dir: Path, testsets: dict[str, TestSet] | None = None) -> list[LeaderboardRow]:
+    """Score every job the run directory's journal shows, in the site file's order."""
+    site = site_of_run(run_dir)
+    state = RunState.from_journal(run_dir / "journal.jsonl")
+    testsets = dict(testsets or {})
+    rows = []
+    for task, system in site.jobs():
+        cfg = site.config.tasks[task]
+        if task not in testsets:
+            testsets[task] = task_kind(cfg.kind).load(site.testset_path(task), cfg)
+        rows.append(_row(site, state, testsets[task], task, system))
+    return rows
+
+
+def _row(site: Site, state: RunState, testset: TestSet, task: str, system: str) -> LeaderboardRow:
+    cfg = site.config.tasks[task]
+    kind = task_kind(cfg.kind)
+    completed = state.completed.get((task, system), {})
+    records = [r for r in completed.values() if r["item"] in testset.references()]
+    verdicts = [r["verdict"] for r in records]
+    answered = [r for r in records if r["verdict"] in _ANSWERED]
+    outputs = {r["item"]: r["output"] for r in answered}
+    # Score the completed items only: a run stopped early (or --limit) is not charged
+    # for items never sent; a failed item counts, with no output.
+    attempted = replace(testset, items=tuple(i for i in testset.items if i.id in completed))
+    scores = kind.score(attempted, cfg, outputs) if records else {}
+    metric = kind.primary_metric(cfg)
+    overall = scores.get("overall", {})
+    rtfs = [r["rtf"] for r in answered if r.get("rtf") is not None]
+    starts = [r for r in state.job_records(task, system) if r["event"] == "system_started"]
+    budgets = [r["budget_seconds"] for r in records]
+    total_budget = sum(budgets) if records and all(b is not None for b in budgets) else None
+    total_seconds = sum(r["seconds"] for r in records)
+    return LeaderboardRow(
+        task=task,
+        system=system,
+        items=len(testset.items),
+        completed=len(records),
+        scored=len(answered),
+        metric=metric,
+        error_rate=overall.get("wer") if records else None,
+        ref_tokens=overall.get("ref_tokens", 0),
+        substitutions=overall.get("substitutions", 0),
+        deletions=overall.get("deletions", 0),
+        insertions=overall.get("insertions", 0),
+        rtf_mean=sum(rtfs) / len(rtfs) if rtfs else None,
+        rtf_p95=percentile(rtfs, 0.95),
+        rtf_max=max(rtfs) if rtfs else None,
+        over_budget=verdicts.count("over_budget"),
+        timeouts=verdicts.count("timeout"),
+        crashes=verdicts.count("crashed"),
+        errors=verdicts.count("error"),
+        invalid_outputs=verdicts.count("invalid_output"),
+        restarts=sum(1 for r in starts if r.get("restart")),
+        setup_seconds=starts[0]["setup_seconds"] if starts else None,
+        total_seconds=total_seconds,
+        total_budget_seconds=total_budget,
+        budget_scope=cfg.budget.scope,
+        set_budget_met=(total_seconds <= total_budget) if total_budget is not None else None,
+        scores=scores,
+    )

@@ -1,0 +1,185 @@
+"""Rendering for the CLI: rich on a terminal, plain lines otherwise (pipes, CI)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from rich import box
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from .events import (
+    Event,
+    ItemFinished,
+    JobFinished,
+    JobStarted,
+    Notice,
+    SystemLost,
+    SystemStarted,
+)
+from .leaderboard import LeaderboardRow
+
+_VERDICT_STYLE = {
+    "ok": "green",
+    "over_budget": "yellow",
+    "timeout": "red",
+    "crashed": "red",
+    "error": "magenta",
+    "invalid_output": "magenta",
+}
+
+
+def make_console() -> Console:
+    """A console that is fancy only on a real terminal outside CI."""
+    plain = bool(os.environ.get("CI")) or not Console().is_terminal
+    if plain:
+        return Console(no_color=True, highlight=False, emoji=False, width=200)
+    return Console()
+
+
+def is_plain(console: Console) -> bool:
+    """True when output goes to a pipe, a file or CI."""
+    return not console.is_terminal or console.no_color
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def _num(value: float | None, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+class ProgressListener:
+    """Shows a run as it goes: a bar per job on a terminal, one line per event otherwise."""
+
+    def __init__(self, console: Console, verbose_items: bool | None = None) -> None:
+        self.console = console
+        self.plain = is_plain(console)
+        self.verbose_items = self.plain if verbose_items is None else verbose_items
+        self._progress: Progress | None = None
+        self._tasks: dict[tuple[str, str], Any] = {}
+
+    def __enter__(self) -> ProgressListener:
+        if not self.plain:
+            self._progress = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TextColumn("{task.fields[last]}"),
+                console=self.console,
+            )
+            self._progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+
+    def _say(self, text: str) -> None:
+        if self._progress is not None:
+            self._progress.console.print(text)
+        else:
+            self.console.print(text, markup=False)
+
+    def __call__(self, event: Event) -> None:
+        key = (getattr(event, "task", ""), getattr(event, "system", ""))
+        match event:
+            case JobStarted(task, system, total, done):
+                if self._progress is not None:
+                    self._tasks[key] = self._progress.add_task(
+                        f"{task} / {system}", total=total, completed=done, last=""
+                    )
+                else:
+                    self._say(f"{task} {system}: start, {done}/{total} items already done")
+            case SystemStarted(task, system, name, version, setup, restart):
+                what = "restarted" if restart else "ready"
+                self._say(f"{task} {system}: {what} ({name} {version}) setup {setup:.2f} s")
+            case ItemFinished(task, system, item, attempt, verdict, seconds, budget, message):
+                if self._progress is not None and key in self._tasks:
+                    self._progress.update(self._tasks[key], advance=1, last=verdict)
+                if self.verbose_items or verdict != "ok":
+                    budget_text = f" / budget {budget:.2f} s" if budget is not None else ""
+                    extra = f" - {message}" if message and verdict != "ok" else ""
+                    attempt_text = f" (attempt {attempt})" if attempt > 1 else ""
+                    self._say(
+                        f"{task} {system} {item}{attempt_text}: {verdict} "
+                        f"{seconds:.3f} s{budget_text}{extra}"
+                    )
+            case SystemLost(task, system, reason):
+                self._say(f"{task} {system}: system lost ({reason}); restarting")
+            case JobFinished(task, system, completed, total, failed):
+                status = f"FAILED: {failed}" if failed else "done"
+                self._say(f"{task} {system}: {status}, {completed}/{total} items completed")
+            case Notice(task, message):
+                self._say(f"{task}: {message}")
+
+
+LEADERBOARD_COLUMNS = (
+    "task", "system", "items", "scored", "error", "rtf", "rtf p95", "rtf max",
+    "over", "t/o", "crash", "err", "inval", "restart", "setup s", "set budget s",
+)
+
+
+def _set_budget(row: LeaderboardRow) -> str:
+    if row.total_budget_seconds is None:
+        return "-"
+    if row.budget_scope != "set":
+        return f"{row.total_seconds:.1f}/{row.total_budget_seconds:.1f}"
+    verdict = "met" if row.set_budget_met else "MISSED"
+    return f"{row.total_seconds:.1f}/{row.total_budget_seconds:.1f} {verdict}"
+
+
+def leaderboard_table(rows: Sequence[LeaderboardRow]) -> Table:
+    """The leaderboard as a rich table: quality, speed, stability per task and system."""
+    out = Table(
+        title="Leaderboard",
+        caption="error: WER/CER over completed items (failed items count as deletions). "
+        "rtf: processing / audio seconds (mean, p95, max). over: answers past the item "
+        "budget; t/o: timeouts; err: error answers; inval: invalid outputs",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+    )
+    for column in LEADERBOARD_COLUMNS:
+        out.add_column(
+            column, justify="left" if column in ("task", "system") else "right", no_wrap=True
+        )
+    for row in rows:
+        out.add_row(
+            row.task,
+            row.system,
+            f"{row.completed}/{row.items}",
+            str(row.scored),
+            f"{row.metric.upper()} {_pct(row.error_rate)}",
+            _num(row.rtf_mean),
+            _num(row.rtf_p95),
+            _num(row.rtf_max),
+            str(row.over_budget),
+            str(row.timeouts),
+            str(row.crashes),
+            str(row.errors),
+            str(row.invalid_outputs),
+            str(row.restarts),
+            _num(row.setup_seconds),
+            _set_budget(row),
+        )
+    return out
+
+
+def table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> Table:
+    """A plain rich table of strings."""
+    out = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False)
+    for column in columns:
+        out.add_column(column)
+    for row in rows:
+        out.add_row(*("-" if v is None else str(v) for v in row))
+    return out
+
+
+def verdict_style(verdict: str) -> str:
+    """The colour a verdict is shown in."""
+    return _VERDICT_STYLE.get(verdict, "")

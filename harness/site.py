@@ -1,0 +1,350 @@
+"""The site file: a TOML description of the venue, validated before anything starts."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PositiveFloat,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from .errors import Problem, SiteError
+
+_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Budget(_Strict):
+    """Time allowed: per item from one rate key, plus setup and a hard hang limit."""
+
+    realtime_factor: PositiveFloat | None = None
+    chars_per_second: PositiveFloat | None = None
+    ms_per_frame: PositiveFloat | None = None
+    seconds: PositiveFloat | None = None
+    setup_seconds: PositiveFloat = 120.0
+    hang_seconds: PositiveFloat | None = None
+    scope: Literal["item", "set"] = "item"
+
+    @model_validator(mode="after")
+    def _one_rate(self) -> Budget:
+        given = [k for k in RATE_KEYS if getattr(self, k) is not None]
+        if len(given) > 1:
+            raise ValueError(f"give one of {', '.join(RATE_KEYS)}, not {' and '.join(given)}")
+        return self
+
+
+RATE_KEYS = ("realtime_factor", "chars_per_second", "ms_per_frame", "seconds")
+
+
+class SiteSection(_Strict):
+    """[site]: the venue's name and where run directories go."""
+
+    name: Annotated[str, Field(pattern=_NAME)]
+    runs: str = "runs"
+    fsync_seconds: Annotated[float, Field(ge=0)] = 0.05
+
+
+class LocalDevice(_Strict):
+    """A process on the controller's own machine."""
+
+    kind: Literal["local"]
+    cpus: list[Annotated[int, Field(ge=0)]] | None = None
+
+
+Device = LocalDevice
+
+
+class Task(_Strict):
+    """One evaluation task: its kind, test set, unit and budget."""
+
+    kind: Literal["asr"]
+    testset: str
+    unit: Literal["word", "char"] = "word"
+    case_sensitive: bool = False
+    sample_rates: list[Annotated[int, Field(gt=0)]] = [16000]
+    budget: Budget = Budget()
+    description: str = ""
+
+
+class System(_Strict):
+    """One participant system: where it runs, which tasks, and how to start it."""
+
+    device: str
+    tasks: list[str]
+    command: Annotated[list[str], Field(min_length=1)]
+    mode: Literal["serve", "exec"] = "serve"
+    workdir: str | None = None
+    env: dict[str, str] = {}
+    max_restarts: Annotated[int, Field(ge=0)] = 20
+    description: str = ""
+
+    @model_validator(mode="after")
+    def _placeholders(self) -> System:
+        joined = " ".join(self.command)
+        has = "{input}" in joined and "{output}" in joined
+        if self.mode == "exec" and not has:
+            raise ValueError('exec mode needs "{input}" and "{output}" in command')
+        if self.mode == "serve" and ("{input}" in joined or "{output}" in joined):
+            raise ValueError('"{input}"/"{output}" placeholders belong to mode = "exec"')
+        return self
+
+
+class SiteFile(_Strict):
+    """The whole file, as written."""
+
+    site: SiteSection
+    devices: dict[str, Device]
+    tasks: dict[str, Task]
+    systems: dict[str, System]
+
+    @field_validator("devices", "tasks", "systems")
+    @classmethod
+    def _names(cls, value: dict[str, Any]) -> dict[str, Any]:
+        for name in value:
+            if not re.match(_NAME, name):
+                raise ValueError(
+                    f"name {name!r} must start with a letter or digit and use only "
+                    "letters, digits, '.', '_' and '-'"
+                )
+        return value
+
+
+@dataclass(frozen=True)
+class Site:
+    """A validated site with every path resolved against the site file's directory."""
+
+    path: Path
+    config: SiteFile
+    digest: str
+    base: Path | None = None  # where relative paths start, when not beside the file
+
+    @property
+    def name(self) -> str:
+        """The site's name, also the run directory's name."""
+        return self.config.site.name
+
+    @property
+    def root(self) -> Path:
+        """The directory relative paths start from: normally the site file's own."""
+        return self.base or self.path.parent
+
+    @property
+    def run_dir(self) -> Path:
+        """runs/<site name>/ relative to the site file."""
+        return (self.root / self.config.site.runs / self.name).resolve()
+
+    def testset_path(self, task: str) -> Path:
+        """The task's test-set directory."""
+        return (self.root / self.config.tasks[task].testset).resolve()
+
+    def workdir(self, system: str) -> Path:
+        """The directory a system's command runs in (default: the site file's directory)."""
+        workdir = self.config.systems[system].workdir
+        return (self.root / workdir).resolve() if workdir else self.root
+
+    def jobs(self) -> list[tuple[str, str]]:
+        """Every (task, system) pair to run, in the order the site file lists them."""
+        return [
+            (task, system)
+            for task in self.config.tasks
+            for system, cfg in self.config.systems.items()
+            if task in cfg.tasks
+        ]
+
+
+def _line_of(text: str, loc: tuple[str | int, ...]) -> int | None:
+    """Best-effort line number of a dotted key in TOML text (tomllib keeps none)."""
+    lines = text.splitlines()
+    start = 0
+    for depth in range(len(loc), 0, -1):
+        header = ".".join(str(p) for p in loc[:depth])
+        quoted = ".".join(
+            f'"{p}"' if not re.match(r"^[A-Za-z0-9_-]+$", str(p)) else str(p) for p in loc[:depth]
+        )
+        for i, line in enumerate(lines):
+            stripped = line.strip()
+            if stripped in (f"[{header}]", f"[{quoted}]"):
+                start = i
+                rest = loc[depth:]
+                if not rest:
+                    return i + 1
+                key = str(rest[0])
+                for j in range(i + 1, len(lines)):
+                    s = lines[j].strip()
+                    if s.startswith("["):
+                        break
+                    if re.match(rf'^"?{re.escape(key)}"?\s*=', s):
+                        return j + 1
+                return i + 1
+    if loc:
+        key = str(loc[-1])
+        for i in range(start, len(lines)):
+            if re.match(rf'^\s*"?{re.escape(key)}"?\s*=', lines[i]):
+                return i + 1
+    return None
+
+
+_FIXES = {
+    "extra_forbidden": "remove it or correct its spelling",
+    "missing": "add it",
+    "literal_error": "use one of the values listed",
+}
+
+_ALLOWED: dict[str, type[BaseModel]] = {
+    "site": SiteSection,
+    "budget": Budget,
+}
+
+
+def _problem(path: Path, text: str, err: Any) -> Problem:
+    loc = tuple(err["loc"])
+    dotted = ".".join(str(p) for p in loc)
+    kind = err["type"]
+    message = err["msg"]
+    fix = _FIXES.get(kind, "")
+    if kind == "extra_forbidden":
+        parent = str(loc[-2]) if len(loc) >= 2 else ""
+        model = _model_for(loc[:-1])
+        message = f"unknown key {loc[-1]!r}"
+        if model is not None:
+            fix = (
+                f"remove it or correct its spelling; allowed keys: {', '.join(model.model_fields)}"
+            )
+        elif parent:
+            fix = "remove it or correct its spelling"
+    elif kind == "missing":
+        message = f"required key {loc[-1]!r} is missing"
+    elif message.startswith("Value error, "):
+        message = message.removeprefix("Value error, ")
+    elif isinstance(err.get("input"), str | int | float | bool):
+        message = f"{message} (got {err['input']!r})"
+    return Problem(path, dotted, message, fix, _line_of(text, loc))
+
+
+def _model_for(loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    """The model that validates the table at loc, to list its allowed keys."""
+    if not loc:
+        return SiteFile
+    top = loc[0]
+    if len(loc) == 1:
+        return _ALLOWED.get(str(top))
+    if top == "tasks":
+        return Task if len(loc) == 2 else Budget if loc[2:] == ("budget",) else None
+    if top == "systems" and len(loc) == 2:
+        return System
+    if top == "devices" and len(loc) == 2:
+        return LocalDevice
+    return None
+
+
+def load_site(path: str | Path, base: Path | None = None) -> Site:
+    """Read and validate a site file, or raise SiteError listing every problem found.
+
+    ``base`` resolves relative paths from another directory: a run directory's
+    copy of a site file still means the paths of the original.
+    """
+    path = Path(path).resolve()
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise SiteError(
+            [Problem(path, "", f"cannot read the site file ({exc.strerror})", "check the path")]
+        ) from exc
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise SiteError(
+            [Problem(path, "", "the site file is not UTF-8", "save it as UTF-8", line)]
+        ) from exc
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        match = re.search(r"line (\d+)", str(exc))
+        raise SiteError(
+            [
+                Problem(
+                    path,
+                    "",
+                    f"not valid TOML: {exc}",
+                    "correct the TOML syntax",
+                    int(match.group(1)) if match else None,
+                )
+            ]
+        ) from exc
+    try:
+        config = SiteFile.model_validate(data)
+    except ValidationError as exc:
+        raise SiteError([_problem(path, text, err) for err in exc.errors()]) from exc
+    site = Site(path, config, hashlib.sha256(raw).hexdigest(), base)
+    problems = _cross_check(site, text)
+    if problems:
+        raise SiteError(problems)
+    return site
+
+
+def _cross_check(site: Site, text: str) -> list[Problem]:
+    """References between tables, and files that must exist."""
+    cfg = site.config
+    problems: list[Problem] = []
+
+    def add(loc: tuple[str, ...], message: str, fix: str) -> None:
+        problems.append(Problem(site.path, ".".join(loc), message, fix, _line_of(text, loc)))
+
+    for name, system in cfg.systems.items():
+        if system.device not in cfg.devices:
+            add(
+                ("systems", name, "device"),
+                f"unknown device {system.device!r}",
+                f"define [devices.{system.device}] or use one of: {', '.join(cfg.devices) or '-'}",
+            )
+        for task in system.tasks:
+            if task not in cfg.tasks:
+                add(
+                    ("systems", name, "tasks"),
+                    f"unknown task {task!r}",
+                    f"define [tasks.{task}] or use one of: {', '.join(cfg.tasks) or '-'}",
+                )
+        if not system.tasks:
+            add(("systems", name, "tasks"), "the system has no tasks", "list at least one task")
+        workdir = site.workdir(name)
+        if not workdir.is_dir():
+            add(
+                ("systems", name, "workdir"),
+                f"directory {workdir} does not exist",
+                "create it or correct the path (relative to the site file)",
+            )
+    for name in cfg.tasks:
+        testset = site.testset_path(name)
+        if not testset.is_dir():
+            add(
+                ("tasks", name, "testset"),
+                f"test-set directory {testset} does not exist",
+                "correct the path; it is relative to the site file",
+            )
+    for name, device in cfg.devices.items():
+        if device.cpus:
+            available = os.sched_getaffinity(0)
+            missing = sorted(set(device.cpus) - available)
+            if missing:
+                add(
+                    ("devices", name, "cpus"),
+                    f"CPUs {missing} are not available here (have {sorted(available)})",
+                    "list only CPUs this machine has",
+                )
+    return problems

@@ -1,0 +1,115 @@
+"""The Runner interface every transport implements, and the values it passes."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+Mode = Literal["serve", "exec"]
+Outcome = Literal["result", "error", "timeout", "crashed", "invalid_output"]
+
+
+class StartError(RuntimeError):
+    """A system could not be started or did not complete its handshake."""
+
+
+@dataclass(frozen=True)
+class SystemSpec:
+    """How to start one participant system for one task."""
+
+    name: str
+    task: str
+    kind: str
+    mode: Mode
+    command: tuple[str, ...]
+    workdir: Path
+    log_path: Path
+    stage_dir: Path
+    env: Mapping[str, str] = field(default_factory=dict)
+    setup_seconds: float = 120.0
+
+
+@dataclass(frozen=True)
+class StartInfo:
+    """What the handshake told us: the system's own name and version, and its setup time."""
+
+    name: str
+    version: str
+    setup_seconds: float
+    pid: int | None
+
+
+@dataclass(frozen=True)
+class ItemRequest:
+    """One item to send: files to stage under anonymous names plus plain input fields."""
+
+    anon_id: str
+    files: Mapping[str, Path]
+    fields: Mapping[str, Any]
+    hang_seconds: float
+
+
+@dataclass(frozen=True)
+class ItemAttempt:
+    """What happened when one item was sent once, timed on the controller's monotonic clock."""
+
+    anon_id: str
+    outcome: Outcome
+    sent: float
+    done: float
+    stage_seconds: float
+    output: Mapping[str, Any] | None = None
+    message: str = ""
+    cpu_seconds: float | None = None
+    peak_rss_bytes: int | None = None
+    round_trip_seconds: float | None = None
+    # The runner killed the system (timeout, crash, stream out of step): restart it.
+    system_lost: bool = False
+
+    @property
+    def seconds(self) -> float:
+        """Processing time: from the request leaving the controller to the answer arriving."""
+        return self.done - self.sent
+
+
+class Runner(ABC):
+    """Controller side of one transport: start a system, feed it items, stop it.
+
+    A runner never judges budgets; it reports what happened and when. The
+    controller turns that into verdicts.
+    """
+
+    spec: SystemSpec
+
+    @abstractmethod
+    def start(self) -> StartInfo:
+        """Start the system and complete the handshake, or raise StartError."""
+
+    @abstractmethod
+    def run_item(self, request: ItemRequest) -> ItemAttempt:
+        """Stage the inputs, send one item and wait for its answer within request.hang_seconds.
+
+        On timeout the system is killed with all its children before this returns.
+        """
+
+    @abstractmethod
+    def stop(self) -> None:
+        """Say bye, give the system a moment to exit, then kill whatever is left."""
+
+    @abstractmethod
+    def kill(self) -> None:
+        """Kill the system and every process it started, at once."""
+
+    def restart(self) -> StartInfo:
+        """Kill whatever is left of the system and start it again."""
+        self.kill()
+        return self.start()
+
+    def __enter__(self) -> Runner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
