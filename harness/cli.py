@@ -37,7 +37,7 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
 def cmd_run(args: argparse.Namespace, console: Console) -> int:
     """Run (or resume) every job of a site."""
     site = load_site(args.site)
-    run_dir = site.run_dir
+    run_dir = (Path(args.runs).resolve() / site.name) if args.runs else site.run_dir
     if args.fresh and (run_dir / "journal.jsonl").exists():
         archived = run_dir.with_name(f"{run_dir.name}-{time.strftime('%Y%m%d-%H%M%S')}")
         run_dir.rename(archived)
@@ -201,6 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--fresh", action="store_true", help="move an earlier run aside and start again"
     )
+    run.add_argument("--runs", help="put the run directory under this one instead of [site] runs")
     run.set_defaults(handler=cmd_run)
 
     check = sub.add_parser("check", help="dry run: start each system and try a few items")

@@ -1,0 +1,45 @@
+"""The demo site with the real pocketsphinx systems, end to end through the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from harness import load_site
+from tests.conftest import REPO, read_outputs
+from tests.test_cli import onsite
+
+DEMO = REPO / "site_config" / "demo.toml"
+
+
+def test_demo_site_is_valid_and_its_data_is_complete() -> None:
+    site = load_site(DEMO)
+    assert site.jobs() == [
+        ("asr-2x", "sphinx"),
+        ("asr-2x", "sphinx-fast"),
+        ("asr-2x", "faulty"),
+        ("asr-20x", "sphinx"),
+    ]
+    data = site.testset_path("asr-2x")
+    assert len(list(data.glob("*.flac"))) == 24
+    assert sum(p.stat().st_size for p in data.iterdir()) < 3_000_000
+
+
+def test_demo_runs_with_real_pocketsphinx(tmp_path: Path) -> None:
+    run = onsite("run", str(DEMO), "--runs", str(tmp_path), "--limit", "3")
+    assert run.returncode == 0, run.stdout + run.stderr
+    run_dir = tmp_path / "demo"
+    rows = read_outputs(run_dir, "asr-2x", "sphinx")
+    assert [r["id"] for r in rows] == ["s01_clean", "s01_snr15", "s01_snr5"]
+    assert all(r["verdict"] == "ok" for r in rows)
+    assert any(r["output"]["text"] for r in rows), "pocketsphinx recognised nothing"
+    assert all(0 < r["rtf"] < 2 for r in rows)
+    report = json.loads(onsite("report", str(run_dir), "--json").stdout)
+    assert {(r["task"], r["system"]) for r in report} == {
+        ("asr-2x", "sphinx"),
+        ("asr-2x", "sphinx-fast"),
+        ("asr-2x", "faulty"),
+        ("asr-20x", "sphinx"),
+    }
+    sphinx = next(r for r in report if r["system"] == "sphinx" and r["task"] == "asr-2x")
+    assert 0 <= sphinx["wer"] < 1 and sphinx["setup_seconds"] > 0
