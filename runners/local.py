@@ -19,6 +19,7 @@ from .lines import LineReader, LineTooLong
 from .proctree import TreeMeter, child_setup, kill_tree
 
 _BYE_GRACE_SECONDS = 2.0
+_LOG_MARKER = "--- onsite: "
 
 
 def _child_env(extra: Mapping[str, str]) -> dict[str, str]:
@@ -37,7 +38,7 @@ def _child_env(extra: Mapping[str, str]) -> dict[str, str]:
 
 
 def _tail(path: Path, limit: int = 400) -> str:
-    """The last few hundred bytes of a log file, for error messages."""
+    """The end of a system's log since its last start, for error messages."""
     try:
         with open(path, "rb") as fh:
             fh.seek(0, os.SEEK_END)
@@ -46,6 +47,9 @@ def _tail(path: Path, limit: int = 400) -> str:
             text = fh.read().decode("utf-8", errors="replace")
     except OSError:
         return ""
+    marker = text.rfind(_LOG_MARKER)
+    if marker >= 0:
+        text = text[marker:].partition("\n")[2]
     return text.strip().replace("\n", " | ")
 
 
@@ -77,7 +81,7 @@ class _LocalRunner(Runner):
 
     def _mark_log(self, text: str) -> None:
         log = self._open_log()
-        log.write(f"--- onsite: {text} at {time.strftime('%Y-%m-%d %H:%M:%S')}\n".encode())
+        log.write(f"{_LOG_MARKER}{text} at {time.strftime('%Y-%m-%d %H:%M:%S')}\n".encode())
         log.flush()
 
     def _stage(self, request: ItemRequest) -> tuple[dict[str, Any], list[Path]]:
