@@ -22,6 +22,7 @@ from .dryrun import dry_run
 from .errors import InputError
 from .leaderboard import leaderboard, site_of_run
 from .render import ProgressListener, leaderboard_table, make_console, table
+from .score_cmd import add_score_parser
 from .site import load_site
 from .store import RunLocked, RunState, RunStore
 
@@ -220,6 +221,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--full", action="store_true", help="with --json: include every score breakdown"
     )
     report.set_defaults(handler=cmd_report)
+
+    add_score_parser(sub)
     return parser
 
 

@@ -120,8 +120,22 @@ class ProgressListener:
 
 
 LEADERBOARD_COLUMNS = (
-    "task", "system", "items", "scored", "error", "rtf", "rtf p95", "rtf max",
-    "over", "t/o", "crash", "err", "inval", "restart", "setup s", "set budget s",
+    "task",
+    "system",
+    "items",
+    "scored",
+    "error",
+    "rtf",
+    "rtf p95",
+    "rtf max",
+    "over",
+    "t/o",
+    "crash",
+    "err",
+    "inval",
+    "restart",
+    "setup s",
+    "set budget s",
 )
 
 

@@ -1,8 +1,42 @@
 """Tokenisation and weighted edit alignment for ASR scoring.
 
-The alignment uses NIST sclite's default weights (correct 0, substitution 4,
-insertion 3, deletion 3) so that error counts come out as sclite reports
+The alignment reproduces NIST SCTK sclite's default word alignment (weights
+correct 0, substitution 4, insertion 3, deletion 3, and the same choice among
+equal-cost paths), so per-utterance S/D/I counts come out as sclite reports
 them, not as a plain unit-cost Levenshtein distance would.
+
+What sclite does (SCTK ``src/sclite``): ``align.c:network_dp_align_texts``
+builds a reference and a hypothesis network and calls
+``net_dp.c:Network_dpalign(refnet, hypnet, wwd_WORD, ...)``, so the reference
+is network A (rows) and the hypothesis network B (columns).
+``word.c:wwd_WORD`` gives the weights: 0 for equal words, 4 for a
+substitution, 3 for an insertion or deletion. ``calculate_margin_cells`` fills
+row 0 with insertions only and column 0 with deletions only.
+``calculate_internal_cells`` fills the table front to back (reference outer
+loop, hypothesis inner loop) and stores ONE back pointer per cell, chosen as::
+
+    if sub <= del and sub <= ins:  diagonal (correct or substitution)
+    elif del < ins:                deletion
+    else:                          insertion
+
+so on equal cost the diagonal wins, then the insertion, and the deletion only
+when it is strictly cheaper than the insertion. ``extract_NET_ALIGN_result``
+then walks those pointers back from the last cell (end of both texts) to
+(0, 0). The tie-break is therefore applied cell by cell from the END of the
+utterance: trailing mismatches are resolved first, and an ambiguous
+deletion/insertion pair puts the insertion last.
+
+What this module does: the same table, and a back-trace from (n, m) that at
+each cell takes the diagonal if it reaches the cell's cost, else the
+insertion, else the deletion. This picks exactly the move sclite's stored
+pointer would, so the path (and every count) is identical. Costs are small
+integers here and floats in sclite; with weights 0/3/4 both are exact.
+
+Not reproduced (special words that ordinary transcripts do not contain):
+sclite's ``@`` null word (cost 0.001 to insert or delete, dropped from the
+path), optionally deletable ``(word)`` under ``-D``, fragments under ``-F``,
+``{a / b}`` alternations, and ``new_WORD`` stripping one trailing ``*`` from
+words longer than one character.
 """
 
 from __future__ import annotations
@@ -125,16 +159,18 @@ class Alignment:
 
 
 def align(ref: Sequence[str], hyp: Sequence[str]) -> Alignment:
-    """Align `ref` to `hyp` at minimum cost (C=0, S=4, I=3, D=3).
+    """Align `ref` to `hyp` at minimum cost (C=0, S=4, I=3, D=3), as sclite does.
 
-    Ties are broken deterministically while tracing back from the *end* of
-    both sequences: at each step prefer the diagonal move (correct or
-    substitution), then deletion, then insertion. This is a fixed, documented
-    order; exact sclite tie parity is a later concern.
+    Among equal-cost paths the one sclite reports is chosen: walking back
+    from the end of both sequences, each cell takes the diagonal (correct or
+    substitution) if it is optimal, else the insertion, else the deletion.
+    See the module docstring for the SCTK functions this mirrors.
     """
     n, m = len(ref), len(hyp)
     # costs[i][j] = min cost of aligning ref[:i] with hyp[:j]; the full table
     # is kept because utterances are short and the back-trace needs it.
+    # Row 0 is insertions only and column 0 deletions only, as in sclite's
+    # calculate_margin_cells.
     costs: list[list[int]] = [[j * INSERTION_COST for j in range(m + 1)]]
     for i in range(1, n + 1):
         prev = costs[i - 1]
@@ -154,6 +190,7 @@ def align(ref: Sequence[str], hyp: Sequence[str]) -> Alignment:
     i, j = n, m
     while i > 0 or j > 0:
         here = costs[i][j]
+        # Same order as sclite's back pointer: diagonal, insertion, deletion.
         if i > 0 and j > 0:
             same = ref[i - 1] == hyp[j - 1]
             step = CORRECT_COST if same else SUBSTITUTION_COST
@@ -166,13 +203,13 @@ def align(ref: Sequence[str], hyp: Sequence[str]) -> Alignment:
                 i -= 1
                 j -= 1
                 continue
-        if i > 0 and here == costs[i - 1][j] + DELETION_COST:
-            pairs.append(AlignedPair("D", ref[i - 1], None))
-            d += 1
-            i -= 1
-        else:
+        if j > 0 and here == costs[i][j - 1] + INSERTION_COST:
             pairs.append(AlignedPair("I", None, hyp[j - 1]))
             ins_n += 1
             j -= 1
+        else:
+            pairs.append(AlignedPair("D", ref[i - 1], None))
+            d += 1
+            i -= 1
     pairs.reverse()
     return Alignment(tuple(pairs), c, s, d, ins_n)

@@ -1,0 +1,175 @@
+"""Readers for ASR transcript files: sclite ``trn`` and Kaldi ``text``.
+
+* trn (sclite): ``words words (utt_id)``; the id is what lies between the
+  last ``(`` and the last ``)`` of the line, as sclite's ``remove_id`` takes
+  it, and the words are everything before that ``(``.
+* Kaldi text: ``utt_id words...``; the id is the first whitespace-separated
+  field. A line holding only an id is an empty transcript.
+
+The format is detected per file: trn if at least half of its transcript
+lines end with ``)`` after a ``(``, Kaldi otherwise. Deciding per file rather
+than per line keeps a Kaldi transcript that happens to end in ``(laughter)``
+from being read as trn, while a trn file with one forgotten id is reported as
+such instead of silently turning into nonsense Kaldi ids.
+
+Blank lines and sclite comment lines (starting with ``;;``) are skipped.
+Files must be UTF-8 (a leading byte-order mark is allowed); ``\\r\\n`` line
+ends are accepted. Texts are returned as written: case folding and
+tokenisation are the scorer's job.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from typing import Literal
+
+from .errors import FormatError
+
+__all__ = ["TranscriptFormat", "check_ids", "detect_format", "read_transcripts"]
+
+TranscriptFormat = Literal["trn", "kaldi"]
+
+_BOM = "\ufeff"
+_SHOWN_IDS = 10
+
+
+def _decoded_lines(path: str | os.PathLike[str]) -> list[tuple[int, str]]:
+    """(line number, text) for every transcript line, skipping blanks and comments."""
+    with open(path, "rb") as fh:
+        data = fh.read()
+    lines: list[tuple[int, str]] = []
+    # Split on b"\n" only: str.splitlines would also break on \x0b, \x1c,
+    # U+2028 and others, shifting line numbers and splitting transcripts.
+    for lineno, raw in enumerate(data.split(b"\n"), start=1):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise FormatError(
+                path,
+                lineno,
+                f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at byte {exc.start + 1} "
+                "of the line)",
+                "re-save the file as UTF-8, e.g. `iconv -f LATIN1 -t UTF-8`",
+            ) from None
+        if lineno == 1 and text.startswith(_BOM):
+            text = text[len(_BOM) :]
+        text = text.rstrip("\r")
+        if not text.strip() or text.lstrip().startswith(";;"):
+            continue
+        lines.append((lineno, text))
+    if not lines:
+        raise FormatError(
+            path,
+            None,
+            "the file holds no transcripts",
+            "write one utterance per line, as `words (utt_id)` (trn) or `utt_id words` (Kaldi)",
+        )
+    return lines
+
+
+def _looks_trn(text: str) -> bool:
+    stripped = text.rstrip()
+    return stripped.endswith(")") and "(" in stripped
+
+
+def detect_format(lines: Iterable[str]) -> TranscriptFormat:
+    """``trn`` if at least half of `lines` end with ``(...)``, else ``kaldi``."""
+    total = trn = 0
+    for text in lines:
+        total += 1
+        trn += _looks_trn(text)
+    return "trn" if total and 2 * trn >= total else "kaldi"
+
+
+def _parse_trn(path: str | os.PathLike[str], lineno: int, text: str) -> tuple[str, str]:
+    stripped = text.rstrip()
+    open_at = stripped.rfind("(")
+    if not stripped.endswith(")") or open_at < 0:
+        raise FormatError(
+            path,
+            lineno,
+            "trn line without an utterance id",
+            "end the line with the id in parentheses, e.g. `hello world (spk1-utt1)`",
+        )
+    utt_id = stripped[open_at + 1 : -1].strip()
+    if not utt_id:
+        raise FormatError(
+            path,
+            lineno,
+            "trn line with an empty id `()`",
+            "put the utterance id inside the final parentheses",
+        )
+    return utt_id, stripped[:open_at].strip()
+
+
+def _parse_kaldi(text: str) -> tuple[str, str]:
+    fields = text.strip().split(maxsplit=1)
+    return fields[0], fields[1] if len(fields) > 1 else ""
+
+
+def read_transcripts(path: str | os.PathLike[str]) -> dict[str, str]:
+    """Read a trn or Kaldi text file into ``{utt_id: text}`` in file order.
+
+    Raises FormatError (naming file and line) for undecodable text, a trn
+    line without an id, a duplicate id, or a file with no transcripts.
+    """
+    lines = _decoded_lines(path)
+    fmt = detect_format(text for _, text in lines)
+    out: dict[str, str] = {}
+    first_line: dict[str, int] = {}
+    for lineno, text in lines:
+        utt_id, words = _parse_trn(path, lineno, text) if fmt == "trn" else _parse_kaldi(text)
+        if utt_id in out:
+            # Even an identical repeat is refused: sclite itself only rejects
+            # repeats whose text differs, but a repeat usually means two
+            # files were concatenated and the scores would be wrong anyway.
+            raise FormatError(
+                path,
+                lineno,
+                f"duplicate utterance id {utt_id!r} (first on line {first_line[utt_id]})",
+                "keep one transcript per id",
+            )
+        out[utt_id] = words
+        first_line[utt_id] = lineno
+    return out
+
+
+def _show(ids: list[str]) -> str:
+    shown = ", ".join(repr(k) for k in ids[:_SHOWN_IDS])
+    more = f" (+{len(ids) - _SHOWN_IDS} more)" if len(ids) > _SHOWN_IDS else ""
+    return f"{shown}{more}"
+
+
+def check_ids(
+    refs: Mapping[str, object],
+    hyps: Mapping[str, object],
+    ref_path: str | os.PathLike[str],
+    hyp_path: str | os.PathLike[str],
+) -> None:
+    """Raise FormatError unless `refs` and `hyps` hold exactly the same ids.
+
+    The error (with ``path`` = `hyp_path`, ``line`` = None) lists the ids
+    missing from each side, at most ten per side.
+    """
+    missing = sorted(k for k in refs if k not in hyps)
+    extra = sorted(k for k in hyps if k not in refs)
+    if not missing and not extra:
+        return
+    problems: list[str] = []
+    if missing:
+        problems.append(
+            f"{len(missing)} reference id(s) from {os.fspath(ref_path)} have no hypothesis: "
+            f"{_show(missing)}"
+        )
+    if extra:
+        problems.append(
+            f"{len(extra)} hypothesis id(s) are not in {os.fspath(ref_path)}: {_show(extra)}"
+        )
+    raise FormatError(
+        hyp_path,
+        None,
+        "; ".join(problems),
+        "give one hypothesis per reference id (an empty transcript if the system output "
+        "nothing), spelled exactly as in the reference file",
+    )

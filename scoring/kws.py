@@ -1,0 +1,304 @@
+"""Keyword spotting in telephone speech: slot/sentence rates and DET curves.
+
+Each sentence is described by a frame of slots (for the transportation
+setting e.g. ``from``, ``to``, ``date``), each slot a sequence of keywords.
+Conventions (HTRDP 2004 telephone task):
+
+* A slot is right iff the system's keyword sequence for it equals the
+  reference sequence exactly (any insertion, deletion or substitution of a
+  keyword makes it wrong). A slot the system leaves out is the empty
+  sequence, so it is right only if the reference slot is empty too.
+* Correct slot rate = right slots / reference slots. Slots the system adds
+  that are not in the reference frame (with a non-empty value) do not change
+  this denominator, but count as ``extra_slots``.
+* A sentence is right iff all its reference slots are right and it has no
+  extra slots. A sentence with no system frame at all is wrong (unless its
+  reference frame is empty) and counted in ``missing``.
+* The reference's setting is used; the system's ``setting`` is ignored.
+* DET: see `det_curve` for the miss and false-alarm definitions.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .ocr import read_jsonl
+
+__all__ = [
+    "DetCurve",
+    "DetPoint",
+    "Detection",
+    "KwsReport",
+    "SentenceResult",
+    "SlotFrame",
+    "SlotScore",
+    "det_curve",
+    "read_slot_file",
+    "score_slots",
+]
+
+
+@dataclass(frozen=True)
+class SlotFrame:
+    """One sentence's frame: its setting and slot name -> keyword sequence."""
+
+    id: str
+    setting: str
+    slots: Mapping[str, tuple[str, ...]]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (the slot-file line format)."""
+        return {
+            "id": self.id,
+            "setting": self.setting,
+            "slots": {k: list(v) for k, v in self.slots.items()},
+        }
+
+
+def read_slot_file(path: str | Path, require_setting: bool = True) -> dict[str, SlotFrame]:
+    """Read JSONL lines ``{"id", "setting", "slots": {name: [keyword, ...]}}``.
+
+    Used for both references and system output; system files may omit
+    ``setting`` when `require_setting` is False (it is stored as "").
+    Errors name ``file:line``.
+    """
+    out: dict[str, SlotFrame] = {}
+    lines: dict[str, int] = {}
+    for lineno, obj in read_jsonl(path):
+        where = f"{path}:{lineno}"
+        required = ("id", "setting", "slots") if require_setting else ("id", "slots")
+        for key in required:
+            if key not in obj:
+                raise ValueError(f"{where}: missing key {key!r}")
+        sid, setting, slots = obj["id"], obj.get("setting", ""), obj["slots"]
+        if not isinstance(sid, str) or not isinstance(setting, str):
+            raise ValueError(f"{where}: 'id' and 'setting' must be strings")
+        if not isinstance(slots, dict):
+            raise ValueError(f"{where}: 'slots' must be an object")
+        parsed: dict[str, tuple[str, ...]] = {}
+        for name, kws in slots.items():
+            if not isinstance(kws, list) or not all(isinstance(k, str) for k in kws):
+                raise ValueError(f"{where}: slot {name!r} must be a list of strings")
+            parsed[name] = tuple(kws)
+        if sid in lines:
+            raise ValueError(f"{where}: duplicate id {sid!r} (first on line {lines[sid]})")
+        lines[sid] = lineno
+        out[sid] = SlotFrame(sid, setting, parsed)
+    return out
+
+
+@dataclass(frozen=True)
+class SentenceResult:
+    """Per-sentence outcome: right/total slots and extra system slots."""
+
+    id: str
+    setting: str
+    slots: int
+    right_slots: int
+    extra_slots: int
+    missing: bool
+
+    @property
+    def right(self) -> bool:
+        """All reference slots right and no extra slots."""
+        return self.right_slots == self.slots and self.extra_slots == 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready outcome."""
+        return {
+            "id": self.id,
+            "setting": self.setting,
+            "slots": self.slots,
+            "right_slots": self.right_slots,
+            "extra_slots": self.extra_slots,
+            "missing": self.missing,
+            "right": self.right,
+        }
+
+
+@dataclass(frozen=True)
+class SlotScore:
+    """Counts and correct slot/sentence rates (fractions)."""
+
+    sentences: int
+    right_sentences: int
+    slots: int
+    right_slots: int
+    extra_slots: int
+    missing: int
+
+    @classmethod
+    def from_results(cls, results: Iterable[SentenceResult]) -> SlotScore:
+        """Sum per-sentence outcomes."""
+        rs = list(results)
+        return cls(
+            sentences=len(rs),
+            right_sentences=sum(r.right for r in rs),
+            slots=sum(r.slots for r in rs),
+            right_slots=sum(r.right_slots for r in rs),
+            extra_slots=sum(r.extra_slots for r in rs),
+            missing=sum(r.missing for r in rs),
+        )
+
+    @property
+    def slot_rate(self) -> float:
+        """Correct slot rate (0.0 with no slots)."""
+        return self.right_slots / self.slots if self.slots else 0.0
+
+    @property
+    def sentence_rate(self) -> float:
+        """Correct sentence rate (0.0 with no sentences)."""
+        return self.right_sentences / self.sentences if self.sentences else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready counts and rates."""
+        return {
+            "sentences": self.sentences,
+            "right_sentences": self.right_sentences,
+            "slots": self.slots,
+            "right_slots": self.right_slots,
+            "extra_slots": self.extra_slots,
+            "missing": self.missing,
+            "slot_rate": self.slot_rate,
+            "sentence_rate": self.sentence_rate,
+        }
+
+
+@dataclass(frozen=True)
+class KwsReport:
+    """Overall and per-setting slot scores plus per-sentence outcomes."""
+
+    overall: SlotScore
+    by_setting: Mapping[str, SlotScore]
+    sentences: tuple[SentenceResult, ...]
+
+    def to_dict(self, include_sentences: bool = False) -> dict[str, Any]:
+        """JSON-ready report; per-sentence detail only if asked for."""
+        out: dict[str, Any] = {
+            "overall": self.overall.to_dict(),
+            "by_setting": {k: v.to_dict() for k, v in self.by_setting.items()},
+        }
+        if include_sentences:
+            out["sentences"] = [s.to_dict() for s in self.sentences]
+        return out
+
+
+def score_slots(refs: Mapping[str, SlotFrame], hyps: Mapping[str, SlotFrame]) -> KwsReport:
+    """Score system frames against reference frames, keyed by sentence id.
+
+    Raises ValueError for system frames whose id is not a reference id.
+    """
+    unknown = sorted(k for k in hyps if k not in refs)
+    if unknown:
+        raise ValueError(f"outputs for ids not in references: {', '.join(map(repr, unknown[:10]))}")
+    results: list[SentenceResult] = []
+    for sid, ref in refs.items():
+        hyp = hyps.get(sid)
+        hyp_slots: Mapping[str, tuple[str, ...]] = hyp.slots if hyp is not None else {}
+        right = sum(1 for name, kws in ref.slots.items() if tuple(hyp_slots.get(name, ())) == kws)
+        # An extra slot with an empty value says nothing, so it is not an error.
+        extra = sum(1 for name, kws in hyp_slots.items() if name not in ref.slots and kws)
+        results.append(SentenceResult(sid, ref.setting, len(ref.slots), right, extra, hyp is None))
+    by_setting = {
+        s: SlotScore.from_results(r for r in results if r.setting == s)
+        for s in sorted({r.setting for r in results})
+    }
+    return KwsReport(SlotScore.from_results(results), by_setting, tuple(results))
+
+
+@dataclass(frozen=True)
+class Detection:
+    """One scored keyword hypothesis; `is_true` if it matches a true occurrence."""
+
+    keyword: str
+    utterance: str
+    score: float
+    is_true: bool
+
+
+@dataclass(frozen=True)
+class DetPoint:
+    """Operating point when accepting every detection with score >= threshold."""
+
+    threshold: float
+    misses: int
+    false_alarms: int
+    p_miss: float
+    p_fa: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready point; the no-acceptance threshold +inf becomes None."""
+        return {
+            "threshold": self.threshold if math.isfinite(self.threshold) else None,
+            "misses": self.misses,
+            "false_alarms": self.false_alarms,
+            "p_miss": self.p_miss,
+            "p_fa": self.p_fa,
+        }
+
+
+@dataclass(frozen=True)
+class DetCurve:
+    """DET points from strictest (nothing accepted) to loosest (all accepted)."""
+
+    n_true: int
+    n_nontarget: int
+    points: tuple[DetPoint, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready curve."""
+        return {
+            "n_true": self.n_true,
+            "n_nontarget": self.n_nontarget,
+            "points": [p.to_dict() for p in self.points],
+        }
+
+
+def det_curve(
+    detections: Iterable[Detection | tuple[str, str, float, bool]],
+    n_true: int,
+    n_nontarget: int,
+) -> DetCurve:
+    """Miss vs false-alarm probability over all score thresholds.
+
+    At threshold t every detection with score >= t is accepted:
+    P_miss(t) = 1 - (true detections accepted) / `n_true`, where `n_true` is
+    the number of true keyword occurrences in the reference (occurrences the
+    system never proposed are misses at every threshold);
+    P_fa(t) = (false detections accepted) / `n_nontarget`, where
+    `n_nontarget` is the number of non-target trials, e.g. keywords x
+    utterances minus the true (keyword, utterance) pairs. Thresholds are the
+    distinct scores, descending, preceded by +inf (nothing accepted); tied
+    scores are accepted together. Raises ValueError if the detections hold
+    more true (false) hits than `n_true` (`n_nontarget`), or for a
+    non-finite score.
+    """
+    if n_true <= 0 or n_nontarget <= 0:
+        raise ValueError("n_true and n_nontarget must be positive")
+    dets = [d if isinstance(d, Detection) else Detection(*d) for d in detections]
+    for d in dets:
+        if not math.isfinite(d.score):
+            raise ValueError(f"non-finite score for {d.keyword!r} in {d.utterance!r}")
+    n_hit = sum(d.is_true for d in dets)
+    if n_hit > n_true:
+        raise ValueError(f"{n_hit} true detections but only {n_true} true occurrences")
+    if len(dets) - n_hit > n_nontarget:
+        raise ValueError(f"{len(dets) - n_hit} false detections but {n_nontarget} trials")
+
+    points = [DetPoint(math.inf, n_true, 0, 1.0, 0.0)]
+    hits = fas = 0
+    dets.sort(key=lambda d: d.score, reverse=True)
+    i = 0
+    while i < len(dets):
+        t = dets[i].score
+        while i < len(dets) and dets[i].score == t:
+            hits += dets[i].is_true
+            fas += not dets[i].is_true
+            i += 1
+        misses = n_true - hits
+        points.append(DetPoint(t, misses, fas, misses / n_true, fas / n_nontarget))
+    return DetCurve(n_true, n_nontarget, tuple(points))
