@@ -192,7 +192,7 @@ class Controller:
         restarts = 0
         for item in pending:
             attempt_no = self.store.state.next_attempt(task, system, item.id)
-            budget = item_budget_seconds(task_cfg.budget, item)
+            budget = item_budget_seconds(task_cfg.budget, item, item.units)
             hang = hang_seconds(task_cfg.budget, budget)
             anon_id = secrets.token_hex(8)
             self.store.record(
@@ -243,7 +243,7 @@ class Controller:
             problem = kind.check_output(output)
             if problem:
                 verdict, message = "invalid_output", problem
-        timed = result.outcome == "result"
+        speed = kind.speed(item, result.seconds) if result.outcome == "result" else None
         self.store.record(
             "completed",
             task=task,
@@ -258,7 +258,8 @@ class Controller:
             done=result.done,
             seconds=result.seconds,
             budget_seconds=budget,
-            rtf=kind.speed(item, result.seconds) if timed else None,
+            rtf=speed if kind.speed_unit == "rtf" else None,
+            speed=speed,
             stage_seconds=result.stage_seconds,
             cpu_seconds=result.cpu_seconds,
             peak_rss_bytes=result.peak_rss_bytes,

@@ -11,7 +11,7 @@ from typing import Any
 from .errors import Problem, SiteError
 from .site import Site, load_site
 from .store import RunState
-from .tasks import task_kind
+from .tasks import headline, task_kind
 from .testsets import TestSet
 
 _ANSWERED = ("ok", "over_budget")
@@ -27,14 +27,12 @@ class LeaderboardRow:
     completed: int
     scored: int
     metric: str
-    error_rate: float | None
-    ref_tokens: int
-    substitutions: int
-    deletions: int
-    insertions: int
-    rtf_mean: float | None
-    rtf_p95: float | None
-    rtf_max: float | None
+    score: float | None
+    higher_is_better: bool
+    speed_unit: str
+    speed_mean: float | None
+    speed_p95: float | None
+    speed_max: float | None
     over_budget: int
     timeouts: int
     crashes: int
@@ -49,9 +47,16 @@ class LeaderboardRow:
     scores: dict[str, Any]
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready; the metric's value is also given under its own name (wer or cer)."""
+        """JSON-ready. The headline metric is also given under its own name (e.g. "wer"),
+        the speed figures as rtf_* for audio tasks, and ASR rows carry their S/D/I counts."""
         data = asdict(self)
-        data[self.metric] = self.error_rate
+        data[self.metric] = self.score
+        if self.speed_unit == "rtf":
+            data.update(rtf_mean=self.speed_mean, rtf_p95=self.speed_p95, rtf_max=self.speed_max)
+        overall = self.scores.get("overall", {})
+        for key in ("ref_tokens", "substitutions", "deletions", "insertions"):
+            if key in overall:
+                data[key] = overall[key]
         return data
 
 
@@ -107,13 +112,19 @@ def _row(site: Site, state: RunState, testset: TestSet, task: str, system: str) 
     verdicts = [r["verdict"] for r in records]
     answered = [r for r in records if r["verdict"] in _ANSWERED]
     outputs = {r["item"]: r["output"] for r in answered}
+    seconds = {r["item"]: r["seconds"] for r in records}
     # Score the completed items only: a run stopped early (or --limit) is not charged
     # for items never sent; a failed item counts, with no output.
     attempted = replace(testset, items=tuple(i for i in testset.items if i.id in completed))
-    scores = kind.score(attempted, cfg, outputs) if records else {}
-    metric = kind.primary_metric(cfg)
-    overall = scores.get("overall", {})
-    rtfs = [r["rtf"] for r in answered if r.get("rtf") is not None]
+    scores = kind.score(attempted, cfg, outputs, seconds) if records else {}
+    items = {i.id: i for i in testset.items}
+    speeds = [s for r in answered if (s := kind.speed(items[r["item"]], r["seconds"])) is not None]
+    if kind.speed_unit == "chars_per_second":
+        # V = samples / seconds over the set, as OLCCR defines it, not a mean of rates.
+        total = sum(r["seconds"] for r in answered)
+        speed_mean = len(answered) / total if total > 0 else None
+    else:
+        speed_mean = sum(speeds) / len(speeds) if speeds else None
     starts = [r for r in state.job_records(task, system) if r["event"] == "system_started"]
     budgets = [r["budget_seconds"] for r in records]
     total_budget = sum(budgets) if records and all(b is not None for b in budgets) else None
@@ -124,15 +135,13 @@ def _row(site: Site, state: RunState, testset: TestSet, task: str, system: str) 
         items=len(testset.items),
         completed=len(records),
         scored=len(answered),
-        metric=metric,
-        error_rate=overall.get("wer") if records else None,
-        ref_tokens=overall.get("ref_tokens", 0),
-        substitutions=overall.get("substitutions", 0),
-        deletions=overall.get("deletions", 0),
-        insertions=overall.get("insertions", 0),
-        rtf_mean=sum(rtfs) / len(rtfs) if rtfs else None,
-        rtf_p95=percentile(rtfs, 0.95),
-        rtf_max=max(rtfs) if rtfs else None,
+        metric=kind.metric(cfg),
+        score=headline(kind, cfg, scores) if records else None,
+        higher_is_better=kind.higher_is_better,
+        speed_unit=kind.speed_unit,
+        speed_mean=speed_mean,
+        speed_p95=percentile(speeds, 0.95),
+        speed_max=max(speeds) if speeds else None,
         over_budget=verdicts.count("over_budget"),
         timeouts=verdicts.count("timeout"),
         crashes=verdicts.count("crashed"),

@@ -119,15 +119,26 @@ class ProgressListener:
                 self._say(f"{task}: {message}")
 
 
+_METRIC_NAMES = {
+    "wer": "WER",
+    "cer": "CER",
+    "correct_rate": "correct",
+    "slot_rate": "slots",
+    "recognition_rate": "R",
+    "correct_detection_rate": "detected",
+    "eer": "EER",
+}
+
 LEADERBOARD_COLUMNS = (
     "task",
     "system",
     "items",
     "scored",
-    "error",
-    "rtf",
-    "rtf p95",
-    "rtf max",
+    "quality",
+    "speed",
+    "p95",
+    "max",
+    "unit",
     "over",
     "t/o",
     "crash",
@@ -152,9 +163,11 @@ def leaderboard_table(rows: Sequence[LeaderboardRow]) -> Table:
     """The leaderboard as a rich table: quality, speed, stability per task and system."""
     out = Table(
         title="Leaderboard",
-        caption="error: WER/CER over completed items (failed items count as deletions). "
-        "rtf: processing / audio seconds (mean, p95, max). over: answers past the item "
-        "budget; t/o: timeouts; err: error answers; inval: invalid outputs",
+        caption="quality: the task's headline metric over completed items (a failed item "
+        "counts as wrong; for WER its words count as deletions). speed: mean, p95, max per "
+        "item in the unit shown (rtf = processing / audio seconds; chars/second over the "
+        "set). over: answers past the item budget; t/o: timeouts; err: error answers; "
+        "inval: invalid outputs",
         box=box.SIMPLE_HEAD,
         pad_edge=False,
     )
@@ -168,10 +181,11 @@ def leaderboard_table(rows: Sequence[LeaderboardRow]) -> Table:
             row.system,
             f"{row.completed}/{row.items}",
             str(row.scored),
-            f"{row.metric.upper()} {_pct(row.error_rate)}",
-            _num(row.rtf_mean),
-            _num(row.rtf_p95),
-            _num(row.rtf_max),
+            f"{_METRIC_NAMES.get(row.metric, row.metric)} {_pct(row.score)}",
+            _num(row.speed_mean),
+            _num(row.speed_p95),
+            _num(row.speed_max),
+            row.speed_unit.replace("_per_", "/"),
             str(row.over_budget),
             str(row.timeouts),
             str(row.crashes),

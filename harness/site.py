@@ -72,7 +72,7 @@ Device = LocalDevice
 class Task(_Strict):
     """One evaluation task: its kind, test set, unit and budget."""
 
-    kind: Literal["asr"]
+    kind: Literal["asr", "command", "kws", "ocr", "face-detect", "face-verify"]
     testset: str
     unit: Literal["word", "char"] = "word"
     case_sensitive: bool = False

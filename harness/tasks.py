@@ -1,16 +1,46 @@
-"""Task kinds: how each kind loads its test set, checks outputs and scores them."""
+"""Task kinds: how each kind loads its test set, checks outputs and scores them.
+
+docs/task-kinds.md lists each kind's test-set layout, input, output, headline
+metric and speed unit. The scorers are scoring/'s, so a run's numbers are the
+same as `onsite score` gives on the saved outputs.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scoring import score_asr
+from scoring import (
+    read_face_references,
+    read_ocr_truth,
+    read_slot_file,
+    read_verification_truth,
+    score_asr,
+    score_commands,
+    score_detection,
+    score_ocr,
+    score_slots,
+    score_verification_pairs,
+)
+from scoring.faces import Box
+from scoring.kws import SlotFrame
 
 from .site import Task
-from .testsets import TestItem, TestSet, load_asr_testset
+from .testsets import (
+    TestItem,
+    TestSet,
+    audio_testset,
+    file_testset,
+    load_asr_testset,
+    load_command_testset,
+    read_truth,
+)
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".pgm", ".ppm", ".webp")
+
+Outputs = Mapping[str, Mapping[str, Any] | None]
 
 
 @dataclass(frozen=True)
@@ -20,45 +50,208 @@ class TaskKind:
     name: str
     load: Callable[[Path, Task], TestSet]
     check_output: Callable[[Mapping[str, Any]], str | None]
-    score: Callable[[TestSet, Task, Mapping[str, Mapping[str, Any] | None]], dict[str, Any]]
-    primary_metric: Callable[[Task], str]
-    # The speed figure per item, e.g. the real-time factor for audio.
+    # (test set, task, outputs of answered items, seconds per completed item) -> scores
+    score: Callable[[TestSet, Task, Outputs, Mapping[str, float]], dict[str, Any]]
+    metric: Callable[[Task], str]
+    speed_unit: str
+    # Per-item speed in speed_unit from the item and its processing seconds.
     speed: Callable[[TestItem, float], float | None]
+    # Higher is better for the headline metric (False for error rates).
+    higher_is_better: bool = True
 
 
 def _check_text(output: Mapping[str, Any]) -> str | None:
-    text = output.get("text")
-    if not isinstance(text, str):
+    if not isinstance(output.get("text"), str):
         return 'output needs a "text" string, e.g. {"text": "hello world"}'
     return None
 
 
-def _score_asr(
-    testset: TestSet, task: Task, outputs: Mapping[str, Mapping[str, Any] | None]
-) -> dict[str, Any]:
-    hyps = {
-        item_id: (out.get("text") if out is not None else None)
-        for item_id, out in outputs.items()
-        if item_id in testset.references()
-    }
+def _check_slots(output: Mapping[str, Any]) -> str | None:
+    slots = output.get("slots")
+    example = 'e.g. {"slots": {"from": ["北京"], "to": ["上海"]}}'
+    if not isinstance(slots, dict):
+        return f'output needs a "slots" object, {example}'
+    for name, words in slots.items():
+        if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
+            return f"slot {name!r} must be a list of keyword strings, {example}"
+    return None
+
+
+def _check_candidates(output: Mapping[str, Any]) -> str | None:
+    candidates = output.get("candidates")
+    if (
+        not isinstance(candidates, list)
+        or not all(isinstance(c, str) for c in candidates)
+        or len(candidates) > 10
+    ):
+        return 'output needs "candidates": up to ten strings, best first, e.g. ["天", "夭"]'
+    return None
+
+
+def _check_boxes(output: Mapping[str, Any]) -> str | None:
+    boxes = output.get("boxes")
+    problem = 'output needs "boxes": [[x, y, w, h, score], ...] with w, h >= 0'
+    if not isinstance(boxes, list):
+        return problem
+    for box in boxes:
+        if (
+            not isinstance(box, list)
+            or len(box) not in (4, 5)
+            or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in box)
+            or box[2] < 0
+            or box[3] < 0
+        ):
+            return problem
+    return None
+
+
+def _check_score(output: Mapping[str, Any]) -> str | None:
+    score = output.get("score")
+    if not isinstance(score, int | float) or isinstance(score, bool):
+        return 'output needs a numeric "score" (a similarity: higher means more alike)'
+    return None
+
+
+def _conditions(testset: TestSet) -> dict[str, str] | None:
     labelled = testset.conditions()
-    conditions = (
-        {item.id: labelled.get(item.id, "unlabelled") for item in testset.items}
-        if labelled
-        else None
-    )
+    if not labelled:
+        return None
+    return {item.id: labelled.get(item.id, "unlabelled") for item in testset.items}
+
+
+def _text(outputs: Outputs, testset: TestSet) -> dict[str, str | None]:
+    refs = testset.references()
+    return {k: (v.get("text") if v else None) for k, v in outputs.items() if k in refs}
+
+
+def _score_asr(testset: TestSet, task: Task, outputs: Outputs, _: Any) -> dict[str, Any]:
     report = score_asr(
         testset.references(),
-        hyps,
+        _text(outputs, testset),
         unit=task.unit,
         case_sensitive=task.case_sensitive,
-        conditions=conditions,
+        conditions=_conditions(testset),
     )
     return report.to_dict()
 
 
+def _score_command(testset: TestSet, task: Task, outputs: Outputs, _: Any) -> dict[str, Any]:
+    report = score_commands(
+        testset.references(),
+        _text(outputs, testset),
+        conditions=_conditions(testset),
+        case_sensitive=task.case_sensitive,
+    )
+    return report.to_dict()
+
+
+def _load_kws(root: Path, task: Task) -> TestSet:
+    frames = read_truth(
+        root / "slots.jsonl",
+        read_slot_file,
+        'one line per recording: {"id", "setting", "slots": {name: [keywords]}}',
+    )
+    settings = {k: f.setting for k, f in frames.items()}
+    testset = audio_testset(root, frames, task.sample_rates, settings, root / "slots.jsonl")
+    return testset
+
+
+def _score_kws(testset: TestSet, task: Task, outputs: Outputs, _: Any) -> dict[str, Any]:
+    refs: dict[str, SlotFrame] = testset.references()
+    hyps = {
+        k: SlotFrame(k, refs[k].setting, {n: tuple(w) for n, w in (v or {})["slots"].items()})
+        for k, v in outputs.items()
+        if k in refs and v is not None
+    }
+    return score_slots(refs, hyps).to_dict()
+
+
+def _load_ocr(root: Path, task: Task) -> TestSet:
+    truth = read_truth(
+        root / "truth.jsonl",
+        read_ocr_truth,
+        'one line per sample: {"id", "char", "subsets": [...]}, the image named <id>.png',
+    )
+    refs = {t.id: t for t in truth}
+    subsets = {t.id: "/".join(t.subsets) for t in truth if t.subsets}
+    files = {t.id: {"image": t.id} for t in truth}
+    return file_testset(root, refs, files, IMAGE_SUFFIXES, subsets, units=1.0)
+
+
+def _score_ocr(
+    testset: TestSet, task: Task, outputs: Outputs, seconds: Mapping[str, float]
+) -> dict[str, Any]:
+    refs = testset.references()
+    candidates = {
+        k: (tuple(v["candidates"]) if v is not None else None)
+        for k, v in outputs.items()
+        if k in refs
+    }
+    total = sum(seconds.get(k, 0.0) for k in refs) or None
+    return score_ocr(refs.values(), candidates, seconds=total).to_dict()
+
+
+def _load_faces(root: Path, task: Task) -> TestSet:
+    references = read_truth(
+        root / "faces.jsonl",
+        read_face_references,
+        'one line per image: {"image": "<file>", "faces": [{"left_eye", "right_eye", "mouth"}]}',
+    )
+    ids = {image: Path(image).stem for image in references}
+    refs = {ids[image]: ref for image, ref in references.items()}
+    files = {ids[image]: {"image": image} for image in references}
+    subsets = {ids[i]: r.subset for i, r in references.items() if r.subset}
+    return file_testset(root, refs, files, IMAGE_SUFFIXES, subsets, units=1.0)
+
+
+def _score_faces(
+    testset: TestSet, task: Task, outputs: Outputs, seconds: Mapping[str, float]
+) -> dict[str, Any]:
+    refs = testset.references()
+    references = {k: ref for k, ref in refs.items()}
+    detections = {
+        k: tuple(Box(*b[:4], b[4] if len(b) > 4 else None) for b in v["boxes"])
+        for k, v in outputs.items()
+        if k in refs and v is not None
+    }
+    timing = {k: s for k, s in seconds.items() if k in refs}
+    return score_detection(references, detections, seconds=timing or None).to_dict()
+
+
+def _pair_id(a: str, b: str) -> str:
+    return f"{Path(a).stem}~{Path(b).stem}"
+
+
+def _load_pairs(root: Path, task: Task) -> TestSet:
+    truth = read_truth(
+        root / "pairs.jsonl",
+        read_verification_truth,
+        'one line per pair: {"a": "<image file>", "b": "<image file>", "genuine": true}',
+    )
+    refs = {_pair_id(a, b): ((a, b), genuine) for (a, b), genuine in truth.items()}
+    files = {_pair_id(a, b): {"image_a": a, "image_b": b} for (a, b) in truth}
+    return file_testset(root, refs, files, IMAGE_SUFFIXES, units=1.0)
+
+
+def _score_pairs(testset: TestSet, task: Task, outputs: Outputs, _: Any) -> dict[str, Any]:
+    refs = testset.references()
+    truth = {pair: genuine for pair, genuine in refs.values()}
+    scores = {
+        refs[k][0]: float(v["score"]) for k, v in outputs.items() if k in refs and v is not None
+    }
+    return score_verification_pairs(scores, truth).to_dict()
+
+
 def _rtf(item: TestItem, seconds: float) -> float | None:
     return seconds / item.duration if item.duration else None
+
+
+def _per_second(item: TestItem, seconds: float) -> float | None:
+    return (item.units or 1.0) / seconds if seconds > 0 else None
+
+
+def _ms_per_unit(item: TestItem, seconds: float) -> float | None:
+    return 1000.0 * seconds / (item.units or 1.0)
 
 
 TASK_KINDS: dict[str, TaskKind] = {
@@ -67,8 +260,56 @@ TASK_KINDS: dict[str, TaskKind] = {
         load=lambda root, task: load_asr_testset(root, task.sample_rates),
         check_output=_check_text,
         score=_score_asr,
-        primary_metric=lambda task: "cer" if task.unit == "char" else "wer",
+        metric=lambda task: "cer" if task.unit == "char" else "wer",
+        speed_unit="rtf",
         speed=_rtf,
+        higher_is_better=False,
+    ),
+    "command": TaskKind(
+        name="command",
+        load=lambda root, task: load_command_testset(root, task.sample_rates),
+        check_output=_check_text,
+        score=_score_command,
+        metric=lambda task: "correct_rate",
+        speed_unit="rtf",
+        speed=_rtf,
+    ),
+    "kws": TaskKind(
+        name="kws",
+        load=_load_kws,
+        check_output=_check_slots,
+        score=_score_kws,
+        metric=lambda task: "slot_rate",
+        speed_unit="rtf",
+        speed=_rtf,
+    ),
+    "ocr": TaskKind(
+        name="ocr",
+        load=_load_ocr,
+        check_output=_check_candidates,
+        score=_score_ocr,
+        metric=lambda task: "recognition_rate",
+        speed_unit="chars_per_second",
+        speed=_per_second,
+    ),
+    "face-detect": TaskKind(
+        name="face-detect",
+        load=_load_faces,
+        check_output=_check_boxes,
+        score=_score_faces,
+        metric=lambda task: "correct_detection_rate",
+        speed_unit="ms_per_frame",
+        speed=_ms_per_unit,
+    ),
+    "face-verify": TaskKind(
+        name="face-verify",
+        load=_load_pairs,
+        check_output=_check_score,
+        score=_score_pairs,
+        metric=lambda task: "eer",
+        speed_unit="ms_per_pair",
+        speed=_ms_per_unit,
+        higher_is_better=False,
     ),
 }
 
@@ -76,3 +317,19 @@ TASK_KINDS: dict[str, TaskKind] = {
 def task_kind(name: str) -> TaskKind:
     """The TaskKind registered under a site file's `kind`."""
     return TASK_KINDS[name]
+
+
+def headline(kind: TaskKind, task: Task, scores: Mapping[str, Any]) -> float | None:
+    """The kind's headline figure from its scores (found in "overall" or at the top)."""
+    name = kind.metric(task)
+    if name in ("wer", "cer"):
+        name = "wer"
+    for place in (scores.get("overall"), scores):
+        if isinstance(place, Mapping) and isinstance(place.get(name), int | float):
+            return float(place[name])
+    return None
+
+
+def kind_names() -> Sequence[str]:
+    """Every task kind a site file may name."""
+    return tuple(TASK_KINDS)

@@ -6,7 +6,7 @@ input files and plain input fields ever reach a system.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,9 +28,10 @@ class TestItem:
     id: str
     files: Mapping[str, Path]
     fields: Mapping[str, Any]
-    reference: str
+    reference: Any  # a transcript, a slot frame, a character, faces ... per task kind
     duration: float | None = None
     condition: str | None = None
+    units: float | None = None  # characters or frames, for rate budgets
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,7 @@ class TestSet:
     invalid: tuple[InvalidItem, ...] = ()
     warnings: tuple[str, ...] = field(default=())
 
-    def references(self) -> dict[str, str]:
+    def references(self) -> dict[str, Any]:
         """Item id -> reference, for scoring."""
         return {item.id: item.reference for item in self.items}
 
@@ -108,58 +109,55 @@ def _read_id_table(path: Path, separator: str | None, what: str) -> dict[str, st
     return table
 
 
-def load_asr_testset(root: Path, sample_rates: Sequence[int] = (16000,)) -> TestSet:
-    """An ASR test set: audio files, a `text` file of '<utt-id> <transcript>' lines,
-    and optionally `conditions.tsv` of '<utt-id>\\t<label>' lines.
-
-    A whole-set problem (no `text` file, wrong encoding, duplicate ids) raises
-    TestSetError. An item that cannot be used (no audio, undecodable, not mono,
-    a sample rate the task does not accept) is returned in ``invalid`` so the
-    run can go on without it.
-    """
-    text_path = root / "text"
-    if not text_path.is_file():
-        raise TestSetError(
-            [
-                Problem(
-                    text_path,
-                    "",
-                    "the test set has no 'text' file",
-                    "add one line per item: '<utt-id> <reference transcript>'",
-                )
-            ]
-        )
-    references = _read_id_table(text_path, None, "transcript")
-    conditions_path = root / "conditions.tsv"
-    conditions = _read_id_table(conditions_path, "\t", "label") if conditions_path.is_file() else {}
+def _audio_files(root: Path) -> dict[str, list[Path]]:
     audio: dict[str, list[Path]] = {}
     for path in sorted(root.iterdir()):
         if path.is_file() and path.suffix.lower() in AUDIO_SUFFIXES:
             audio.setdefault(path.stem, []).append(path)
+    return audio
 
+
+def _one_file(
+    item_id: str, found: dict[str, list[Path]], root: Path, what: str = "file"
+) -> tuple[Path | None, InvalidItem | None]:
+    paths = found.get(item_id, [])
+    if not paths:
+        return None, InvalidItem(item_id, None, f"no {what} named {item_id}.* in {root}")
+    if len(paths) > 1:
+        names = ", ".join(p.name for p in paths)
+        return None, InvalidItem(item_id, paths[0], f"several files: {names}")
+    return paths[0], None
+
+
+def audio_testset(
+    root: Path,
+    references: Mapping[str, Any],
+    sample_rates: Sequence[int],
+    conditions: Mapping[str, str] | None = None,
+    listed_in: Path | None = None,
+) -> TestSet:
+    """Items for references keyed by utt-id, each with the audio file named after it.
+
+    An audio file that cannot be used (undecodable, not mono, a sample rate
+    the task does not accept, empty) becomes an invalid item, never a crash.
+    """
+    conditions = conditions or {}
+    audio = _audio_files(root)
+    listed = listed_in or root
     warnings = [
-        f"{paths[0]}: audio file with no line in {text_path}; it is not used"
+        f"{paths[0]}: audio file with no line in {listed}; it is not used"
         for stem, paths in audio.items()
         if stem not in references
-    ]
-    warnings += [
-        f"{conditions_path}: utt-id {key!r} is not in {text_path}; ignored"
-        for key in conditions
-        if key not in references
     ]
     items: list[TestItem] = []
     invalid: list[InvalidItem] = []
     accepted = ", ".join(str(r) for r in sample_rates)
     for utt_id, reference in references.items():
-        paths = audio.get(utt_id, [])
-        if not paths:
-            invalid.append(InvalidItem(utt_id, None, f"no audio file named {utt_id}.* in {root}"))
+        path, bad = _one_file(utt_id, audio, root, "audio file")
+        if path is None:
+            assert bad is not None
+            invalid.append(bad)
             continue
-        if len(paths) > 1:
-            names = ", ".join(p.name for p in paths)
-            invalid.append(InvalidItem(utt_id, paths[0], f"several audio files: {names}"))
-            continue
-        path = paths[0]
         try:
             info = soundfile.info(str(path))
         except (RuntimeError, soundfile.LibsndfileError) as exc:
@@ -173,7 +171,8 @@ def load_asr_testset(root: Path, sample_rates: Sequence[int] = (16000,)) -> Test
                 InvalidItem(
                     utt_id,
                     path,
-                    f"sample rate {info.samplerate} Hz; the task accepts {accepted} Hz",
+                    f"sample rate {info.samplerate} Hz; the task accepts {accepted} Hz "
+                    "(onsite never resamples)",
                 )
             )
             continue
@@ -191,5 +190,112 @@ def load_asr_testset(root: Path, sample_rates: Sequence[int] = (16000,)) -> Test
             )
         )
     if not items and not invalid:
-        raise TestSetError([Problem(text_path, "", "the test set lists no items", "add items")])
+        raise TestSetError([Problem(listed, "", "the test set lists no items", "add items")])
     return TestSet(root, tuple(items), tuple(invalid), tuple(warnings))
+
+
+def _text_and_conditions(root: Path, what: str) -> tuple[dict[str, str], dict[str, str], Path]:
+    text_path = root / "text"
+    if not text_path.is_file():
+        raise TestSetError(
+            [
+                Problem(
+                    text_path,
+                    "",
+                    "the test set has no 'text' file",
+                    f"add one line per item: '<utt-id> <{what}>'",
+                )
+            ]
+        )
+    references = _read_id_table(text_path, None, what)
+    conditions_path = root / "conditions.tsv"
+    conditions = _read_id_table(conditions_path, "\t", "label") if conditions_path.is_file() else {}
+    unknown = [k for k in conditions if k not in references]
+    if unknown:
+        raise TestSetError(
+            [
+                Problem(
+                    conditions_path,
+                    "",
+                    f"utt-ids not in {text_path}: {', '.join(unknown[:5])}",
+                    "remove them or add their transcripts",
+                )
+            ]
+        )
+    return references, conditions, text_path
+
+
+def load_asr_testset(root: Path, sample_rates: Sequence[int] = (16000,)) -> TestSet:
+    """An ASR test set: audio files, a `text` file of '<utt-id> <transcript>' lines,
+    and optionally `conditions.tsv` of '<utt-id>\\t<label>' lines.
+
+    A whole-set problem (no `text` file, wrong encoding, duplicate ids) raises
+    TestSetError. An item that cannot be used is returned in ``invalid`` so the
+    run can go on without it.
+    """
+    references, conditions, text_path = _text_and_conditions(root, "reference transcript")
+    return audio_testset(root, references, sample_rates, conditions, text_path)
+
+
+def load_command_testset(root: Path, sample_rates: Sequence[int] = (8000,)) -> TestSet:
+    """Command recognition: the ASR layout, `text` holding each recording's command word."""
+    references, conditions, text_path = _text_and_conditions(root, "command")
+    return audio_testset(root, references, sample_rates, conditions, text_path)
+
+
+def read_truth(path: Path, reader: Callable[[Path], Any], fix: str) -> Any:
+    """Read a truth file with one of scoring's readers, turning its errors into TestSetError."""
+    if not path.is_file():
+        raise TestSetError([Problem(path, "", "the test set has no such file", fix)])
+    try:
+        return reader(path)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise TestSetError([Problem(path, "", str(exc), fix)]) from exc
+
+
+def file_testset(
+    root: Path,
+    references: Mapping[str, Any],
+    files: Mapping[str, Mapping[str, str]],
+    suffixes: Sequence[str],
+    subsets: Mapping[str, str] | None = None,
+    units: float | None = 1.0,
+) -> TestSet:
+    """Items whose inputs are files in root named by stem (images), e.g. {"image": "p001"}.
+
+    ``files`` maps item id -> input key -> file stem. A missing or empty file
+    makes the item invalid; decoding is the system's business.
+    """
+    found: dict[str, list[Path]] = {}
+    for path in sorted(root.iterdir()):
+        if path.is_file() and path.suffix.lower() in suffixes:
+            found.setdefault(path.stem, []).append(path)
+            found.setdefault(path.name, []).append(path)
+    items: list[TestItem] = []
+    invalid: list[InvalidItem] = []
+    for item_id, reference in references.items():
+        inputs: dict[str, Path] = {}
+        for key, stem in files[item_id].items():
+            path, bad = _one_file(stem, found, root)
+            if path is None:
+                assert bad is not None
+                invalid.append(InvalidItem(item_id, None, f"{key}: {bad.reason}"))
+                break
+            if path.stat().st_size == 0:
+                invalid.append(InvalidItem(item_id, path, f"{key}: the file is empty"))
+                break
+            inputs[key] = path
+        else:
+            items.append(
+                TestItem(
+                    id=item_id,
+                    files=inputs,
+                    fields={},
+                    reference=reference,
+                    condition=(subsets or {}).get(item_id),
+                    units=units,
+                )
+            )
+    if not items and not invalid:
+        raise TestSetError([Problem(root, "", "the test set lists no items", "add items")])
+    return TestSet(root, tuple(items), tuple(invalid))

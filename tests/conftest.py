@@ -24,14 +24,14 @@ RATE = 16000
 
 
 def make_testset(
-    root: Path, items: Iterable[tuple[str, int, str]], conditions: bool = False
+    root: Path, items: Iterable[tuple[str, int, str]], conditions: bool = False, rate: int = RATE
 ) -> Path:
     """Write WAV files of silence (the frame count identifies the item to the fakes) and `text`."""
     root.mkdir(parents=True, exist_ok=True)
     lines = []
     labels = []
     for utt_id, frames, ref in items:
-        soundfile.write(root / f"{utt_id}.wav", np.zeros(frames, dtype=np.int16), RATE, "PCM_16")
+        soundfile.write(root / f"{utt_id}.wav", np.zeros(frames, dtype=np.int16), rate, "PCM_16")
         lines.append(f"{utt_id} {ref}")
         labels.append(f"{utt_id}\tclean")
     (root / "text").write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -59,6 +59,7 @@ def write_site(
     name: str = "t",
     task: str = "asr",
     device: dict[str, Any] | None = None,
+    task_keys: dict[str, Any] | None = None,
 ) -> Path:
     """A site file with one ASR task, one local device and the given systems."""
     lines = [
@@ -70,7 +71,7 @@ def write_site(
         *(f"{k} = {toml_value(v)}" for k, v in (device or {"kind": "local"}).items()),
         "",
         f"[tasks.{task}]",
-        'kind = "asr"',
+        *(f"{k} = {toml_value(v)}" for k, v in ({"kind": "asr"} | (task_keys or {})).items()),
         f"testset = {json.dumps(str(testset))}",
         f"budget = {toml_value(budget or {'seconds': 5.0, 'hang_seconds': 5.0})}",
         "",

@@ -51,7 +51,7 @@ def test_run_status_report(tmp_path: Path, plan_env) -> None:
     fake = rows["fake"]
     # 5 reference words: "hello world" right, "good morning" -> "good evening" (1 sub),
     # "bye" -> "" (1 deletion): WER = 2/5.
-    assert fake["wer"] == fake["error_rate"] == 2 / 5
+    assert fake["wer"] == fake["score"] == 2 / 5 and fake["metric"] == "wer"
     assert (fake["substitutions"], fake["deletions"], fake["insertions"]) == (1, 1, 0)
     assert fake["items"] == 3 and fake["completed"] == 3 and fake["scored"] == 3
     for key in (

@@ -19,9 +19,13 @@ import time
 import wave
 
 
-def frames_of(path: str) -> int:
-    with wave.open(path, "rb") as fh:
-        return fh.getnframes()
+def plan_key(inputs: dict) -> str:
+    """Audio: its frame count; other files (images): their size in bytes."""
+    if "audio" in inputs:
+        with wave.open(inputs["audio"], "rb") as fh:
+            return str(fh.getnframes())
+    path = inputs.get("image") or inputs.get("image_a")
+    return str(os.path.getsize(path))
 
 
 def main() -> None:
@@ -56,7 +60,7 @@ def main() -> None:
             time.sleep(float(os.environ.get("FAKE_SETUP_SECONDS", "0")))
             send({"op": "ready", "name": "fake", "version": "1.0"})
         elif op == "item":
-            behaviour = plan.get(str(frames_of(message["input"]["audio"])), {})
+            behaviour = plan.get(plan_key(message["input"]), {})
             time.sleep(behaviour.get("delay", 0))
             action = behaviour.get("do")
             if action == "crash":
@@ -83,9 +87,8 @@ def main() -> None:
             if action == "wrong_id":
                 send({"op": "result", "id": "not-" + message["id"], "output": {"text": ""}})
                 continue
-            send(
-                {"op": "result", "id": message["id"], "output": {"text": behaviour.get("text", "")}}
-            )
+            output = behaviour.get("output", {"text": behaviour.get("text", "")})
+            send({"op": "result", "id": message["id"], "output": output})
         elif op == "bye":
             return
 
