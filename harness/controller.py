@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import secrets
+import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from runners import ItemAttempt, ItemRequest, Runner, StartError, SystemSpec, open_runner
@@ -59,6 +61,9 @@ class Controller:
         self.listener = listener or _ignore
         self.limit = limit
         self._testsets: dict[str, TestSet] = {}
+        self._stopping = threading.Event()
+        self._active: set[Runner] = set()
+        self._active_lock = threading.Lock()
 
     @property
     def testsets(self) -> dict[str, TestSet]:
@@ -99,10 +104,46 @@ class Controller:
                 items=len(testset.items),
                 invalid=[{"item": b.id, "reason": b.reason} for b in testset.invalid],
             )
-        results = [self.run_job(task, system) for task, system in (jobs or self.site.jobs())]
+        groups = self._by_device(jobs or self.site.jobs())
+        if len(groups) == 1:
+            results = [self.run_job(task, system) for task, system in groups[0]]
+        else:
+            # One thread per device: participant machines work at the same time, while
+            # the systems sharing one device (and its CPUs) still take turns.
+            with ThreadPoolExecutor(len(groups), thread_name_prefix="device") as pool:
+                futures = [
+                    pool.submit(lambda group: [self.run_job(t, s) for t, s in group], group)
+                    for group in groups
+                ]
+                try:
+                    done = [f.result() for f in futures]
+                except BaseException:
+                    self.stop()
+                    raise
+            order = {job: i for i, job in enumerate(jobs or self.site.jobs())}
+            results = sorted(
+                (r for group in done for r in group), key=lambda r: order[(r.task, r.system)]
+            )
+        if self._stopping.is_set():
+            raise KeyboardInterrupt("stopped")
         self.store.record("session_finished")
         self.store.journal.sync()
         return results
+
+    def _by_device(self, jobs: Sequence[tuple[str, str]]) -> list[list[tuple[str, str]]]:
+        groups: dict[str, list[tuple[str, str]]] = {}
+        for task, system in jobs:
+            groups.setdefault(self.site.config.systems[system].device, []).append((task, system))
+        return list(groups.values())
+
+    def stop(self) -> None:
+        """Stop soon: no new items; systems are killed and their in-flight items not recorded,
+        so a resumed run sends them again with the next attempt number."""
+        self._stopping.set()
+        with self._active_lock:
+            active = list(self._active)
+        for runner in active:
+            runner.interrupt()
 
     def _items(self, task: str) -> tuple[TestItem, ...]:
         items = self.testset(task).items
@@ -138,12 +179,18 @@ class Controller:
         device = self.site.config.devices[device_name]
         runner = open_runner(device.kind, device.model_dump(), self._spec(task, system))
         failed: str | None = None
+        with self._active_lock:
+            self._active.add(runner)
         try:
             failed = self._start(runner, task, system, restart=False)
             if failed is None:
                 failed = self._feed(runner, task, system, pending)
         finally:
+            with self._active_lock:
+                self._active.discard(runner)
             runner.stop()
+        if self._stopping.is_set():
+            return JobResult(task, system, len(done), len(items), "stopped")
         return self._finish(task, system, len(items), failed)
 
     def _finish(self, task: str, system: str, total: int, failed: str | None = None) -> JobResult:
@@ -191,6 +238,8 @@ class Controller:
         max_restarts = self.site.config.systems[system].max_restarts
         restarts = 0
         for item in pending:
+            if self._stopping.is_set():
+                return None
             attempt_no = self.store.state.next_attempt(task, system, item.id)
             budget = item_budget_seconds(task_cfg.budget, item, item.units)
             hang = hang_seconds(task_cfg.budget, budget)
@@ -206,6 +255,8 @@ class Controller:
                 hang_seconds=hang,
             )
             result = runner.run_item(ItemRequest(anon_id, item.files, item.fields, hang))
+            if self._stopping.is_set():
+                return None  # killed by stop(): not the system's fault, so not recorded
             self._complete(task, system, item, attempt_no, budget, result)
             if not result.system_lost:
                 continue

@@ -15,6 +15,7 @@ import fcntl
 import json
 import os
 import shutil
+import threading
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -110,6 +111,8 @@ class RunStore:
         self.state = RunState.from_journal(self.journal_path)
         self.journal = Journal(self.journal_path, session, fsync_seconds)
         self._outputs: dict[JobKey, int] = {}
+        # Jobs on different devices record from their own threads.
+        self._lock = threading.Lock()
 
     @property
     def journal_path(self) -> Path:
@@ -157,6 +160,10 @@ class RunStore:
 
     def record(self, event: str, **fields: Any) -> dict[str, Any]:
         """Journal an event, fold it into the state, and copy completions to the outputs file."""
+        with self._lock:
+            return self._record(event, fields)
+
+    def _record(self, event: str, fields: dict[str, Any]) -> dict[str, Any]:
         record = self.journal.append(event, **fields)
         first = event != "completed" or record["item"] not in self.state.completed.get(
             (record["task"], record["system"]), {}

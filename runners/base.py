@@ -103,6 +103,14 @@ class Runner(ABC):
     def kill(self) -> None:
         """Kill the system and every process it started, at once."""
 
+    def interrupt(self) -> None:
+        """Kill the system from another thread; the thread in run_item then returns.
+
+        Unlike kill(), this leaves the runner's own streams for that thread to
+        close, so it never pulls a descriptor out from under a read.
+        """
+        self.kill()
+
     def restart(self) -> StartInfo:
         """Kill whatever is left of the system and start it again."""
         self.kill()

@@ -285,6 +285,11 @@ class LocalServeRunner(_LocalRunner):
             self._cpu_mark = cpu
         return used, peak
 
+    def interrupt(self) -> None:
+        proc = self._proc
+        if proc is not None:
+            kill_tree(proc.pid)
+
     def stop(self) -> None:
         proc = self._proc
         if proc is None:
@@ -329,6 +334,8 @@ class LocalExecRunner(_LocalRunner):
     is taken as ``{"text": ...}``. The item's time includes the process start,
     since that is what the system costs per item.
     """
+
+    _current: int | None = None
 
     def start(self) -> StartInfo:
         self._mark_log("exec mode: a process per item")
@@ -380,7 +387,11 @@ class LocalExecRunner(_LocalRunner):
                 message=f"cannot start {command[0]!r}: {exc.strerror or exc}",
             )
         deadline = sent + request.hang_seconds
-        status, usage, done = self._wait(proc.pid, deadline)
+        self._current = proc.pid
+        try:
+            status, usage, done = self._wait(proc.pid, deadline)
+        finally:
+            self._current = None
         if status is None:
             kill_tree(proc.pid)
             _, usage, _ = self._wait(proc.pid, time.monotonic() + 10)
@@ -476,3 +487,8 @@ class LocalExecRunner(_LocalRunner):
 
     def kill(self) -> None:
         """Nothing stays resident between items in exec mode."""
+
+    def interrupt(self) -> None:
+        pid = self._current
+        if pid is not None:
+            kill_tree(pid)
