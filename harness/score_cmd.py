@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -13,14 +15,22 @@ from rich.console import Console
 from scoring import (
     FormatError,
     check_ids,
+    det_curve,
+    listening_plan,
+    pair_comparison,
     read_command_file,
+    read_detections,
     read_face_detections,
     read_face_references,
     read_identification_candidates,
     read_identification_truth,
+    read_mos_ratings,
     read_ocr_outputs,
     read_ocr_truth,
+    read_pair_judgements,
+    read_sentence_ids,
     read_slot_file,
+    read_sus_responses,
     read_transcripts,
     read_verification_scores,
     read_verification_truth,
@@ -28,8 +38,10 @@ from scoring import (
     score_commands,
     score_detection,
     score_identification,
+    score_mos,
     score_ocr,
     score_slots,
+    score_sus,
     score_verification_pairs,
 )
 
@@ -110,14 +122,191 @@ def _face_verify(args: argparse.Namespace) -> dict[str, Any]:
     return report.to_dict(include_roc=args.details)
 
 
-# family -> (scorer, help); each reads --ref (truth) and --hyp (system output).
-_FAMILIES = {
-    "command": (_command, "correct command rate; JSON lines {id, text}"),
-    "kws": (_kws, "keyword spotting: correct slot and sentence rates; slot JSON lines"),
-    "ocr": (_ocr, "character recognition: R, R^10 per subset, speed V"),
-    "faces-detect": (_face_detect, "face detection: correct detection rate, false detections"),
-    "faces-identify": (_face_identify, "face identification: rank-1, rank-10, CMC"),
-    "faces-verify": (_face_verify, "face verification: ROC, EER, VR at FAR 1%% and 0.1%%"),
+def _kws_det(args: argparse.Namespace) -> dict[str, Any]:
+    detections = read_detections(args.hyp)
+    try:
+        curve = det_curve(detections, args.n_true, args.n_nontarget)
+    except ValueError as exc:
+        # Counts that contradict the file: name the file, the fix is in the message.
+        raise ValueError(f"{args.hyp}: {exc}") from None
+    out = curve.to_dict()
+    points = out.pop("points")
+    hits = sum(d.is_true for d in detections)
+    return {**out, "detections": len(detections), "true_detections": hits, "points": points}
+
+
+def _tts_pair(args: argparse.Namespace) -> dict[str, Any]:
+    judgements = read_pair_judgements(args.hyp)
+    stats = pair_comparison(judgements, confidence=args.confidence, unit=args.unit)
+    return {
+        "unit": args.unit,
+        "confidence": args.confidence,
+        "judgements": len(judgements),
+        "listeners": len({j.listener for j in judgements}),
+        "pairs": [s.to_dict() for s in stats],
+    }
+
+
+def _tts_sus(args: argparse.Namespace) -> dict[str, Any]:
+    responses = read_sus_responses(args.hyp)
+    scores = score_sus(responses)
+    return {"blanks": len(responses), "systems": [s.to_dict() for s in scores.values()]}
+
+
+def _tts_mos(args: argparse.Namespace) -> dict[str, Any]:
+    ratings = read_mos_ratings(args.hyp)
+    scores = score_mos(ratings, confidence=args.confidence)
+    return {
+        "confidence": args.confidence,
+        "ratings": len(ratings),
+        "systems": [s.to_dict() for s in scores.values()],
+    }
+
+
+def _numbered(prefix: str, n: int) -> list[str]:
+    # Zero-padded so the ids sort in numeric order.
+    return [f"{prefix}{i:0{len(str(n))}d}" for i in range(1, n + 1)]
+
+
+def _tts_plan(args: argparse.Namespace) -> dict[str, Any]:
+    # A plain number is a count; anything else names a file (write ./12 for a file "12").
+    count = args.sentences.isascii() and args.sentences.isdigit()
+    sentences = _numbered("s", int(args.sentences)) if count else read_sentence_ids(args.sentences)
+    listeners = _numbered("L", args.listeners)
+    trials = listening_plan(args.systems, sentences, listeners, args.seed)
+    return {
+        "systems": args.systems,
+        "sentences": sentences,
+        "listeners": listeners,
+        "seed": args.seed,
+        "trials": [t.to_dict() for t in trials],
+    }
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return value
+
+
+def _fraction(text: str) -> float:
+    value = float(text)
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {text}")
+    return value
+
+
+_Arg = tuple[tuple[str, ...], dict[str, Any]]
+
+
+def _arg(*flags: str, **options: Any) -> _Arg:
+    """One `add_argument` call, declared as data."""
+    return flags, options
+
+
+def _hyp(what: str) -> _Arg:
+    return _arg("--hyp", required=True, help=f"{what} (JSON lines, docs/scoring-ocr-kws-tts.md)")
+
+
+_REF_HYP = (
+    _arg("--ref", required=True, help="the truth file (docs/scoring*.md)"),
+    _arg("--hyp", required=True, help="the system's output file"),
+    _arg("--details", action="store_true", help="per-item breakdown too"),
+)
+_CONFIDENCE = _arg(
+    "--confidence", type=_fraction, default=0.95, help="interval confidence (default 0.95)"
+)
+
+
+@dataclass(frozen=True)
+class _Family:
+    """One `onsite score` family: its scorer, help and own arguments (besides --json)."""
+
+    scorer: Callable[[argparse.Namespace], dict[str, Any]]
+    help: str
+    args: tuple[_Arg, ...] = _REF_HYP
+    # List-valued result keys shown as tables without --json.
+    tables: tuple[str, ...] = ()
+    # Without --json, print this list as JSON lines instead of tables (plans, not scores).
+    lines: str | None = None
+
+
+_FAMILIES: dict[str, _Family] = {
+    "asr": _Family(
+        _asr,
+        "WER/CER with sclite's conventions; trn or Kaldi text files",
+        (
+            _arg("--ref", required=True, help="reference transcripts (trn or Kaldi text)"),
+            _arg("--hyp", required=True, help="hypotheses (trn or Kaldi text)"),
+            _arg("--unit", choices=("word", "char"), default="word"),
+            _arg("--case-sensitive", action="store_true"),
+        ),
+    ),
+    "command": _Family(_command, "correct command rate; JSON lines {id, text}"),
+    "kws": _Family(_kws, "keyword spotting: correct slot and sentence rates; slot JSON lines"),
+    "kws-det": _Family(
+        _kws_det,
+        "keyword spotting DET curve: P_miss and P_fa at every score threshold",
+        (
+            _hyp("scored detections {keyword, utterance, score, is_true}"),
+            _arg("--n-true", type=_positive_int, required=True, help="true keyword occurrences"),
+            _arg("--n-nontarget", type=_positive_int, required=True, help="non-target trials"),
+        ),
+        tables=("points",),
+    ),
+    "ocr": _Family(
+        _ocr,
+        "character recognition: R, R^10 per subset, speed V",
+        (*_REF_HYP, _arg("--seconds", type=float, help="total recognition seconds, for V")),
+    ),
+    "faces-detect": _Family(
+        _face_detect, "face detection: correct detection rate, false detections"
+    ),
+    "faces-identify": _Family(_face_identify, "face identification: rank-1, rank-10, CMC"),
+    "faces-verify": _Family(_face_verify, "face verification: ROC, EER, VR at FAR 1%% and 0.1%%"),
+    "tts-pair": _Family(
+        _tts_pair,
+        "speech synthesis pair comparison: preference means and t intervals",
+        (
+            _hyp("judgements {listener, sentence, first, second, score}"),
+            _arg(
+                "--unit",
+                choices=("rating", "listener"),
+                default="rating",
+                help="one sample per rating, or per listener (their mean)",
+            ),
+            _CONFIDENCE,
+        ),
+        tables=("pairs",),
+    ),
+    "tts-sus": _Family(
+        _tts_sus,
+        "speech synthesis SUS intelligibility: correct blanks / blanks",
+        (_hyp("responses {system, listener, sentence, expected, answer}"),),
+        tables=("systems",),
+    ),
+    "tts-mos": _Family(
+        _tts_mos,
+        "speech synthesis MOS: mean opinion score and t interval per system",
+        (_hyp("ratings {system, listener, sentence, score}"), _CONFIDENCE),
+        tables=("systems",),
+    ),
+    "tts-plan": _Family(
+        _tts_plan,
+        "balanced, seeded pair-comparison listening plan (one trial per line)",
+        (
+            _arg("--systems", nargs="+", required=True, help="two or more system names"),
+            _arg(
+                "--sentences",
+                required=True,
+                help="N (ids s1..sN) or a file with one sentence id per line",
+            ),
+            _arg("--listeners", type=_positive_int, required=True, help="N (ids L1..LN)"),
+            _arg("--seed", type=int, required=True, help="same seed, same plan"),
+        ),
+        lines="trials",
+    ),
 }
 
 
@@ -125,28 +314,23 @@ def add_score_parser(sub: Any) -> None:
     """Register `onsite score` and its families on the CLI's subparsers."""
     score = sub.add_parser("score", help="score saved outputs against references (files only)")
     families = score.add_subparsers(dest="family", required=True)
-    asr = families.add_parser(
-        "asr", help="WER/CER with sclite's conventions; trn or Kaldi text files"
-    )
-    asr.add_argument("--ref", required=True, help="reference transcripts (trn or Kaldi text)")
-    asr.add_argument("--hyp", required=True, help="hypotheses (trn or Kaldi text)")
-    asr.add_argument("--unit", choices=("word", "char"), default="word")
-    asr.add_argument("--case-sensitive", action="store_true")
-    asr.add_argument("--json", action="store_true", help="print one JSON object")
-    asr.set_defaults(handler=cmd_score, scorer=_asr)
-    for family, (scorer, text) in _FAMILIES.items():
-        parser = families.add_parser(family, help=text)
-        parser.add_argument("--ref", required=True, help="the truth file (docs/scoring*.md)")
-        parser.add_argument("--hyp", required=True, help="the system's output file")
-        parser.add_argument("--details", action="store_true", help="per-item breakdown too")
-        parser.add_argument("--json", action="store_true", help="print one JSON object")
-        if family == "ocr":
-            parser.add_argument("--seconds", type=float, help="total recognition seconds, for V")
-        parser.set_defaults(handler=cmd_score, scorer=scorer)
+    for name, family in _FAMILIES.items():
+        parser = families.add_parser(name, help=family.help)
+        for flags, options in family.args:
+            parser.add_argument(*flags, **options)
+        default = f" (default: {family.lines} as JSON lines)" if family.lines else ""
+        parser.add_argument("--json", action="store_true", help="print one JSON object" + default)
+        parser.set_defaults(handler=cmd_score, scorer=family.scorer)
+
+
+def _cell(value: Any) -> Any:
+    # Six significant digits keep wide tables readable; --json has the full values.
+    return f"{value:.6g}" if isinstance(value, float) else value
 
 
 def cmd_score(args: argparse.Namespace, console: Console) -> int:
     """Run one family's scorer and print its figures."""
+    family = _FAMILIES[args.family]
     try:
         result = args.scorer(args)
     except (FormatError, ValueError, OSError) as exc:
@@ -156,6 +340,17 @@ def cmd_score(args: argparse.Namespace, console: Console) -> int:
     if args.json:
         sys.stdout.write(json.dumps(result, ensure_ascii=False, indent=2) + "\n")
         return 0
+    if family.lines is not None:
+        for item in result[family.lines]:
+            sys.stdout.write(json.dumps(item, ensure_ascii=False) + "\n")
+        return 0
     rows = [(k, v) for k, v in result.items() if not isinstance(v, list | dict)]
     console.print(table(f"{args.family} scores", ("figure", "value"), rows))
+    for key in family.tables:
+        items = result[key]
+        if items:
+            # Columns already shown above (unit, confidence) are not repeated per row.
+            columns = [c for c in items[0] if c not in result]
+            cells = [[_cell(item[c]) for c in columns] for item in items]
+            console.print(table(key, columns, cells))
     return 0

@@ -39,9 +39,18 @@ from .faces import (
     score_identification,
     score_verification_pairs,
 )
-from .kws import DetCurve, KwsReport, det_curve, read_slot_file, score_slots
+from .kws import DetCurve, KwsReport, det_curve, read_detections, read_slot_file, score_slots
 from .ocr import OcrReport, read_ocr_outputs, read_ocr_truth, score_ocr
-from .tts import listening_plan, pair_comparison, score_mos, score_sus
+from .tts import (
+    listening_plan,
+    pair_comparison,
+    read_mos_ratings,
+    read_pair_judgements,
+    read_sentence_ids,
+    read_sus_responses,
+    score_mos,
+    score_sus,
+)
 
 __all__ = [
     "CORRECT_COST",
@@ -72,13 +81,18 @@ __all__ = [
     "listening_plan",
     "pair_comparison",
     "read_command_file",
+    "read_detections",
     "read_face_detections",
     "read_face_references",
     "read_identification_candidates",
     "read_identification_truth",
+    "read_mos_ratings",
     "read_ocr_outputs",
     "read_ocr_truth",
+    "read_pair_judgements",
+    "read_sentence_ids",
     "read_slot_file",
+    "read_sus_responses",
     "read_transcripts",
     "read_verification_scores",
     "read_verification_truth",

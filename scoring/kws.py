@@ -21,11 +21,13 @@ Conventions (HTRDP 2004 telephone task):
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .errors import FormatError
 from .ocr import read_jsonl
 
 __all__ = [
@@ -37,9 +39,76 @@ __all__ = [
     "SlotFrame",
     "SlotScore",
     "det_curve",
+    "read_detections",
     "read_slot_file",
     "score_slots",
 ]
+
+
+# --- JSONL records with file:line errors (also used by the tts readers) -------
+
+
+@dataclass(frozen=True)
+class _Record:
+    """One JSONL line; its errors read ``file:line: problem; fix``."""
+
+    path: str
+    line: int
+    obj: dict[str, Any]
+
+    def error(self, problem: str, fix: str) -> FormatError:
+        return FormatError(self.path, self.line, problem, fix)
+
+    def get(self, key: str, example: str) -> Any:
+        if key not in self.obj:
+            raise self.error(f"missing key {key!r}", f"add it, e.g. {example}")
+        return self.obj[key]
+
+    def text(self, key: str, example: str) -> str:
+        value = self.get(key, example)
+        if not isinstance(value, str) or not value:
+            raise self.error(f"{key!r} must be a non-empty string, got {value!r}", example)
+        return value
+
+    def number(self, key: str, example: str) -> float:
+        value = self.get(key, example)
+        # bool is an int subclass and JSON allows NaN/Infinity: neither is a score.
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self.error(f"{key!r} must be a number, got {value!r}", example)
+        if not math.isfinite(value):
+            raise self.error(f"{key!r} is not finite ({value!r})", example)
+        return value
+
+    def flag(self, key: str, example: str) -> bool:
+        value = self.get(key, example)
+        if not isinstance(value, bool):
+            raise self.error(f"{key!r} must be true or false, got {value!r}", example)
+        return value
+
+    def once(self, seen: dict[Any, int], key: Any, what: str) -> None:
+        """Reject a second line for the same `key` (a copy error, not a repeat trial)."""
+        if key in seen:
+            raise self.error(
+                f"duplicate {what} {key!r} (first on line {seen[key]})", f"keep one line per {what}"
+            )
+        seen[key] = self.line
+
+
+def _records(path: str | Path, what: str) -> list[_Record]:
+    """Non-blank lines of a JSONL file holding at least one `what`."""
+    try:
+        rows = read_jsonl(path)
+    except UnicodeDecodeError as exc:
+        raise FormatError(
+            path, None, f"not UTF-8 text ({exc.reason})", "save it as UTF-8"
+        ) from None
+    except ValueError as exc:
+        # read_jsonl already names file:line and the problem; add the fix.
+        raise ValueError(f"{exc}; write one JSON object per line") from None
+    if not rows:
+        # Statistics over nothing are meaningless: most likely the wrong file.
+        raise FormatError(path, None, f"no {what}", f"write one JSON object per {what[:-1]}")
+    return [_Record(os.fspath(path), lineno, obj) for lineno, obj in rows]
 
 
 @dataclass(frozen=True)
@@ -220,6 +289,23 @@ class Detection:
     is_true: bool
 
 
+def read_detections(path: str | Path) -> list[Detection]:
+    """Read ``{"keyword", "utterance", "score", "is_true"}`` lines (higher score: surer).
+
+    The same keyword may be proposed more than once per utterance (at
+    different times), so repeated (keyword, utterance) lines are allowed.
+    """
+    return [
+        Detection(
+            rec.text("keyword", '"keyword": "北京"'),
+            rec.text("utterance", '"utterance": "u0001"'),
+            float(rec.number("score", '"score": 0.87')),
+            rec.flag("is_true", '"is_true": true'),
+        )
+        for rec in _records(path, "detections")
+    ]
+
+
 @dataclass(frozen=True)
 class DetPoint:
     """Operating point when accepting every detection with score >= threshold."""
@@ -285,9 +371,15 @@ def det_curve(
             raise ValueError(f"non-finite score for {d.keyword!r} in {d.utterance!r}")
     n_hit = sum(d.is_true for d in dets)
     if n_hit > n_true:
-        raise ValueError(f"{n_hit} true detections but only {n_true} true occurrences")
+        raise ValueError(
+            f"{n_hit} true detections but only {n_true} true occurrences; "
+            "n_true must count every true keyword occurrence in the reference"
+        )
     if len(dets) - n_hit > n_nontarget:
-        raise ValueError(f"{len(dets) - n_hit} false detections but {n_nontarget} trials")
+        raise ValueError(
+            f"{len(dets) - n_hit} false detections but {n_nontarget} trials; "
+            "n_nontarget must count every non-target (keyword, utterance) trial"
+        )
 
     points = [DetPoint(math.inf, n_true, 0, 1.0, 0.0)]
     hits = fas = 0

@@ -20,6 +20,10 @@ Conventions:
   answers after full-width to half-width, whitespace and case normalisation
   (`normalize_sus`); a blank left unanswered (None) is wrong.
 * MOS: ratings must be real numbers in 1..5; anything else is an error.
+
+File readers (JSON lines, errors ``file:line: problem; fix``):
+`read_pair_judgements`, `read_sus_responses`, `read_mos_ratings`, and
+`read_sentence_ids` for a listening plan's sentence list.
 """
 
 from __future__ import annotations
@@ -28,11 +32,14 @@ import itertools
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 
 from .commands import normalize_command
+from .errors import FormatError
+from .kws import _records
 
 __all__ = [
     "MosScore",
@@ -45,6 +52,10 @@ __all__ = [
     "mean_ci",
     "normalize_sus",
     "pair_comparison",
+    "read_mos_ratings",
+    "read_pair_judgements",
+    "read_sentence_ids",
+    "read_sus_responses",
     "regularized_incomplete_beta",
     "score_mos",
     "score_sus",
@@ -467,4 +478,113 @@ def score_mos(
     for system in sorted(per):
         st = _summary(per[system], confidence)
         out[system] = MosScore(system, st.n, st.mean, st.sd, st.ci_low, st.ci_high, confidence)
+    return out
+
+
+# --- File readers -----------------------------------------------------------
+
+
+def read_pair_judgements(path: str | Path) -> list[PairJudgement]:
+    """Read ``{"listener", "sentence", "first", "second", "score"}`` lines.
+
+    `score` is an integer in -2..+2 (2.0 is taken as 2); extra keys such as a
+    plan's ``position`` are ignored, so a filled-in plan file reads as is.
+    """
+    out: list[PairJudgement] = []
+    seen: dict[Any, int] = {}
+    for rec in _records(path, "judgements"):
+        listener = rec.text("listener", '"listener": "L01"')
+        sentence = rec.text("sentence", '"sentence": "s017"')
+        first = rec.text("first", '"first": "sysA"')
+        second = rec.text("second", '"second": "sysB"')
+        if first == second:
+            raise rec.error(f"system {first!r} compared with itself", "name two systems")
+        score = rec.number("score", '"score": 1')
+        if score not in PAIR_SCORES:  # 1.0 == 1, so integral floats pass
+            raise rec.error(
+                f"'score' {score!r} is not on the pair scale",
+                "use -2, -1, 0, 1 or 2 (+2: first is much better)",
+            )
+        rec.once(seen, (listener, sentence, first, second), "presentation")
+        out.append(PairJudgement(listener, sentence, first, second, int(score)))
+    return out
+
+
+def read_sus_responses(path: str | Path) -> list[SusResponse]:
+    """Read ``{"system", "listener", "sentence", "expected": [...], "answer": [...]}`` lines.
+
+    One line per listener and played sentence; ``answer[i]`` is what was
+    written in blank i (null if left empty). Returns one `SusResponse` per blank.
+    """
+    out: list[SusResponse] = []
+    seen: dict[Any, int] = {}
+    blank_ex = '"expected": ["red", "cat"], "answer": ["red", null]'
+    for rec in _records(path, "responses"):
+        system = rec.text("system", '"system": "sysA"')
+        listener = rec.text("listener", '"listener": "L01"')
+        sentence = rec.text("sentence", '"sentence": "sus03"')
+        expected = rec.get("expected", blank_ex)
+        answer = rec.get("answer", blank_ex)
+        if not isinstance(expected, list) or not all(isinstance(e, str) for e in expected):
+            raise rec.error("'expected' must be a list of strings", blank_ex)
+        if not isinstance(answer, list) or not all(isinstance(a, str | None) for a in answer):
+            raise rec.error("'answer' must be a list of strings or null", blank_ex)
+        if len(answer) != len(expected):
+            raise rec.error(
+                f"{len(answer)} answers for {len(expected)} blanks",
+                "give one answer per blank, null for a blank left empty",
+            )
+        rec.once(seen, (system, listener, sentence), "(system, listener, sentence)")
+        out.extend(
+            SusResponse(system, listener, sentence, e, a)
+            for e, a in zip(expected, answer, strict=True)
+        )
+    return out
+
+
+def read_mos_ratings(path: str | Path) -> list[tuple[str, float]]:
+    """Read ``{"system", "listener", "sentence", "score"}`` lines as (system, score) pairs."""
+    out: list[tuple[str, float]] = []
+    seen: dict[Any, int] = {}
+    for rec in _records(path, "ratings"):
+        system = rec.text("system", '"system": "sysA"')
+        listener = rec.text("listener", '"listener": "L01"')
+        sentence = rec.text("sentence", '"sentence": "s017"')
+        score = rec.number("score", '"score": 4')
+        if not MOS_MIN <= score <= MOS_MAX:
+            raise rec.error(
+                f"'score' {score!r} is outside {MOS_MIN}..{MOS_MAX}",
+                f"rate from {MOS_MIN} (bad) to {MOS_MAX} (excellent)",
+            )
+        rec.once(seen, (system, listener, sentence), "(system, listener, sentence)")
+        out.append((system, float(score)))
+    return out
+
+
+def read_sentence_ids(path: str | Path) -> list[str]:
+    """Read a plan's sentence list: one id per line (UTF-8), blank lines skipped."""
+    out: list[str] = []
+    seen: dict[str, int] = {}
+    try:
+        # split("\n"), not splitlines(): line numbers must match an editor's.
+        lines = Path(path).read_text(encoding="utf-8").split("\n")
+    except UnicodeDecodeError as exc:
+        raise FormatError(
+            path, None, f"not UTF-8 text ({exc.reason})", "save it as UTF-8"
+        ) from None
+    for lineno, line in enumerate(lines, start=1):
+        sid = line.strip()
+        if not sid:
+            continue
+        if sid in seen:
+            raise FormatError(
+                path,
+                lineno,
+                f"duplicate sentence {sid!r} (first on line {seen[sid]})",
+                "list each sentence once",
+            )
+        seen[sid] = lineno
+        out.append(sid)
+    if not out:
+        raise FormatError(path, None, "no sentences", "write one sentence id per line")
     return out

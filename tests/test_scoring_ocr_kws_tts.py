@@ -277,6 +277,7 @@ def test_det_curve_errors() -> None:
 @pytest.mark.parametrize("df", [1, 2, 3, 4, 5, 7, 10, 15, 29, 30, 100, 1000, 0.5, 2.5])
 def test_t_ppf_matches_scipy(df: float) -> None:
     import scipy.stats as stats
+
     for p in (1e-6, 0.025, 0.1, 0.5, 0.6, 0.9, 0.95, 0.975, 0.995, 0.9995):
         want = stats.t.ppf(p, df)
         assert t_ppf(p, df) == pytest.approx(want, rel=1e-9, abs=1e-12)
