@@ -13,12 +13,14 @@ from typing import Any
 from rich.console import Console
 
 from scoring import (
+    AsrReport,
     FormatError,
     check_ids,
     det_curve,
     listening_plan,
     pair_comparison,
     read_command_file,
+    read_conditions,
     read_detections,
     read_face_detections,
     read_face_references,
@@ -44,15 +46,23 @@ from scoring import (
     score_sus,
     score_verification_pairs,
 )
+from scoring.plots import PlotFiles, plot_cmc, plot_det, plot_roc, plot_wer_by_condition
 
 from .render import table
 
 
-def _asr(args: argparse.Namespace) -> dict[str, Any]:
+def _asr_report(args: argparse.Namespace) -> AsrReport:
     refs = read_transcripts(Path(args.ref))
     hyps = read_transcripts(Path(args.hyp))
     check_ids(refs, hyps, Path(args.ref), Path(args.hyp))
-    report = score_asr(refs, hyps, unit=args.unit, case_sensitive=args.case_sensitive)
+    conditions = read_conditions(Path(args.conditions), refs) if args.conditions else None
+    return score_asr(
+        refs, hyps, unit=args.unit, case_sensitive=args.case_sensitive, conditions=conditions
+    )
+
+
+def _asr(args: argparse.Namespace) -> dict[str, Any]:
+    report = _asr_report(args)
     overall = report.overall
     return {
         "unit": args.unit,
@@ -82,7 +92,37 @@ def _asr(args: argparse.Namespace) -> dict[str, Any]:
             }
             for u in report.utterances
         ],
+        "by_condition": {k: v.to_dict() for k, v in report.by_condition.items()},
     }
+
+
+def _plot_asr(args: argparse.Namespace, stem: Path) -> PlotFiles:
+    report = _asr_report(args)
+    if not report.by_condition:
+        raise ValueError("--plot for asr shows WER by condition: give --conditions FILE too")
+    metric = "CER" if args.unit == "char" else "WER"
+    values = {Path(args.hyp).stem: {k: v.wer for k, v in report.by_condition.items()}}
+    return plot_wer_by_condition(values, stem, metric=metric)
+
+
+def _plot_roc(args: argparse.Namespace, stem: Path) -> PlotFiles:
+    report = score_verification_pairs(
+        read_verification_scores(args.hyp), read_verification_truth(args.ref)
+    )
+    name = Path(args.hyp).stem
+    return plot_roc({name: report.roc}, stem, eer={name: report.eer})
+
+
+def _plot_cmc(args: argparse.Namespace, stem: Path) -> PlotFiles:
+    report = score_identification(
+        read_identification_candidates(args.hyp), read_identification_truth(args.ref)
+    )
+    return plot_cmc({Path(args.hyp).stem: report.overall}, stem)
+
+
+def _plot_det(args: argparse.Namespace, stem: Path) -> PlotFiles:
+    curve = det_curve(read_detections(args.hyp), args.n_true, args.n_nontarget)
+    return plot_det({Path(args.hyp).stem: curve}, stem)
 
 
 def _command(args: argparse.Namespace) -> dict[str, Any]:
@@ -230,6 +270,8 @@ class _Family:
     tables: tuple[str, ...] = ()
     # Without --json, print this list as JSON lines instead of tables (plans, not scores).
     lines: str | None = None
+    # Writes the family's figure (PNG and SVG) for --plot STEM.
+    plot: Callable[[argparse.Namespace, Path], PlotFiles] | None = None
 
 
 _FAMILIES: dict[str, _Family] = {
@@ -241,7 +283,9 @@ _FAMILIES: dict[str, _Family] = {
             _arg("--hyp", required=True, help="hypotheses (trn or Kaldi text)"),
             _arg("--unit", choices=("word", "char"), default="word"),
             _arg("--case-sensitive", action="store_true"),
+            _arg("--conditions", help="'<utt-id>\\t<label>' lines (e.g. SNR): WER per label"),
         ),
+        plot=_plot_asr,
     ),
     "command": _Family(_command, "correct command rate; JSON lines {id, text}"),
     "kws": _Family(_kws, "keyword spotting: correct slot and sentence rates; slot JSON lines"),
@@ -254,6 +298,7 @@ _FAMILIES: dict[str, _Family] = {
             _arg("--n-nontarget", type=_positive_int, required=True, help="non-target trials"),
         ),
         tables=("points",),
+        plot=_plot_det,
     ),
     "ocr": _Family(
         _ocr,
@@ -263,8 +308,12 @@ _FAMILIES: dict[str, _Family] = {
     "faces-detect": _Family(
         _face_detect, "face detection: correct detection rate, false detections"
     ),
-    "faces-identify": _Family(_face_identify, "face identification: rank-1, rank-10, CMC"),
-    "faces-verify": _Family(_face_verify, "face verification: ROC, EER, VR at FAR 1%% and 0.1%%"),
+    "faces-identify": _Family(
+        _face_identify, "face identification: rank-1, rank-10, CMC", plot=_plot_cmc
+    ),
+    "faces-verify": _Family(
+        _face_verify, "face verification: ROC, EER, VR at FAR 1%% and 0.1%%", plot=_plot_roc
+    ),
     "tts-pair": _Family(
         _tts_pair,
         "speech synthesis pair comparison: preference means and t intervals",
@@ -318,6 +367,10 @@ def add_score_parser(sub: Any) -> None:
         parser = families.add_parser(name, help=family.help)
         for flags, options in family.args:
             parser.add_argument(*flags, **options)
+        if family.plot is not None:
+            parser.add_argument(
+                "--plot", metavar="STEM", help="also write the figure to STEM.png and STEM.svg"
+            )
         default = f" (default: {family.lines} as JSON lines)" if family.lines else ""
         parser.add_argument("--json", action="store_true", help="print one JSON object" + default)
         parser.set_defaults(handler=cmd_score, scorer=family.scorer)
@@ -333,6 +386,9 @@ def cmd_score(args: argparse.Namespace, console: Console) -> int:
     family = _FAMILIES[args.family]
     try:
         result = args.scorer(args)
+        if getattr(args, "plot", None):
+            files = family.plot(args, Path(args.plot))  # type: ignore[misc]
+            sys.stderr.write(f"wrote {files.png} and {files.svg}\n")
     except (FormatError, ValueError, OSError) as exc:
         # The readers name the file and line; an unreadable path arrives as OSError.
         sys.stderr.write(f"error: {exc}\n")

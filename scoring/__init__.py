@@ -22,7 +22,13 @@ from .asr_align import (
     is_cjk_char,
     tokenize,
 )
-from .asr_formats import TranscriptFormat, check_ids, detect_format, read_transcripts
+from .asr_formats import (
+    TranscriptFormat,
+    check_ids,
+    detect_format,
+    read_conditions,
+    read_transcripts,
+)
 from .commands import CommandReport, read_command_file, score_commands
 from .errors import FormatError
 from .faces import (
@@ -81,6 +87,7 @@ __all__ = [
     "listening_plan",
     "pair_comparison",
     "read_command_file",
+    "read_conditions",
     "read_detections",
     "read_face_detections",
     "read_face_references",

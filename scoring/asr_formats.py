@@ -173,3 +173,27 @@ def check_ids(
         "give one hypothesis per reference id (an empty transcript if the system output "
         "nothing), spelled exactly as in the reference file",
     )
+
+
+def read_conditions(path: str | os.PathLike[str], refs: Mapping[str, str]) -> dict[str, str]:
+    """Read `<utt_id>\\t<label>` lines (an SNR bucket, a speaker group) for every reference id.
+
+    References the file does not label get "unlabelled", so none drops out of
+    the per-condition breakdown; an id that is not a reference is an error.
+    """
+    labels: dict[str, str] = {}
+    for lineno, text in _decoded_lines(path):
+        fields = text.split("\t")
+        if len(fields) != 2 or not fields[0].strip() or not fields[1].strip():
+            raise FormatError(
+                path, lineno, "expected `<utt_id>\\t<label>`", "separate id and label with a tab"
+            )
+        utt_id, label = fields[0].strip(), fields[1].strip()
+        if utt_id in labels:
+            raise FormatError(path, lineno, f"id {utt_id!r} appears twice", "keep one line per id")
+        if utt_id not in refs:
+            raise FormatError(
+                path, lineno, f"id {utt_id!r} is not in the references", "remove the line"
+            )
+        labels[utt_id] = label
+    return {utt_id: labels.get(utt_id, "unlabelled") for utt_id in refs}

@@ -257,3 +257,56 @@ def test_tts_plan(tmp_path: Path) -> None:
     sentences.write_text("a\nb\na\n", encoding="utf-8")
     err = bad(*args, "--sentences", str(sentences))
     assert f"{sentences}:3:" in err and "duplicate sentence 'a'" in err
+
+
+def test_asr_conditions_and_plot(tmp_path: Path) -> None:
+    ref = tmp_path / "ref.txt"
+    ref.write_text("u1 a b\nu2 c d\nu3 e f\n", encoding="utf-8")
+    hyp = tmp_path / "sys1.txt"
+    hyp.write_text("u1 a b\nu2 c x\nu3 e\n", encoding="utf-8")
+    cond = tmp_path / "conditions.tsv"
+    cond.write_text("u1\tclean\nu2\tsnr5\n", encoding="utf-8")
+    stem = tmp_path / "plots" / "wer"
+    proc = onsite(
+        "score",
+        "asr",
+        "--ref",
+        str(ref),
+        "--hyp",
+        str(hyp),
+        "--conditions",
+        str(cond),
+        "--plot",
+        str(stem),
+        "--json",
+    )
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    by = result["by_condition"]
+    assert by["clean"]["wer"] == 0.0 and by["snr5"]["wer"] == 0.5
+    assert by["unlabelled"]["wer"] == 0.5
+    assert stem.with_suffix(".png").read_bytes()[:4] == b"\x89PNG"
+    assert "snr5" in stem.with_suffix(".svg").read_text()
+
+    cond.write_text("u9\tclean\n", encoding="utf-8")
+    proc = onsite("score", "asr", "--ref", str(ref), "--hyp", str(hyp), "--conditions", str(cond))
+    assert proc.returncode == 2 and f"{cond}:1" in proc.stderr
+
+
+def test_roc_plot_for_verification(tmp_path: Path) -> None:
+    truth = tmp_path / "truth.jsonl"
+    truth.write_text(
+        '{"a": "x", "b": "y", "genuine": true}\n{"a": "x", "b": "z", "genuine": false}\n'
+        '{"a": "y", "b": "z", "genuine": false}\n'
+    )
+    scores = tmp_path / "team1.jsonl"
+    scores.write_text(
+        '{"a": "x", "b": "y", "score": 0.9}\n{"a": "x", "b": "z", "score": 0.4}\n'
+        '{"a": "y", "b": "z", "score": 0.95}\n'
+    )
+    stem = tmp_path / "roc"
+    proc = onsite(
+        "score", "faces-verify", "--ref", str(truth), "--hyp", str(scores), "--plot", str(stem)
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "team1" in stem.with_suffix(".svg").read_text()
