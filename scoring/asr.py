@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .asr_align import Alignment, Unit, align, tokenize
+from .asr_align import Alignment, Unit, _gc_paused, _tokens, align_all
 
 __all__ = ["AsrReport", "AsrScore", "UtteranceScore", "score_asr"]
 
@@ -214,25 +214,31 @@ def score_asr(
             more = f" (+{len(uncovered) - 10} more)" if len(uncovered) > 10 else ""
             raise ValueError(f"no condition given for ids: {shown}{more}")
 
-    scores: list[UtteranceScore] = []
-    for utt_id, ref_text in refs.items():
-        hyp_text = hyps.get(utt_id)
-        ref_toks = tokenize(ref_text, unit, case_sensitive)
-        hyp_toks = [] if hyp_text is None else tokenize(hyp_text, unit, case_sensitive)
-        al = align(ref_toks, hyp_toks)
-        scores.append(
+    # The collector is paused while the per-utterance objects are made: see
+    # _gc_paused for why.
+    with _gc_paused():
+        ids = list(refs)
+        hyp_texts = [hyps.get(utt_id) for utt_id in ids]
+        # _tokens: all-CJK text stays a str (a sequence of its character tokens).
+        ref_toks = [_tokens(refs[utt_id], unit, case_sensitive) for utt_id in ids]
+        hyp_toks = [() if h is None else _tokens(h, unit, case_sensitive) for h in hyp_texts]
+        # All utterances in one call: the per-call cost of the compiled aligner
+        # would otherwise dominate on short utterances.
+        alignments = align_all(ref_toks, hyp_toks)
+        scores = [
             UtteranceScore(
                 id=utt_id,
-                ref_tokens=len(ref_toks),
+                ref_tokens=len(r),
                 correct=al.correct,
                 substitutions=al.substitutions,
                 deletions=al.deletions,
                 insertions=al.insertions,
                 alignment=al,
                 condition=None if conditions is None else conditions[utt_id],
-                hyp_missing=hyp_text is None,
+                hyp_missing=h is None,
             )
-        )
+            for utt_id, r, h, al in zip(ids, ref_toks, hyp_texts, alignments, strict=True)
+        ]
 
     grouped: dict[str, list[UtteranceScore]] = {}
     for u in scores:

@@ -32,6 +32,13 @@ insertion, else the deletion. This picks exactly the move sclite's stored
 pointer would, so the path (and every count) is identical. Costs are small
 integers here and floats in sclite; with weights 0/3/4 both are exact.
 
+Speed: the table is filled by compiled code (numba, ``scoring._fast_align``)
+over integer-coded tokens, all utterances of a corpus in one call
+(`align_all`); the per-token `AlignedPair` objects are built only when
+``Alignment.pairs`` is first read. The plain-Python version of the same
+steps is kept in tests/test_scoring_fast_align.py as the reference the
+compiled one is checked against.
+
 Not reproduced (special words that ordinary transcripts do not contain):
 sclite's ``@`` null word (cost 0.001 to insert or delete, dropped from the
 path), optionally deletable ``(word)`` under ``-D``, fragments under ``-F``,
@@ -41,7 +48,10 @@ words longer than one character.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import gc
+import re
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Literal
 
@@ -55,6 +65,7 @@ __all__ = [
     "Op",
     "Unit",
     "align",
+    "align_all",
     "is_cjk_char",
     "tokenize",
 ]
@@ -90,6 +101,20 @@ def is_cjk_char(ch: str) -> bool:
     return any(lo <= cp <= hi for lo, hi in _CJK_RANGES)
 
 
+# One regex does `char` tokenisation in C: a CJK character on its own, or a
+# run of anything that is neither CJK nor whitespace. Python's ``\s`` and
+# ``str.split()`` agree on what whitespace is (both use str.isspace); the
+# look-ahead keeps U+3000 IDEOGRAPHIC SPACE, which is in a CJK range, a
+# separator as str.split() makes it.
+_CJK_CLASS = "".join(f"{re.escape(chr(lo))}-{re.escape(chr(hi))}" for lo, hi in _CJK_RANGES)
+_CHAR_TOKEN = re.compile(f"(?!\\s)[{_CJK_CLASS}]|[^\\s{_CJK_CLASS}]+")
+
+
+# Anything that is not a one-character token: a non-CJK character, or
+# whitespace (which includes U+3000).
+_NOT_CJK_TOKEN = re.compile(f"[^{_CJK_CLASS}]|\\s")
+
+
 def tokenize(text: str, unit: Unit = "word", case_sensitive: bool = False) -> list[str]:
     """Split `text` into scoring tokens.
 
@@ -99,25 +124,26 @@ def tokenize(text: str, unit: Unit = "word", case_sensitive: bool = False) -> li
     like sclite ``-c NOASCII``. Unless `case_sensitive`, text is lowercased
     first (``str.lower``, as sclite does, rather than ``casefold``).
     """
+    tokens = _tokens(text, unit, case_sensitive)
+    return tokens if isinstance(tokens, list) else list(tokens)
+
+
+def _tokens(text: str, unit: Unit, case_sensitive: bool) -> Sequence[str]:
+    """`tokenize`, but text that is all CJK comes back as the string itself.
+
+    A string is a sequence of its one-character tokens, so for the common
+    Chinese/Japanese case this skips making a list and a string object per
+    character, which is most of the cost of scoring a large corpus.
+    """
     if unit not in ("word", "char"):
         raise ValueError(f"unknown unit {unit!r}; expected 'word' or 'char'")
     if not case_sensitive:
         text = text.lower()
-    words = text.split()
     if unit == "word":
-        return words
-    tokens: list[str] = []
-    for word in words:
-        run_start = 0
-        for pos, ch in enumerate(word):
-            if is_cjk_char(ch):
-                if pos > run_start:
-                    tokens.append(word[run_start:pos])
-                tokens.append(ch)
-                run_start = pos + 1
-        if run_start < len(word):
-            tokens.append(word[run_start:])
-    return tokens
+        return text.split()
+    if _NOT_CJK_TOKEN.search(text) is None:
+        return text
+    return _CHAR_TOKEN.findall(text)
 
 
 @dataclass(frozen=True)
@@ -132,11 +158,74 @@ class AlignedPair:
     hyp: str | None
 
 
+class _PairSource:
+    """What `Alignment.pairs` is built from when the fast path made it.
+
+    Building a million `AlignedPair` objects costs about as much as scoring
+    the corpus, and most callers only read the counts, so the pairs wait
+    until someone asks for them.
+    """
+
+    __slots__ = ("hyp", "ops", "ref")
+
+    def __init__(self, ref: Sequence[str], hyp: Sequence[str], ops: bytes) -> None:
+        self.ref = ref
+        self.hyp = hyp
+        self.ops = ops  # one ASCII letter C/S/D/I per alignment column
+
+    def build(self) -> tuple[AlignedPair, ...]:
+        """The alignment columns the operation string describes."""
+        ref, hyp = self.ref, self.hyp
+        pairs: list[AlignedPair] = []
+        i = j = 0
+        for code in self.ops:
+            op = chr(code)
+            if op == "C" or op == "S":
+                pairs.append(AlignedPair(op, ref[i], hyp[j]))
+                i += 1
+                j += 1
+            elif op == "D":
+                pairs.append(AlignedPair("D", ref[i], None))
+                i += 1
+            else:
+                pairs.append(AlignedPair("I", None, hyp[j]))
+                j += 1
+        return tuple(pairs)
+
+
+class _LazyPairs:
+    """Data descriptor behind the ``Alignment.pairs`` field.
+
+    Holds either the tuple passed to the constructor or a `_PairSource`, and
+    turns the latter into the tuple on first read, so equality, hashing,
+    repr and ``dataclasses.asdict`` all see the same tuple as before.
+    """
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._key = f"_{name}_value"
+
+    def __get__(self, obj: object, objtype: type | None = None) -> tuple[AlignedPair, ...]:
+        if obj is None:
+            # AttributeError on class access tells dataclasses there is no
+            # default, so the constructor signature stays as it was.
+            raise AttributeError(self._key)
+        value = obj.__dict__[self._key]
+        if isinstance(value, _PairSource):
+            value = value.build()
+            obj.__dict__[self._key] = value
+        return value
+
+    def __set__(self, obj: object, value: tuple[AlignedPair, ...] | _PairSource) -> None:
+        # Reached only from the dataclass __init__: a frozen dataclass rejects
+        # any later assignment before it gets here.
+        obj.__dict__[self._key] = value
+
+
 @dataclass(frozen=True)
 class Alignment:
     """A minimum-cost alignment of a reference and a hypothesis."""
 
-    pairs: tuple[AlignedPair, ...]
+    pairs: tuple[AlignedPair, ...] = _LazyPairs()  # type: ignore[assignment]
     correct: int
     substitutions: int
     deletions: int
@@ -166,50 +255,62 @@ def align(ref: Sequence[str], hyp: Sequence[str]) -> Alignment:
     substitution) if it is optimal, else the insertion, else the deletion.
     See the module docstring for the SCTK functions this mirrors.
     """
-    n, m = len(ref), len(hyp)
-    # costs[i][j] = min cost of aligning ref[:i] with hyp[:j]; the full table
-    # is kept because utterances are short and the back-trace needs it.
-    # Row 0 is insertions only and column 0 deletions only, as in sclite's
-    # calculate_margin_cells.
-    costs: list[list[int]] = [[j * INSERTION_COST for j in range(m + 1)]]
-    for i in range(1, n + 1):
-        prev = costs[i - 1]
-        r = ref[i - 1]
-        row = [i * DELETION_COST]
-        left = row[0]
-        for j in range(1, m + 1):
-            diag = prev[j - 1] + (CORRECT_COST if r == hyp[j - 1] else SUBSTITUTION_COST)
-            up = prev[j] + DELETION_COST
-            ins = left + INSERTION_COST
-            left = min(diag, up, ins)
-            row.append(left)
-        costs.append(row)
+    al = align_all([ref], [hyp])[0]
+    al.pairs  # noqa: B018 -- build now: the caller may change its lists afterwards
+    return al
 
-    pairs: list[AlignedPair] = []
-    c = s = d = ins_n = 0
-    i, j = n, m
-    while i > 0 or j > 0:
-        here = costs[i][j]
-        # Same order as sclite's back pointer: diagonal, insertion, deletion.
-        if i > 0 and j > 0:
-            same = ref[i - 1] == hyp[j - 1]
-            step = CORRECT_COST if same else SUBSTITUTION_COST
-            if here == costs[i - 1][j - 1] + step:
-                pairs.append(AlignedPair("C" if same else "S", ref[i - 1], hyp[j - 1]))
-                if same:
-                    c += 1
-                else:
-                    s += 1
-                i -= 1
-                j -= 1
-                continue
-        if j > 0 and here == costs[i][j - 1] + INSERTION_COST:
-            pairs.append(AlignedPair("I", None, hyp[j - 1]))
-            ins_n += 1
-            j -= 1
-        else:
-            pairs.append(AlignedPair("D", ref[i - 1], None))
-            d += 1
-            i -= 1
-    pairs.reverse()
-    return Alignment(tuple(pairs), c, s, d, ins_n)
+
+def align_all(refs: Sequence[Sequence[str]], hyps: Sequence[Sequence[str]]) -> list[Alignment]:
+    """`align` each ``refs[k]`` with ``hyps[k]``, in one compiled pass.
+
+    Same results as calling `align` on each pair; much faster for many
+    utterances because the table is filled by compiled code (see
+    ``scoring._fast_align``) and each alignment's pairs are built only when
+    first read. A `str` counts as the sequence of its characters.
+    """
+    if len(refs) != len(hyps):
+        raise ValueError(f"{len(refs)} references but {len(hyps)} hypotheses")
+    # Imported here so that importing `scoring` does not load numba; only
+    # aligning does.
+    from ._fast_align import align_coded, encode
+
+    counts, ops, starts, lengths = align_coded(
+        *encode(refs, hyps), SUBSTITUTION_COST, INSERTION_COST, DELETION_COST
+    )
+    with _gc_paused():
+        return [
+            Alignment(
+                _PairSource(_frozen(ref), _frozen(hyp), ops[st : st + ln]),  # type: ignore[arg-type]
+                c,
+                s,
+                d,
+                i,
+            )
+            for ref, hyp, (c, s, d, i), st, ln in zip(
+                refs, hyps, counts, starts, lengths, strict=True
+            )
+        ]
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Keep the cyclic garbage collector off inside the block.
+
+    Building one result object per utterance allocates hundreds of
+    thousands of containers that all live on; with the collector on, its
+    passes over them cost more than the scoring itself (2-3x on a million
+    characters). Nothing in the block makes reference cycles, and reference
+    counting still frees everything as usual.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _frozen(tokens: Sequence[str]) -> Sequence[str]:
+    # Pairs are built later from these, so they must not change meanwhile.
+    return tokens if isinstance(tokens, str | tuple) else tuple(tokens)
