@@ -5,8 +5,8 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
-# python3-venv gives `python3 -m venv` its pip on Debian/Ubuntu.
-SYSTEM_PACKAGES := python3-venv
+# python3-venv gives `python3 -m venv` its pip on Debian/Ubuntu; the SSH tests start a real sshd.
+SYSTEM_PACKAGES := python3-venv openssh-server openssh-client
 DEMO_SITE := site_config/demo.toml
 
 .PHONY: demo test lint bench system-deps clean

@@ -18,7 +18,7 @@ from rich.console import Console
 
 from . import __version__
 from .controller import Controller
-from .dryrun import dry_run
+from .dryrun import dry_run, probe_devices
 from .errors import InputError
 from .leaderboard import leaderboard, site_of_run
 from .render import ProgressListener, leaderboard_table, make_console, table
@@ -74,8 +74,27 @@ def cmd_check(args: argparse.Namespace, console: Console) -> int:
     """Dry run: validate, start each system, run a few items; writes nothing to the run dir."""
     site = load_site(args.site)
     console.print(f"{site.path}: valid; {len(site.jobs())} job(s)", markup=False)
+    probes = probe_devices(site)
+    if probes:
+        console.print(
+            table(
+                "Device probes",
+                ("device", "check", "result", "detail"),
+                [
+                    (device, p.name, "ok" if p.ok else "FAILED", p.detail)
+                    for device, checks in probes.items()
+                    for p in checks
+                ],
+            )
+        )
+    broken = {device for device, checks in probes.items() if not all(p.ok for p in checks)}
+    jobs = [
+        (task, system)
+        for task, system in site.jobs()
+        if site.config.systems[system].device not in broken
+    ]
     with ProgressListener(console, verbose_items=True) as listener:
-        results = dry_run(site, args.items, listener)
+        results = dry_run(site, args.items, listener, jobs) if jobs else []
     rows = []
     for result in results:
         setup = result.starts[0]["setup_seconds"] if result.starts else None
@@ -114,7 +133,7 @@ def cmd_check(args: argparse.Namespace, console: Console) -> int:
             rows,
         )
     )
-    ok = all(r.ok for r in results)
+    ok = not broken and all(r.ok for r in results)
     console.print("check passed" if ok else "check found problems (see above)", markup=False)
     return EXIT_OK if ok else EXIT_FAILED
 

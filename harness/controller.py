@@ -28,6 +28,8 @@ from .tasks import task_kind
 from .testsets import TestItem, TestSet
 
 START_TRIES = 3
+# Times one item is sent again after the link (not the system) failed, before it is judged.
+LINK_RETRIES = 5
 START_BACKOFF_SECONDS = (0.5, 2.0)
 
 
@@ -177,7 +179,9 @@ class Controller:
         self.store.open_outputs(task, system)
         device_name = self.site.config.systems[system].device
         device = self.site.config.devices[device_name]
-        runner = open_runner(device.kind, device.model_dump(), self._spec(task, system))
+        runner = open_runner(
+            device.kind, self.site.device_options(device_name), self._spec(task, system)
+        )
         failed: str | None = None
         with self._active_lock:
             self._active.add(runner)
@@ -234,35 +238,32 @@ class Controller:
         return f"the system could not be started ({START_TRIES} tries): {reason}"
 
     def _feed(self, runner: Runner, task: str, system: str, pending: list[TestItem]) -> str | None:
-        task_cfg = self.site.config.tasks[task]
         max_restarts = self.site.config.systems[system].max_restarts
         restarts = 0
-        for item in pending:
+        queue = list(reversed(pending))
+        link_retries = 0
+        while queue:
             if self._stopping.is_set():
                 return None
-            attempt_no = self.store.state.next_attempt(task, system, item.id)
-            budget = item_budget_seconds(task_cfg.budget, item, item.units)
-            hang = hang_seconds(task_cfg.budget, budget)
-            anon_id = secrets.token_hex(8)
-            self.store.record(
-                "dispatched",
-                task=task,
-                system=system,
-                item=item.id,
-                attempt=attempt_no,
-                anon_id=anon_id,
-                budget_seconds=budget,
-                hang_seconds=hang,
-            )
-            result = runner.run_item(ItemRequest(anon_id, item.files, item.fields, hang))
+            item = queue.pop()
+            result = self._send(runner, task, system, item)
             if self._stopping.is_set():
                 return None  # killed by stop(): not the system's fault, so not recorded
-            self._complete(task, system, item, attempt_no, budget, result)
-            if not result.system_lost:
-                continue
+            if result.link_lost and link_retries < LINK_RETRIES:
+                # The line to the device failed, not the system: the item is sent again
+                # (attempt + 1) once the link is back, and judged only then.
+                link_retries += 1
+                queue.append(item)
+                event = "link_lost"
+            else:
+                link_retries = 0
+                self._complete(task, system, item, result)
+                if not result.system_lost:
+                    continue
+                event = "system_lost"
             restarts += 1
             self.store.record(
-                "system_lost",
+                event,
                 task=task,
                 system=system,
                 item=item.id,
@@ -277,15 +278,28 @@ class Controller:
                 return failed
         return None
 
-    def _complete(
-        self,
-        task: str,
-        system: str,
-        item: TestItem,
-        attempt_no: int,
-        budget: float | None,
-        result: ItemAttempt,
-    ) -> None:
+    def _send(self, runner: Runner, task: str, system: str, item: TestItem) -> ItemAttempt:
+        """Journal the dispatch, then send the item and wait for its attempt."""
+        budget_cfg = self.site.config.tasks[task].budget
+        budget = item_budget_seconds(budget_cfg, item, item.units)
+        hang = hang_seconds(budget_cfg, budget)
+        anon_id = secrets.token_hex(8)
+        self.store.record(
+            "dispatched",
+            task=task,
+            system=system,
+            item=item.id,
+            attempt=self.store.state.next_attempt(task, system, item.id),
+            anon_id=anon_id,
+            budget_seconds=budget,
+            hang_seconds=hang,
+        )
+        return runner.run_item(ItemRequest(anon_id, item.files, item.fields, hang))
+
+    def _complete(self, task: str, system: str, item: TestItem, result: ItemAttempt) -> None:
+        # The attempt number is the last dispatch's; the budget is recomputed the same way.
+        attempt_no = self.store.state.attempts[(task, system, item.id)]
+        budget = item_budget_seconds(self.site.config.tasks[task].budget, item, item.units)
         kind = task_kind(self.site.config.tasks[task].kind)
         verdict = judge(result.outcome, result.seconds, budget)
         message = result.message
@@ -312,6 +326,7 @@ class Controller:
             rtf=speed if kind.speed_unit == "rtf" else None,
             speed=speed,
             stage_seconds=result.stage_seconds,
+            round_trip_seconds=result.round_trip_seconds,
             cpu_seconds=result.cpu_seconds,
             peak_rss_bytes=result.peak_rss_bytes,
         )

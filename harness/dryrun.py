@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from runners import ProbeResult, probe
 
 from .controller import Controller, JobResult
 from .events import Listener
@@ -33,16 +36,32 @@ class CheckResult:
         return self.job.failed is None and all(r["verdict"] == "ok" for r in self.items)
 
 
-def dry_run(site: Site, items: int = 3, listener: Listener | None = None) -> list[CheckResult]:
-    """Run the first ``items`` items of every job in a scratch directory that is then removed."""
+def probe_devices(site: Site) -> dict[str, list[ProbeResult]]:
+    """Probe every remote device the site's systems use (SSH: reachability, host key,
+    authentication, a remote command, free disk), device name -> checks in order."""
+    used = {cfg.device for cfg in site.config.systems.values()}
+    return {
+        name: probe(site.device_options(name))
+        for name, device in site.config.devices.items()
+        if name in used and device.kind == "ssh"
+    }
+
+
+def dry_run(
+    site: Site,
+    items: int = 3,
+    listener: Listener | None = None,
+    jobs: Sequence[tuple[str, str]] | None = None,
+) -> list[CheckResult]:
+    """Run the first ``items`` items of each job (default: all) in a scratch directory
+    that is then removed."""
     scratch = Path(tempfile.mkdtemp(prefix="onsite-check-"))
     try:
         store = RunStore(scratch, session="check", fsync_seconds=3600)
         try:
             controller = Controller(site, store, listener, limit=items)
-            jobs = controller.run()
             results = []
-            for job in jobs:
+            for job in controller.run(jobs):
                 records = store.state.job_records(job.task, job.system)
                 results.append(
                     CheckResult(

@@ -66,7 +66,31 @@ class LocalDevice(_Strict):
     cpus: list[Annotated[int, Field(ge=0)]] | None = None
 
 
-Device = LocalDevice
+class SshDevice(_Strict):
+    """A participant's own machine, reached over SSH (docs/ssh.md)."""
+
+    kind: Literal["ssh"]
+    host: str
+    user: str
+    port: Annotated[int, Field(gt=0, lt=65536)] = 22
+    key: str | None = None  # private key file, relative to the site file; else the SSH agent
+    host_key: str | None = None  # pinned "ssh-ed25519 AAAA..." line
+    known_hosts: str | None = None  # relative to the site file
+    workdir: str = "/tmp/onsite"
+    connect_timeout: PositiveFloat = 10.0
+    trust_on_first_use: bool = False
+    rtt_interval: PositiveFloat = 30.0
+
+    @model_validator(mode="after")
+    def _no_password(self) -> SshDevice:
+        if self.trust_on_first_use and not self.known_hosts:
+            raise ValueError(
+                "trust_on_first_use records the host key in known_hosts: give known_hosts too"
+            )
+        return self
+
+
+Device = Annotated[LocalDevice | SshDevice, Field(discriminator="kind")]
 
 
 class Task(_Strict):
@@ -157,6 +181,14 @@ class Site:
         workdir = self.config.systems[system].workdir
         return (self.root / workdir).resolve() if workdir else self.root
 
+    def device_options(self, name: str) -> dict[str, Any]:
+        """A device's settings for its runner, with file paths resolved against the site file."""
+        options = self.config.devices[name].model_dump()
+        for key in ("key", "known_hosts"):
+            if options.get(key):
+                options[key] = str((self.root / Path(options[key]).expanduser()).resolve())
+        return options
+
     def jobs(self) -> list[tuple[str, str]]:
         """Every (task, system) pair to run, in the order the site file lists them."""
         return [
@@ -211,15 +243,35 @@ _ALLOWED: dict[str, type[BaseModel]] = {
 }
 
 
+_DEVICE_MODELS: dict[str, type[BaseModel]] = {"local": LocalDevice, "ssh": SshDevice}
+
+
 def _problem(path: Path, text: str, err: Any) -> Problem:
     loc = tuple(err["loc"])
-    dotted = ".".join(str(p) for p in loc)
+    device_model = None
+    if len(loc) >= 3 and loc[0] == "devices" and loc[2] in _DEVICE_MODELS:
+        # pydantic puts the device kind (the union's tag) into the path: not a key the user wrote.
+        device_model = _DEVICE_MODELS[str(loc[2])]
+        loc = loc[:2] + loc[3:]
     kind = err["type"]
+    if kind in ("union_tag_invalid", "union_tag_not_found"):
+        loc = (*loc, "kind")
+        known = ", ".join(_DEVICE_MODELS)
+        got = err.get("ctx", {}).get("tag")
+        message = f"unknown device kind {got!r}" if got else "the device has no kind"
+        return Problem(
+            path,
+            ".".join(str(p) for p in loc),
+            message,
+            f"use one of: {known}",
+            _line_of(text, loc),
+        )
+    dotted = ".".join(str(p) for p in loc)
     message = err["msg"]
     fix = _FIXES.get(kind, "")
     if kind == "extra_forbidden":
         parent = str(loc[-2]) if len(loc) >= 2 else ""
-        model = _model_for(loc[:-1])
+        model = device_model or _model_for(loc[:-1])
         message = f"unknown key {loc[-1]!r}"
         if model is not None:
             fix = (
@@ -247,8 +299,6 @@ def _model_for(loc: tuple[Any, ...]) -> type[BaseModel] | None:
         return Task if len(loc) == 2 else Budget if loc[2:] == ("budget",) else None
     if top == "systems" and len(loc) == 2:
         return System
-    if top == "devices" and len(loc) == 2:
-        return LocalDevice
     return None
 
 
@@ -338,6 +388,16 @@ def _cross_check(site: Site, text: str) -> list[Problem]:
                 "correct the path; it is relative to the site file",
             )
     for name, device in cfg.devices.items():
+        if isinstance(device, SshDevice):
+            key = site.device_options(name).get("key")
+            if key and not Path(key).is_file():
+                add(
+                    ("devices", name, "key"),
+                    f"private key file {key} does not exist",
+                    "give the path of the key (relative to the site file), or leave key out "
+                    "to use the SSH agent",
+                )
+            continue
         if device.cpus:
             available = os.sched_getaffinity(0)
             missing = sorted(set(device.cpus) - available)

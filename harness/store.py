@@ -34,11 +34,13 @@ OUTPUT_FIELDS = (
     "seconds",
     "budget_seconds",
     "rtf",
+    "speed",
     "attempt",
     "message",
     "cpu_seconds",
     "peak_rss_bytes",
     "stage_seconds",
+    "round_trip_seconds",
 )
 
 

@@ -19,6 +19,8 @@ from .local import LocalExecRunner, LocalServeRunner
 from .proctree import TreeMeter, kill_tree
 from .protocol import PROTOCOL_VERSION, ProtocolError, parse_message
 from .registry import device_kinds, open_runner, register
+from .ssh import ProbeResult, SshServeRunner, probe
+from .ssh_link import SshOptions
 
 __all__ = [
     "PROTOCOL_VERSION",
@@ -28,15 +30,19 @@ __all__ = [
     "LocalServeRunner",
     "Mode",
     "Outcome",
+    "ProbeResult",
     "ProtocolError",
     "Runner",
     "StartError",
     "StartInfo",
+    "SshOptions",
+    "SshServeRunner",
     "SystemSpec",
     "TreeMeter",
     "device_kinds",
     "kill_tree",
     "open_runner",
     "parse_message",
+    "probe",
     "register",
 ]

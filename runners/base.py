@@ -68,6 +68,8 @@ class ItemAttempt:
     round_trip_seconds: float | None = None
     # The runner killed the system (timeout, crash, stream out of step): restart it.
     system_lost: bool = False
+    # The link to the device failed, not the system: the item is run again, not judged.
+    link_lost: bool = False
 
     @property
     def seconds(self) -> float:

@@ -7,6 +7,7 @@ from typing import Any
 
 from .base import Runner, SystemSpec
 from .local import LocalExecRunner, LocalServeRunner
+from .ssh import SshServeRunner
 
 RunnerFactory = Callable[[SystemSpec, Mapping[str, Any]], Runner]
 _FACTORIES: dict[str, RunnerFactory] = {}
@@ -44,3 +45,8 @@ def _local(spec: SystemSpec, options: Mapping[str, Any]) -> Runner:
     if spec.mode == "exec":
         return LocalExecRunner(spec, cpus)
     return LocalServeRunner(spec, cpus)
+
+
+@register("ssh")
+def _ssh(spec: SystemSpec, options: Mapping[str, Any]) -> Runner:
+    return SshServeRunner(spec, options)

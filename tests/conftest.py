@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 import soundfile
+
+from tests.sshd import Sshd, SshdMissing, start_sshd
 
 REPO = Path(__file__).resolve().parent.parent
 FAKE_SERVE = [sys.executable, str(REPO / "tests" / "systems" / "fake_system.py")]
@@ -89,6 +91,19 @@ def read_outputs(run_dir: Path, task: str, system: str) -> list[dict[str, Any]]:
     """The lines of outputs/<task>/<system>.jsonl."""
     path = run_dir / "outputs" / task / f"{system}.jsonl"
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.fixture(scope="session")
+def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
+    """A real OpenSSH server on 127.0.0.1 with generated host and user keys."""
+    try:
+        server = start_sshd(tmp_path_factory.mktemp("sshd"))
+    except SshdMissing as exc:
+        pytest.fail(str(exc))
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture

@@ -1,0 +1,655 @@
+"""Systems on a participant's own machine, driven over SSH in serve mode.
+
+The participant protocol runs unchanged over an SSH exec channel: stdin and
+stdout of the channel carry the JSON lines, stderr goes to the system's log.
+The remote command gets its own session and process group, whose id it
+reports on its first stdout line, so that a hung system and everything it
+started can be killed from a second channel.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import posixpath
+import re
+import select
+import shlex
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import IO, Any
+
+import paramiko
+
+from . import protocol
+from .base import ItemAttempt, ItemRequest, Outcome, Runner, StartError, StartInfo, SystemSpec
+from .lines import LineTooLong
+from .local import _LOG_MARKER, _tail
+from .protocol import MAX_LINE_BYTES
+from .ssh_link import (
+    AuthError,
+    HostKeyError,
+    RemoteMeter,
+    SshOptions,
+    UnreachableError,
+    connect,
+    connect_once,
+    read_banner,
+    run_remote,
+    sftp_makedirs,
+)
+
+_BYE_GRACE_SECONDS = 2.0
+_RECONNECT_SECONDS = 30.0
+_METER_SECONDS = 0.25
+_REMOTE_OP_SECONDS = 10.0
+_PID_PREFIX = b"onsite-pid "
+_REPORT_PID = 'echo onsite-pid $$; exec "$@"'
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_MIN_FREE_BYTES = 1 << 30
+
+# Kill the remote session's process group, then anything that left the group but not the session.
+_KILL_SCRIPT = (
+    "kill -s KILL -- -{pgid} 2>/dev/null; "
+    "command -v pkill >/dev/null 2>&1 && pkill -KILL -s {pgid}; exit 0"
+)
+
+
+class _ChannelLines:
+    """Newline-terminated lines from an SSH channel's stdout, never blocking past a deadline.
+
+    Same contract as lines.LineReader: the line, b"" at end of stream, or None
+    when the deadline passes; ``arrived`` is when the line's bytes came in.
+    """
+
+    def __init__(self, chan: paramiko.Channel) -> None:
+        self._chan = chan
+        self._fd = chan.fileno()
+        self._buf = bytearray()
+        self._eof = False
+        self.arrived = 0.0
+
+    def readline(self, deadline: float) -> bytes | None:
+        chan = self._chan
+        while True:
+            nl = self._buf.find(b"\n")
+            if nl >= 0:
+                line = bytes(self._buf[: nl + 1])
+                del self._buf[: nl + 1]
+                return line
+            if self._eof:
+                if self._buf:
+                    line = bytes(self._buf)
+                    self._buf.clear()
+                    return line
+                return b""
+            if len(self._buf) > MAX_LINE_BYTES:
+                raise LineTooLong(f"more than {MAX_LINE_BYTES} bytes without a newline")
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            # paramiko timeouts are per call; the deadline is ours, so wait on the channel's
+            # readiness pipe and read only what is already buffered.
+            readable, _, _ = select.select([self._fd], [], [], min(remaining, 3600.0))
+            if not readable:
+                continue
+            if chan.recv_ready():
+                self.arrived = time.monotonic()
+                self._buf += chan.recv(1 << 16)
+            elif chan.eof_received or chan.closed:
+                self.arrived = time.monotonic()
+                self._eof = True
+            else:
+                # Only stderr is pending (the pipe signals both); the log pump drains it.
+                time.sleep(0.0005)
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """One check of ``onsite check`` against an SSH device."""
+
+    name: str
+    ok: bool
+    detail: str
+
+
+class SshServeRunner(Runner):
+    """A resident system on a participant's machine, speaking the participant protocol over SSH."""
+
+    def __init__(self, spec: SystemSpec, options: Mapping[str, Any] | SshOptions) -> None:
+        self.spec = spec
+        self.options = (
+            options if isinstance(options, SshOptions) else SshOptions.from_mapping(options)
+        )
+        # How long start() keeps retrying an unreachable machine; tests shorten it.
+        self.reconnect_seconds = _RECONNECT_SECONDS
+        spec.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log: IO[bytes] | None = None
+        self._log_lock = threading.Lock()
+        self._client: paramiko.SSHClient | None = None
+        self._transport: paramiko.Transport | None = None
+        self._sftp: paramiko.SFTPClient | None = None
+        self._remote_dir = self.options.workdir
+        self._meter: RemoteMeter | None = None
+        self._chan: paramiko.Channel | None = None
+        self._reader: _ChannelLines | None = None
+        self._pump: threading.Thread | None = None
+        self._pgid: int | None = None
+        # Process groups we could not kill because the link was down: killed on reconnect.
+        self._orphans: set[int] = set()
+        self._staged: set[str] = set()
+        self._rtt: float | None = None
+        self._rtt_at = float("-inf")
+        self._sampled_at = float("-inf")
+        self._cpu_mark: float | None = None
+        self._peak: int | None = None
+
+    # -- public ---------------------------------------------------------------------------
+
+    @property
+    def pid(self) -> int | None:
+        """The remote system's process id (also its process group id) while it runs."""
+        return self._pgid
+
+    @property
+    def round_trip_seconds(self) -> float | None:
+        """The most recent measurement of the link's round-trip time."""
+        return self._rtt
+
+    @property
+    def link_port(self) -> int | None:
+        """The local TCP port of the SSH connection while it is up (to find it in server logs)."""
+        transport = self._transport
+        if transport is None or not transport.is_active():
+            return None
+        return int(transport.sock.getsockname()[1])
+
+    @property
+    def remote_workdir(self) -> str:
+        """The absolute remote directory the system runs in and inputs are staged to."""
+        return self._remote_dir
+
+    def start(self) -> StartInfo:
+        spec = self.spec
+        if spec.mode != "serve":
+            raise StartError(f"mode {spec.mode!r} is not supported on ssh devices; use serve mode")
+        self._ensure_connected()
+        assert self._transport is not None
+        self._mark_log(f"starting {' '.join(spec.command)} on {self.options.address}")
+        command = self._remote_command()
+        t0 = time.monotonic()
+        try:
+            chan = self._transport.open_session(timeout=_REMOTE_OP_SECONDS)
+            chan.exec_command(command)
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            self._drop_connection()
+            raise StartError(
+                f"cannot start {spec.command[0]!r} on {self.options.address}: {exc}"
+            ) from exc
+        self._chan = chan
+        self._reader = _ChannelLines(chan)
+        self._pump = threading.Thread(
+            target=self._pump_stderr, args=(chan,), name=f"ssh-stderr-{spec.name}", daemon=True
+        )
+        self._pump.start()
+        deadline = t0 + spec.setup_seconds
+        try:
+            line = self._reader.readline(deadline)
+            # Login scripts on the participant's machine may print before our wrapper runs;
+            # that text is logged, and the protocol starts after the wrapper's pid line.
+            while line and not line.startswith(_PID_PREFIX):
+                self._log_bytes(b"remote shell printed: " + line)
+                line = self._reader.readline(deadline)
+            if line:
+                self._pgid = int(line[len(_PID_PREFIX) :])
+                self._write(protocol.hello(spec.task, spec.kind))
+                line = self._reader.readline(deadline)
+        except (OSError, EOFError, paramiko.SSHException, LineTooLong, ValueError) as exc:
+            self.kill()
+            raise StartError(f"handshake failed: {exc}") from exc
+        if line is None:
+            self.kill()
+            raise StartError(
+                f"no ready message within setup_seconds={spec.setup_seconds:g}; "
+                f"stderr: {_tail(spec.log_path)}"
+            )
+        if line == b"":
+            lost, code = self._ended()
+            self.kill()
+            if lost:
+                raise StartError(f"connection lost: {lost}")
+            raise StartError(
+                f"exited with code {code} before ready; stderr: {_tail(spec.log_path)}"
+            )
+        ready_at = self._reader.arrived
+        try:
+            message = protocol.parse_message(line)
+        except protocol.ProtocolError as exc:
+            self.kill()
+            raise StartError(f"expected a ready message, got {exc}") from exc
+        if not isinstance(message, protocol.Ready):
+            self.kill()
+            raise StartError(f"expected a ready message, got op {message.op!r}")
+        self._sampled_at = float("-inf")
+        self._cpu_mark, self._peak = None, None
+        self._cpu_mark, _ = self._sample(ready_at)
+        return StartInfo(message.name, message.version, ready_at - t0, self._pgid)
+
+    def run_item(self, request: ItemRequest) -> ItemAttempt:
+        if self._chan is None or self._reader is None:
+            raise RuntimeError("run_item before start")
+        self._maybe_measure_rtt()
+        t_stage = time.monotonic()
+        inputs: dict[str, Any] = dict(request.fields)
+        staged: list[str] = []
+        try:
+            for key, source in request.files.items():
+                remote = posixpath.join(self._remote_dir, f"{request.anon_id}-{key}{source.suffix}")
+                self._staged.add(remote)
+                staged.append(remote)
+                assert self._sftp is not None
+                self._sftp.put(str(source), remote, confirm=False)
+                inputs[key] = remote
+        except (OSError, EOFError, paramiko.SSHException) as exc:
+            now = time.monotonic()
+            lost = self._lost_reason(wait=0.0)
+            message = f"connection lost: {lost}" if lost else f"staging failed: {exc}"
+            self._unstage(staged)
+            self.kill()
+            return ItemAttempt(
+                request.anon_id,
+                "crashed",
+                now,
+                now,
+                now - t_stage,
+                message=message,
+                round_trip_seconds=self._rtt,
+                system_lost=True,
+                link_lost=lost is not None,
+            )
+        data = protocol.item(request.anon_id, inputs)
+        stage_seconds = time.monotonic() - t_stage
+        try:
+            return self._exchange(request, data, stage_seconds)
+        finally:
+            self._unstage(staged)
+
+    def stop(self) -> None:
+        chan = self._chan
+        if chan is not None and not chan.closed:
+            with contextlib.suppress(OSError, EOFError, paramiko.SSHException):
+                self._write(protocol.BYE)
+                chan.shutdown_write()
+            chan.status_event.wait(_BYE_GRACE_SECONDS)
+        self.kill()
+        transport = self._transport
+        if self._orphans and not (transport is not None and transport.is_active()):
+            # The link died under a running system: one quick try to kill what it left behind.
+            with contextlib.suppress(StartError):
+                self._ensure_connected(retry_seconds=0.0)
+        self._unstage(list(self._staged))
+        self._drop_connection()
+        self._close_log()
+
+    def kill(self) -> None:
+        chan = self._chan
+        if self._pgid is not None:
+            if not self._kill_group(self._pgid):
+                self._orphans.add(self._pgid)
+        if chan is not None:
+            with contextlib.suppress(Exception):
+                chan.close()
+        if self._pump is not None:
+            self._pump.join(timeout=2.0)
+        self._chan = None
+        self._reader = None
+        self._pump = None
+        self._pgid = None
+
+    # -- the exchange ---------------------------------------------------------------------
+
+    def _exchange(self, request: ItemRequest, data: bytes, stage_seconds: float) -> ItemAttempt:
+        assert self._reader is not None
+        sent = time.monotonic()
+        deadline = sent + request.hang_seconds
+
+        def attempt(outcome: Outcome, done: float, **kw: Any) -> ItemAttempt:
+            cpu, peak = self._measure(done)
+            kw.setdefault("system_lost", outcome in ("timeout", "crashed"))
+            return ItemAttempt(
+                request.anon_id,
+                outcome,
+                sent,
+                done,
+                stage_seconds,
+                cpu_seconds=cpu,
+                peak_rss_bytes=peak,
+                round_trip_seconds=self._rtt,
+                **kw,
+            )
+
+        try:
+            self._write(data)
+        except (OSError, EOFError, paramiko.SSHException):
+            return self._crashed(attempt)
+        while True:
+            try:
+                line = self._reader.readline(deadline)
+            except LineTooLong as exc:
+                now = time.monotonic()
+                self.kill()
+                return attempt("invalid_output", now, message=str(exc), system_lost=True)
+            if line is None:
+                now = time.monotonic()
+                result = attempt(
+                    "timeout",
+                    now,
+                    message=f"no answer within hang_seconds={request.hang_seconds:g}; killed",
+                )
+                self.kill()
+                return result
+            if line == b"":
+                return self._crashed(attempt)
+            done = self._reader.arrived
+            if not line.strip():
+                continue
+            try:
+                message = protocol.parse_message(line)
+            except protocol.ProtocolError as exc:
+                result = attempt("invalid_output", done, message=str(exc), system_lost=True)
+                # The stream is out of step: only a restart makes the next answer trustworthy.
+                self.kill()
+                return result
+            if isinstance(message, protocol.Ready) or message.id != request.anon_id:
+                got = getattr(message, "id", None)
+                result = attempt(
+                    "invalid_output",
+                    done,
+                    message=f"answer for id {got!r} while waiting for {request.anon_id!r}",
+                    system_lost=True,
+                )
+                self.kill()
+                return result
+            if isinstance(message, protocol.Error):
+                return attempt("error", done, message=message.message)
+            return attempt("result", done, output=message.output)
+
+    def _crashed(self, attempt: Any) -> ItemAttempt:
+        now = time.monotonic()
+        lost, code = self._ended()
+        if lost:
+            result = attempt("crashed", now, message=f"connection lost: {lost}", link_lost=True)
+        else:
+            result = attempt(
+                "crashed",
+                now,
+                message=f"exited with code {code}; stderr: {_tail(self.spec.log_path)}",
+            )
+        self.kill()
+        return result
+
+    def _ended(self) -> tuple[str | None, int | None]:
+        """After end of stream: why the link died (None if alive), else the exit code."""
+        chan = self._chan
+        assert chan is not None
+        # Set by exit-status and by the channel closing, whichever comes first.
+        chan.status_event.wait(5.0)
+        if chan.exit_status != -1:
+            if self._pump is not None:
+                self._pump.join(timeout=2.0)  # so the stderr tail is in the log
+            return None, chan.exit_status
+        lost = self._lost_reason(wait=1.0)
+        if lost:
+            return lost, None
+        if self._pump is not None:
+            self._pump.join(timeout=2.0)
+        return None, None
+
+    def _lost_reason(self, wait: float) -> str | None:
+        """Why the SSH connection is down, or None if it is up (waiting up to `wait` to tell)."""
+        transport = self._transport
+        if transport is None:
+            return "not connected"
+        until = time.monotonic() + wait
+        while transport.is_active():
+            if time.monotonic() >= until:
+                return None
+            time.sleep(0.02)
+        exc = transport.get_exception()
+        return str(exc) if exc and str(exc) else "the SSH connection closed"
+
+    def _write(self, data: bytes) -> None:
+        assert self._chan is not None
+        self._chan.sendall(data)
+
+    # -- the connection -------------------------------------------------------------------
+
+    def _ensure_connected(self, retry_seconds: float | None = None) -> None:
+        if self._transport is not None and self._transport.is_active():
+            return
+        self._drop_connection()
+        retry = self.reconnect_seconds if retry_seconds is None else retry_seconds
+        client, trusted = connect(self.options, retry)
+        if trusted:
+            self._mark_log(trusted)
+        self._client = client
+        self._transport = client.get_transport()
+        try:
+            self._sftp = client.open_sftp()
+            self._sftp.get_channel().settimeout(_REMOTE_OP_SECONDS)
+            self._remote_dir = sftp_makedirs(self._sftp, self.options.workdir)
+            self._meter = RemoteMeter(self._transport)
+        except (OSError, EOFError, paramiko.SSHException) as exc:
+            self._drop_connection()
+            raise StartError(
+                f"connected to {self.options.address} but cannot prepare workdir "
+                f"{self.options.workdir!r}: {exc}"
+            ) from exc
+        # Leftovers from a connection that died: the system it ran and the inputs staged for it.
+        for pgid in list(self._orphans):
+            if self._kill_group(pgid):
+                self._orphans.discard(pgid)
+        self._unstage(list(self._staged))
+        self._rtt_at = float("-inf")
+        self._maybe_measure_rtt()
+
+    def _drop_connection(self) -> None:
+        for closable in (self._meter, self._sftp, self._client):
+            if closable is not None:
+                with contextlib.suppress(Exception):
+                    closable.close()
+        self._meter = None
+        self._sftp = None
+        self._client = None
+        self._transport = None
+
+    def _maybe_measure_rtt(self) -> None:
+        transport = self._transport
+        now = time.monotonic()
+        if transport is None or now - self._rtt_at < self.options.rtt_interval:
+            return
+        # An SFTP stat of the workdir: one request and its answer on the open connection, no
+        # process started on the other side, and bounded by the SFTP channel's timeout.
+        sftp = self._sftp
+        if sftp is None:
+            return
+        t0 = time.monotonic()
+        try:
+            sftp.stat(self._remote_dir)
+        except (OSError, EOFError, paramiko.SSHException):
+            return
+        t1 = time.monotonic()
+        self._rtt = t1 - t0
+        self._rtt_at = t1
+
+    def _remote_command(self) -> str:
+        spec = self.spec
+        env = {"PYTHONUNBUFFERED": "1", **spec.env}
+        for name in env:
+            if not _ENV_NAME.fullmatch(name):
+                raise StartError(f"env name {name!r} is not a valid shell variable name")
+        assigns = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+        argv = " ".join(shlex.quote(arg) for arg in spec.command)
+        # The inner shell reports its pid (which setsid made a session and group leader),
+        # then becomes the system itself, keeping that pid.
+        launch = f"sh -c {shlex.quote(_REPORT_PID)} onsite-system {argv}"
+        script = (
+            f"cd {shlex.quote(self._remote_dir)} || exit 126; "
+            "if command -v setsid >/dev/null 2>&1; "
+            f"then exec env {assigns} setsid -w {launch}; "
+            f"else exec env {assigns} {launch}; fi"
+        )
+        # Run under sh whatever the account's login shell is.
+        return f"sh -c {shlex.quote(script)}"
+
+    def _kill_group(self, pgid: int) -> bool:
+        transport = self._transport
+        if transport is None or not transport.is_active():
+            return False
+        try:
+            run_remote(transport, _KILL_SCRIPT.format(pgid=pgid), _REMOTE_OP_SECONDS)
+        except (OSError, EOFError, paramiko.SSHException):
+            return False
+        return True
+
+    def _unstage(self, paths: list[str]) -> None:
+        sftp = self._sftp
+        if sftp is None:
+            return
+        for path in paths:
+            try:
+                sftp.remove(path)
+            except FileNotFoundError:
+                pass
+            except (OSError, EOFError, paramiko.SSHException):
+                continue  # kept in _staged: removed after the next connect
+            self._staged.discard(path)
+
+    # -- resources ------------------------------------------------------------------------
+
+    def _sample(self, now: float) -> tuple[float | None, int | None]:
+        """CPU seconds so far and peak RSS of the remote session, read over the link."""
+        if self._pgid is None or self._meter is None:
+            return None, self._peak
+        self._sampled_at = now
+        cpu, peak = self._meter.sample(self._pgid)
+        if peak is not None:
+            self._peak = max(self._peak or 0, peak)
+        return cpu, self._peak
+
+    def _measure(self, now: float) -> tuple[float | None, int | None]:
+        # Reading /proc costs a channel per sample, so at most every _METER_SECONDS; items in
+        # between get no CPU figure rather than a share of someone else's.
+        if now - self._sampled_at < _METER_SECONDS:
+            return None, self._peak
+        cpu, peak = self._sample(now)
+        used = None
+        if cpu is not None and self._cpu_mark is not None:
+            used = max(0.0, cpu - self._cpu_mark)
+        if cpu is not None:
+            self._cpu_mark = cpu
+        return used, peak
+
+    # -- the log --------------------------------------------------------------------------
+
+    def _open_log(self) -> IO[bytes]:
+        if self._log is None or self._log.closed:
+            self._log = open(self.spec.log_path, "ab")
+        return self._log
+
+    def _mark_log(self, text: str) -> None:
+        with self._log_lock:
+            log = self._open_log()
+            log.write(f"{_LOG_MARKER}{text} at {time.strftime('%Y-%m-%d %H:%M:%S')}\n".encode())
+            log.flush()
+
+    def _pump_stderr(self, chan: paramiko.Channel) -> None:
+        while True:
+            try:
+                data = chan.recv_stderr(1 << 16)
+            except Exception:
+                return
+            if not data:
+                return
+            self._log_bytes(data)
+
+    def _log_bytes(self, data: bytes) -> None:
+        with self._log_lock:
+            log = self._open_log()
+            log.write(data)
+            log.flush()
+
+    def _close_log(self) -> None:
+        with self._log_lock:
+            if self._log is not None:
+                self._log.close()
+                self._log = None
+
+
+def probe(options: Mapping[str, Any] | SshOptions) -> list[ProbeResult]:
+    """Check an SSH device step by step for ``onsite check``; stops at the first failure."""
+    try:
+        opts = options if isinstance(options, SshOptions) else SshOptions.from_mapping(options)
+    except ValueError as exc:
+        return [ProbeResult("settings", False, str(exc))]
+    results: list[ProbeResult] = []
+    try:
+        banner, seconds = read_banner(opts)
+    except OSError as exc:
+        return [ProbeResult("reachable", False, f"{opts.endpoint}: {exc}")]
+    if not banner.startswith("SSH-"):
+        detail = f"{opts.endpoint} is not an SSH server: {banner!r}"
+        return [ProbeResult("reachable", False, detail)]
+    detail = f"{opts.endpoint}: {banner} ({seconds * 1e3:.1f} ms)"
+    results.append(ProbeResult("reachable", True, detail))
+    try:
+        client, trusted = connect_once(opts)
+    except HostKeyError as exc:
+        return [*results, ProbeResult("host key", False, str(exc))]
+    except AuthError as exc:
+        return [
+            *results,
+            ProbeResult("host key", True, "matches"),
+            ProbeResult("authentication", False, str(exc)),
+        ]
+    except (UnreachableError, StartError) as exc:
+        return [*results, ProbeResult("login", False, str(exc))]
+    results.append(ProbeResult("host key", True, trusted or "matches"))
+    results.append(ProbeResult("authentication", True, f"logged in as {opts.address}"))
+    try:
+        transport = client.get_transport()
+        assert transport is not None
+        status, out, err = run_remote(
+            transport,
+            "sh -c " + shlex.quote("uname -sm; command -v setsid || echo 'no setsid'"),
+        )
+        text = out.decode(errors="replace").strip().replace("\n", ", ")
+        if status != 0:
+            detail = f"exit {status}: {err.decode(errors='replace').strip()}"
+            results.append(ProbeResult("remote command", False, detail))
+            return results
+        results.append(ProbeResult("remote command", True, text))
+        sftp = client.open_sftp()
+        try:
+            workdir = sftp_makedirs(sftp, opts.workdir)
+        finally:
+            sftp.close()
+        status, out, err = run_remote(transport, f"df -Pk {shlex.quote(workdir)}")
+        rows = out.decode(errors="replace").splitlines()
+        try:
+            free = int(rows[-1].split()[3]) * 1024
+        except (IndexError, ValueError):
+            results.append(
+                ProbeResult("free disk", False, f"cannot read df for {workdir}: {err!r}")
+            )
+            return results
+        detail = f"{free / 1e9:.1f} GB free in {workdir}"
+        if free < _MIN_FREE_BYTES:
+            detail += f" (need at least {_MIN_FREE_BYTES / 1e9:.1f} GB)"
+        results.append(ProbeResult("free disk", free >= _MIN_FREE_BYTES, detail))
+    except (OSError, EOFError, paramiko.SSHException) as exc:
+        results.append(ProbeResult("remote command", False, str(exc)))
+    finally:
+        client.close()
+    return results

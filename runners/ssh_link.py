@@ -1,0 +1,410 @@
+"""The SSH link to a participant's machine: settings, host key checks, connecting, remote commands.
+
+Kept apart from the runner so that ``onsite check`` can probe a machine with
+the same checks without starting a system.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+import hashlib
+import logging
+import posixpath
+import shlex
+import socket
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import paramiko
+
+from .base import StartError
+
+logger = logging.getLogger(__name__)
+
+# Delays between connection attempts; their sum bounds how long start() keeps trying.
+_BACKOFF_SECONDS = (0.5, 1.0, 2.0, 4.0, 8.0, 8.0, 8.0)
+
+
+@dataclass(frozen=True)
+class SshOptions:
+    """A device's SSH settings, as the site file gives them."""
+
+    host: str
+    user: str
+    port: int = 22
+    key: Path | None = None
+    host_key: str | None = None
+    known_hosts: Path | None = None
+    workdir: str = "/tmp/onsite"
+    connect_timeout: float = 10.0
+    trust_on_first_use: bool = False
+    rtt_interval: float = 30.0
+
+    @classmethod
+    def from_mapping(cls, options: Mapping[str, Any]) -> SshOptions:
+        """Build from a device's settings; unknown keys (such as ``kind``) and None are ignored."""
+        given = {k: v for k, v in options.items() if v is not None}
+        for required in ("host", "user"):
+            if not given.get(required):
+                raise ValueError(f'ssh device needs {required!r} (e.g. {required} = "...")')
+        key = given.get("key")
+        known_hosts = given.get("known_hosts")
+        return cls(
+            host=str(given["host"]),
+            user=str(given["user"]),
+            port=int(given.get("port", 22)),
+            key=Path(key).expanduser() if key else None,
+            host_key=str(given["host_key"]).strip() if given.get("host_key") else None,
+            known_hosts=Path(known_hosts).expanduser() if known_hosts else None,
+            workdir=str(given.get("workdir", "/tmp/onsite")),
+            connect_timeout=float(given.get("connect_timeout", 10.0)),
+            trust_on_first_use=bool(given.get("trust_on_first_use", False)),
+            rtt_interval=float(given.get("rtt_interval", 30.0)),
+        )
+
+    @property
+    def endpoint(self) -> str:
+        """host:port, as messages name the device."""
+        return f"{self.host}:{self.port}"
+
+    @property
+    def address(self) -> str:
+        """user@host:port, as authentication messages name the login."""
+        return f"{self.user}@{self.host}:{self.port}"
+
+    @property
+    def host_entry(self) -> str:
+        """The host's name in known_hosts files: bare on port 22, else [host]:port."""
+        return self.host if self.port == 22 else f"[{self.host}]:{self.port}"
+
+
+class HostKeyError(StartError):
+    """The machine's host key is unknown, or differs from the pinned one."""
+
+
+class AuthError(StartError):
+    """The machine refused our key."""
+
+
+class UnreachableError(StartError):
+    """No SSH server answered at host:port."""
+
+
+def fingerprint(key: paramiko.PKey) -> str:
+    """The key's SHA256 fingerprint as OpenSSH prints it (ssh-keygen -lf)."""
+    digest = hashlib.sha256(key.asbytes()).digest()
+    return "SHA256:" + base64.b64encode(digest).decode("ascii").rstrip("=")
+
+
+def key_line(key: paramiko.PKey) -> str:
+    """The "type base64" form to paste as host_key."""
+    return f"{key.get_name()} {key.get_base64()}"
+
+
+def parse_host_key(text: str) -> paramiko.PKey:
+    """A pinned key from a line like ssh-keyscan prints (a leading host name is allowed)."""
+    tokens = text.split()
+    for i, token in enumerate(tokens[:-1]):
+        if token.startswith(("ssh-", "ecdsa-", "sk-")):
+            try:
+                blob = base64.b64decode(tokens[i + 1], validate=True)
+                return paramiko.PKey.from_type_string(token, blob)
+            except (binascii.Error, ValueError, paramiko.SSHException) as exc:
+                raise ValueError(f"host_key {text[:40]!r}...: cannot read the key: {exc}") from exc
+    raise ValueError(
+        f"host_key {text[:40]!r} is not a key line; give it as ssh-keyscan prints it, "
+        'e.g. host_key = "ssh-ed25519 AAAA..."'
+    )
+
+
+class _RefuseUnknown(paramiko.MissingHostKeyPolicy):
+    """Refuse keys we do not know, or record them when trust on first use is on."""
+
+    def __init__(self, opts: SshOptions) -> None:
+        self.opts = opts
+        self.trusted: str | None = None
+
+    def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: Any) -> None:
+        opts = self.opts
+        if opts.trust_on_first_use and opts.known_hosts is not None:
+            opts.known_hosts.parent.mkdir(parents=True, exist_ok=True)
+            with open(opts.known_hosts, "a", encoding="ascii") as fh:
+                fh.write(f"{opts.host_entry} {key_line(key)}\n")
+            self.trusted = (
+                f"trusted the host key of {opts.endpoint} on first use: {key.get_name()} "
+                f"{fingerprint(key)}, appended to {opts.known_hosts}"
+            )
+            logger.warning("%s", self.trusted)
+            return
+        if opts.trust_on_first_use:
+            hint = 'trust_on_first_use needs known_hosts = "path" to record the key in'
+        else:
+            hint = (
+                "confirm the fingerprint with the participant (on their machine: "
+                "ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub), then pin it in the "
+                f'device settings: host_key = "{key_line(key)}"'
+            )
+        raise HostKeyError(
+            f"host key of device {opts.endpoint} is not known: it offered {key.get_name()} "
+            f"{fingerprint(key)}; {hint}"
+        )
+
+
+def _client(opts: SshOptions) -> tuple[paramiko.SSHClient, _RefuseUnknown]:
+    client = paramiko.SSHClient()
+    if opts.known_hosts is not None and opts.known_hosts.exists():
+        # Loaded as "system" keys so paramiko never rewrites the operator's file.
+        client.load_system_host_keys(str(opts.known_hosts))
+    if opts.host_key:
+        pinned = parse_host_key(opts.host_key)
+        client.get_host_keys().add(opts.host_entry, pinned.get_name(), pinned)
+    policy = _RefuseUnknown(opts)
+    client.set_missing_host_key_policy(policy)
+    return client, policy
+
+
+def _load_key(opts: SshOptions) -> paramiko.PKey | None:
+    if opts.key is None:
+        return None
+    try:
+        return paramiko.PKey.from_path(opts.key)
+    except FileNotFoundError as exc:
+        raise AuthError(f"key file {opts.key} for {opts.address} does not exist") from exc
+    except paramiko.PasswordRequiredException as exc:
+        raise AuthError(
+            f"key file {opts.key} is protected by a passphrase; load it into ssh-agent and "
+            "leave key unset, or use a key without a passphrase"
+        ) from exc
+    except (OSError, ValueError, paramiko.SSHException) as exc:
+        raise AuthError(f"cannot read key file {opts.key}: {exc}") from exc
+
+
+def _retryable(exc: BaseException) -> bool:
+    """Network trouble worth retrying; key and login problems are not."""
+    if isinstance(exc, OSError | EOFError):
+        return True
+    text = str(exc)
+    return isinstance(exc, paramiko.SSHException) and (
+        "banner" in text or "Error reading SSH protocol" in text or "closed" in text
+    )
+
+
+def connect_once(opts: SshOptions) -> tuple[paramiko.SSHClient, str | None]:
+    """Connect and log in once; returns the client and a note if a key was trusted on first use."""
+    try:
+        client, policy = _client(opts)
+    except ValueError as exc:
+        raise HostKeyError(str(exc)) from exc
+    pkey = _load_key(opts)
+    try:
+        client.connect(
+            opts.host,
+            port=opts.port,
+            username=opts.user,
+            pkey=pkey,
+            allow_agent=pkey is None,
+            look_for_keys=False,
+            timeout=opts.connect_timeout,
+            banner_timeout=opts.connect_timeout,
+            auth_timeout=opts.connect_timeout,
+        )
+    except StartError:
+        client.close()
+        raise
+    except paramiko.BadHostKeyException as exc:
+        client.close()
+        raise HostKeyError(
+            f"host key of device {opts.endpoint} does not match the pinned one: it offered "
+            f"{exc.key.get_name()} {fingerprint(exc.key)}, "
+            f"expected {fingerprint(exc.expected_key)}. "
+            "Either the participant's machine was reinstalled or someone is in the way; "
+            "confirm the new fingerprint with the participant, then pin it: "
+            f'host_key = "{key_line(exc.key)}" (and remove the old {opts.host_entry} line '
+            "from known_hosts)"
+        ) from exc
+    except paramiko.AuthenticationException as exc:
+        client.close()
+        how = f"key {opts.key}" if opts.key else "the keys in the SSH agent"
+        raise AuthError(
+            f"authentication failed for {opts.address} with {how}: {exc}; add the public key "
+            f"to ~{opts.user}/.ssh/authorized_keys on the participant's machine"
+        ) from exc
+    except Exception as exc:
+        client.close()
+        if _retryable(exc):
+            raise UnreachableError(f"cannot reach {opts.endpoint}: {exc}") from exc
+        raise StartError(f"ssh to {opts.address} failed: {exc}") from exc
+    return client, policy.trusted
+
+
+def connect(opts: SshOptions, retry_seconds: float) -> tuple[paramiko.SSHClient, str | None]:
+    """Connect, retrying network failures with exponential backoff for about retry_seconds."""
+    started = time.monotonic()
+    tries = 0
+    while True:
+        tries += 1
+        try:
+            return connect_once(opts)
+        except UnreachableError as exc:
+            delay = _BACKOFF_SECONDS[min(tries - 1, len(_BACKOFF_SECONDS) - 1)]
+            # Attempts themselves can take up to connect_timeout: count them, not just sleeps.
+            spent = time.monotonic() - started
+            if spent + delay > retry_seconds:
+                raise UnreachableError(
+                    f"{exc} ({tries} tries over {spent:.1f} s); is the machine on and sshd "
+                    f"running? try: ssh -p {opts.port} {opts.user}@{opts.host} true"
+                ) from exc
+            time.sleep(delay)
+
+
+def run_remote(
+    transport: paramiko.Transport, command: str, timeout: float = 10.0
+) -> tuple[int, bytes, bytes]:
+    """Run a short command on its own channel: exit status (-1 if none), stdout, stderr.
+
+    Only for commands with small output: stdout is read to the end before stderr.
+    """
+    chan = transport.open_session(timeout=timeout)
+    try:
+        chan.settimeout(timeout)
+        chan.exec_command(command)
+        chan.shutdown_write()
+        out = bytearray()
+        while chunk := chan.recv(1 << 16):
+            out += chunk
+        err = bytearray()
+        while chunk := chan.recv_stderr(1 << 16):
+            err += chunk
+        chan.status_event.wait(timeout)
+        return chan.exit_status, bytes(out), bytes(err)
+    finally:
+        chan.close()
+
+
+def sftp_makedirs(sftp: paramiko.SFTPClient, path: str) -> str:
+    """mkdir -p over SFTP; returns the absolute path."""
+    parts = path.split("/")
+    current = "/" if path.startswith("/") else ""
+    for part in parts:
+        if not part:
+            continue
+        current = posixpath.join(current, part) if current else part
+        try:
+            sftp.stat(current)
+        except FileNotFoundError:
+            with contextlib.suppress(OSError):
+                sftp.mkdir(current)
+    return sftp.normalize(path)
+
+
+def read_banner(opts: SshOptions) -> tuple[str, float]:
+    """Open a TCP connection and read the server's version line; returns it and the seconds."""
+    t0 = time.monotonic()
+    with socket.create_connection((opts.host, opts.port), timeout=opts.connect_timeout) as sock:
+        sock.settimeout(opts.connect_timeout)
+        data = b""
+        while b"\n" not in data and len(data) < 1024:
+            chunk = sock.recv(256)
+            if not chunk:
+                break
+            data += chunk
+    return data.decode("ascii", errors="replace").strip(), time.monotonic() - t0
+
+
+# A resident shell that answers each session id written to it with the CPU ticks and VmHWM of
+# every process in that session. Resident because opening a channel per sample costs a
+# fork in sshd and a login shell (whose rc files can take 100 ms); shell builtins only inside
+# the loop, so that sampling forks nothing on the participant's machine.
+_METER_SCRIPT = r"""
+getconf CLK_TCK 2>/dev/null || echo 100
+while read -r sid; do
+  for f in /proc/[0-9]*/stat; do
+    { read -r line < "$f"; } 2>/dev/null || continue
+    rest=${line##*) }
+    set -- $rest
+    [ "$4" = "$sid" ] || continue
+    pid=${f#/proc/}; pid=${pid%/stat}
+    hwm=0
+    { while read -r k v u; do
+        if [ "$k" = "VmHWM:" ]; then hwm=$v; break; fi
+      done < "/proc/$pid/status"; } 2>/dev/null
+    echo "$pid ${12} ${13} ${14} ${15} $hwm"
+  done
+  echo onsite-end
+done
+"""
+_METER_END = b"onsite-end\n"
+
+
+class RemoteMeter:
+    """CPU seconds and summed VmHWM of a remote process session, read from /proc over the link.
+
+    Mirrors runners.proctree.TreeMeter on the far side; None when /proc cannot be read.
+    """
+
+    def __init__(self, transport: paramiko.Transport, timeout: float = 5.0) -> None:
+        self._transport = transport
+        self._timeout = timeout
+        self._chan: paramiko.Channel | None = None
+        self._buf = bytearray()
+        self._ticks = 100
+
+    def _open(self) -> paramiko.Channel:
+        chan = self._transport.open_session(timeout=self._timeout)
+        chan.settimeout(self._timeout)
+        chan.exec_command("sh -c " + shlex.quote(_METER_SCRIPT))
+        self._buf.clear()
+        first = self._read_until(chan, b"\n")
+        self._ticks = int(first) if first.strip().isdigit() else 100
+        return chan
+
+    def _read_until(self, chan: paramiko.Channel, end: bytes) -> bytes:
+        while True:
+            at = self._buf.find(end)
+            if at >= 0:
+                data = bytes(self._buf[:at])
+                del self._buf[: at + len(end)]
+                return data
+            chunk = chan.recv(1 << 16)
+            if not chunk:
+                raise EOFError("the remote meter shell exited")
+            self._buf += chunk
+
+    def sample(self, sid: int) -> tuple[float | None, int | None]:
+        """Total CPU seconds (including reaped children) and summed peak RSS in bytes."""
+        try:
+            if self._chan is None or self._chan.closed:
+                self._chan = self._open()
+            self._chan.sendall(f"{sid}\n".encode())
+            out = self._read_until(self._chan, _METER_END)
+        except (OSError, EOFError, ValueError, paramiko.SSHException):
+            self.close()
+            return None, None
+        ticks = 0
+        hwm_kb = 0
+        seen = False
+        for row in out.split(b"\n"):
+            fields = row.split()
+            if len(fields) != 6:
+                continue
+            try:
+                ticks += sum(int(f) for f in fields[1:5])
+                hwm_kb += int(fields[5])
+            except ValueError:
+                continue
+            seen = True
+        if not seen:
+            return None, None
+        return ticks / self._ticks, hwm_kb * 1024 or None
+
+    def close(self) -> None:
+        """Close the meter's channel; the next sample opens a new one."""
+        if self._chan is not None:
+            with contextlib.suppress(Exception):
+                self._chan.close()
+        self._chan = None
