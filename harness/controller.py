@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import secrets
 import threading
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 
 from runners import ItemAttempt, ItemRequest, Runner, StartError, SystemSpec, open_runner
 
+from .audits import audit_of, plan
 from .budgets import hang_seconds, item_budget_seconds, judge
 from .events import (
     ItemFinished,
@@ -63,6 +65,7 @@ class Controller:
         self.listener = listener or _ignore
         self.limit = limit
         self._testsets: dict[str, TestSet] = {}
+        self._audit_seed: int | None = None
         self._stopping = threading.Event()
         self._active: set[Runner] = set()
         self._active_lock = threading.Lock()
@@ -106,6 +109,7 @@ class Controller:
                 items=len(testset.items),
                 invalid=[{"item": b.id, "reason": b.reason} for b in testset.invalid],
             )
+        self._audit_seed = self._ensure_audit_seed()
         groups = self._by_device(jobs or self.site.jobs())
         if len(groups) == 1:
             results = [self.run_job(task, system) for task, system in groups[0]]
@@ -131,6 +135,25 @@ class Controller:
         self.store.record("session_finished")
         self.store.journal.sync()
         return results
+
+    def _ensure_audit_seed(self) -> int | None:
+        """The run's secret audit seed: drawn once, kept in the journal, reused on resume."""
+        if not any(t.audit.repeats or t.audit.shuffle for t in self.site.config.tasks.values()):
+            return None
+        for record in self.store.state.records:
+            if record["event"] == "audit_seed":
+                return int(record["seed"])
+        return int(self.store.record("audit_seed", seed=secrets.randbits(63))["seed"])
+
+    def _plan(self, task: str, system: str) -> list[TestItem]:
+        """The items of one job in the order they are sent, audit repeats included."""
+        items = self._items(task)
+        audit = self.site.config.tasks[task].audit
+        if self._audit_seed is None or not (audit.repeats or audit.shuffle):
+            return list(items)
+        digest = hashlib.sha256(f"{self._audit_seed}:{task}:{system}".encode()).digest()
+        seed = int.from_bytes(digest[:8], "big")
+        return plan(items, audit, seed, self.store.dir / "audit")
 
     def _by_device(self, jobs: Sequence[tuple[str, str]]) -> list[list[tuple[str, str]]]:
         groups: dict[str, list[tuple[str, str]]] = {}
@@ -170,7 +193,7 @@ class Controller:
 
     def run_job(self, task: str, system: str) -> JobResult:
         """Run every item of one task on one system that the journal does not show completed."""
-        items = self._items(task)
+        items = self._plan(task, system)
         done = self.store.state.completed.get((task, system), {})
         pending = [item for item in items if item.id not in done]
         self.listener(JobStarted(task, system, len(items), len(items) - len(pending)))
@@ -293,6 +316,7 @@ class Controller:
             anon_id=anon_id,
             budget_seconds=budget,
             hang_seconds=hang,
+            audit_of=audit_of(item.id),
         )
         return runner.run_item(ItemRequest(anon_id, item.files, item.fields, hang))
 
@@ -327,6 +351,7 @@ class Controller:
             speed=speed,
             stage_seconds=result.stage_seconds,
             round_trip_seconds=result.round_trip_seconds,
+            audit_of=audit_of(item.id),
             cpu_seconds=result.cpu_seconds,
             peak_rss_bytes=result.peak_rss_bytes,
         )

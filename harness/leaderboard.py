@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from .audits import audit_lines
 from .errors import Problem, SiteError
 from .site import Site, load_site
 from .store import RunState
@@ -45,6 +46,8 @@ class LeaderboardRow:
     budget_scope: str
     set_budget_met: bool | None
     scores: dict[str, Any]
+    # Integrity audits (harness/audits.py): rule, passed, figure.
+    audits: tuple[dict[str, Any], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready. The headline metric is also given under its own name (e.g. "wer"),
@@ -154,4 +157,5 @@ def _row(site: Site, state: RunState, testset: TestSet, task: str, system: str) 
         budget_scope=cfg.budget.scope,
         set_budget_met=(total_seconds <= total_budget) if total_budget is not None else None,
         scores=scores,
+        audits=tuple(asdict(line) for line in audit_lines(completed.values(), cfg.audit)),
     )

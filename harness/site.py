@@ -93,6 +93,16 @@ class SshDevice(_Strict):
 Device = Annotated[LocalDevice | SshDevice, Field(discriminator="kind")]
 
 
+class Audit(_Strict):
+    """Integrity audits for a task (harness/audits.py)."""
+
+    repeats: Annotated[int, Field(ge=0)] = 0  # hidden repeated items per system
+    perturb: bool = False  # dither repeated audio by +-1 LSB
+    shuffle: bool = False  # send items in a secretly seeded order
+    speedup_limit: Annotated[float, Field(gt=0, le=1)] = 0.5  # repeat faster than this: caching?
+    agreement_tolerance: Annotated[float, Field(ge=0, le=1)] = 0.2  # perturbed repeats only
+
+
 class Task(_Strict):
     """One evaluation task: its kind, test set, unit and budget."""
 
@@ -102,6 +112,7 @@ class Task(_Strict):
     case_sensitive: bool = False
     sample_rates: list[Annotated[int, Field(gt=0)]] = [16000]
     budget: Budget = Budget()
+    audit: Audit = Audit()
     description: str = ""
 
 
@@ -240,6 +251,7 @@ _FIXES = {
 _ALLOWED: dict[str, type[BaseModel]] = {
     "site": SiteSection,
     "budget": Budget,
+    "audit": Audit,
 }
 
 
@@ -296,7 +308,7 @@ def _model_for(loc: tuple[Any, ...]) -> type[BaseModel] | None:
     if len(loc) == 1:
         return _ALLOWED.get(str(top))
     if top == "tasks":
-        return Task if len(loc) == 2 else Budget if loc[2:] == ("budget",) else None
+        return Task if len(loc) == 2 else _ALLOWED.get(str(loc[2])) if len(loc) == 3 else None
     if top == "systems" and len(loc) == 2:
         return System
     return None

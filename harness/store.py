@@ -41,6 +41,7 @@ OUTPUT_FIELDS = (
     "peak_rss_bytes",
     "stage_seconds",
     "round_trip_seconds",
+    "audit_of",
 )
 
 
