@@ -189,6 +189,7 @@ class Controller:
             stage_dir=self.store.stage_dir / system,
             env=sys_cfg.env,
             setup_seconds=task_cfg.budget.setup_seconds,
+            setup_files=self.testset(task).setup_files,
         )
 
     def run_job(self, task: str, system: str) -> JobResult:

@@ -106,7 +106,7 @@ class Audit(_Strict):
 class Task(_Strict):
     """One evaluation task: its kind, test set, unit and budget."""
 
-    kind: Literal["asr", "command", "kws", "ocr", "face-detect", "face-verify"]
+    kind: Literal["asr", "command", "kws", "ocr", "face-detect", "face-identify", "face-verify"]
     testset: str
     unit: Literal["word", "char"] = "word"
     case_sensitive: bool = False

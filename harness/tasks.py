@@ -8,18 +8,20 @@ same as `onsite score` gives on the saved outputs.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from scoring import (
     read_face_references,
+    read_identification_truth,
     read_ocr_truth,
     read_slot_file,
     read_verification_truth,
     score_asr,
     score_commands,
     score_detection,
+    score_identification,
     score_ocr,
     score_slots,
     score_verification_pairs,
@@ -27,6 +29,7 @@ from scoring import (
 from scoring.faces import Box
 from scoring.kws import SlotFrame
 
+from .errors import Problem, TestSetError
 from .site import Task
 from .testsets import (
     TestItem,
@@ -218,6 +221,64 @@ def _score_faces(
     return score_detection(references, detections, seconds=timing or None).to_dict()
 
 
+def _check_ranked(output: Mapping[str, Any]) -> str | None:
+    candidates = output.get("candidates")
+    problem = 'output needs "candidates": [[gallery id, similarity], ...], e.g. [["id07", 0.93]]'
+    if not isinstance(candidates, list):
+        return problem
+    for pair in candidates:
+        if (
+            not isinstance(pair, list)
+            or len(pair) != 2
+            or not isinstance(pair[0], str)
+            or not isinstance(pair[1], int | float)
+            or isinstance(pair[1], bool)
+        ):
+            return problem
+    return None
+
+
+def _load_identify(root: Path, task: Task) -> TestSet:
+    truth = read_truth(
+        root / "probes.jsonl",
+        read_identification_truth,
+        'one line per probe image: {"probe": "<file>", "id": "<gallery id>", "subset": "..."}',
+    )
+    gallery_dir = root / "gallery"
+    gallery = {
+        path.stem: path
+        for path in sorted(gallery_dir.iterdir() if gallery_dir.is_dir() else [])
+        if path.suffix.lower() in IMAGE_SUFFIXES
+    }
+    if not gallery:
+        raise TestSetError(
+            [
+                Problem(
+                    gallery_dir,
+                    "",
+                    "no gallery images",
+                    "put one image per enrolled identity in gallery/, named <gallery id>.png",
+                )
+            ]
+        )
+    refs = {Path(probe).stem: t for probe, t in truth.items()}
+    files = {Path(probe).stem: {"image": probe} for probe in truth}
+    subsets = {Path(p).stem: t.subset for p, t in truth.items() if t.subset}
+    testset = file_testset(root, refs, files, IMAGE_SUFFIXES, subsets, units=1.0)
+    return replace(testset, setup_files=gallery)
+
+
+def _score_identify(testset: TestSet, task: Task, outputs: Outputs, _: Any) -> dict[str, Any]:
+    refs = testset.references()
+    truth = {t.probe: t for t in refs.values()}
+    candidates = {
+        refs[k].probe: tuple((str(c[0]), float(c[1])) for c in v["candidates"])
+        for k, v in outputs.items()
+        if k in refs and v is not None
+    }
+    return score_identification(candidates, truth).to_dict()
+
+
 def _pair_id(a: str, b: str) -> str:
     return f"{Path(a).stem}~{Path(b).stem}"
 
@@ -298,6 +359,15 @@ TASK_KINDS: dict[str, TaskKind] = {
         check_output=_check_boxes,
         score=_score_faces,
         metric=lambda task: "correct_detection_rate",
+        speed_unit="ms_per_frame",
+        speed=_ms_per_unit,
+    ),
+    "face-identify": TaskKind(
+        name="face-identify",
+        load=_load_identify,
+        check_output=_check_ranked,
+        score=_score_identify,
+        metric=lambda task: "rank1",
         speed_unit="ms_per_frame",
         speed=_ms_per_unit,
     ),

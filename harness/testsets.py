@@ -53,6 +53,8 @@ class TestSet:
     items: tuple[TestItem, ...]
     invalid: tuple[InvalidItem, ...] = ()
     warnings: tuple[str, ...] = field(default=())
+    # Sent once in hello before any item, e.g. a face gallery: name -> file.
+    setup_files: Mapping[str, Path] = field(default_factory=dict)
 
     def references(self) -> dict[str, Any]:
         """Item id -> reference, for scoring."""

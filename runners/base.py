@@ -30,6 +30,9 @@ class SystemSpec:
     stage_dir: Path
     env: Mapping[str, str] = field(default_factory=dict)
     setup_seconds: float = 120.0
+    # Files the system receives once, in hello, before any item (e.g. a face gallery to enrol):
+    # name -> file. They are staged under anonymous names; the names are not secret.
+    setup_files: Mapping[str, Path] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import shutil
 import subprocess
 import sys
@@ -73,6 +74,7 @@ class _LocalRunner(Runner):
         spec.stage_dir.mkdir(parents=True, exist_ok=True)
         spec.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log: IO[bytes] | None = None
+        self._setup_staged: dict[str, str] | None = None
 
     def _open_log(self) -> IO[bytes]:
         if self._log is None or self._log.closed:
@@ -93,6 +95,16 @@ class _LocalRunner(Runner):
             inputs[key] = str(path)
         return inputs, staged
 
+    def _stage_setup_files(self) -> dict[str, str]:
+        """Stage the files every start sends in hello (a gallery), once per runner."""
+        if self._setup_staged is None:
+            token = secrets.token_hex(4)
+            self._setup_staged = {
+                name: str(stage_file(path, self.spec.stage_dir, f"setup-{token}-{n}", "file"))
+                for n, (name, path) in enumerate(self.spec.setup_files.items())
+            }
+        return self._setup_staged
+
     @staticmethod
     def _unstage(paths: Sequence[Path]) -> None:
         for path in paths:
@@ -103,6 +115,9 @@ class _LocalRunner(Runner):
         if self._log is not None:
             self._log.close()
             self._log = None
+        if self._setup_staged is not None:
+            self._unstage([Path(p) for p in self._setup_staged.values()])
+            self._setup_staged = None
 
 
 class LocalServeRunner(_LocalRunner):
@@ -123,6 +138,7 @@ class LocalServeRunner(_LocalRunner):
     def start(self) -> StartInfo:
         spec = self.spec
         self._mark_log(f"starting {' '.join(spec.command)}")
+        setup_files = self._stage_setup_files()
         t0 = time.monotonic()
         try:
             proc = subprocess.Popen(
@@ -146,7 +162,7 @@ class LocalServeRunner(_LocalRunner):
         self._meter = TreeMeter(proc.pid)
         deadline = t0 + spec.setup_seconds
         try:
-            self._write(protocol.hello(spec.task, spec.kind))
+            self._write(protocol.hello(spec.task, spec.kind, setup_files))
             line = self._reader.readline(deadline)
         except (OSError, LineTooLong) as exc:
             self.kill()

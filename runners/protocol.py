@@ -89,9 +89,17 @@ def encode(message: dict[str, Any]) -> bytes:
     return orjson.dumps(message) + b"\n"
 
 
-def hello(task: str, kind: str) -> bytes:
-    """The first line the harness sends."""
-    return encode({"op": "hello", "protocol": PROTOCOL_VERSION, "task": task, "kind": kind})
+def hello(task: str, kind: str, files: dict[str, str] | None = None) -> bytes:
+    """The first line the harness sends; ``files`` are setup inputs (name -> staged path)."""
+    message: dict[str, Any] = {
+        "op": "hello",
+        "protocol": PROTOCOL_VERSION,
+        "task": task,
+        "kind": kind,
+    }
+    if files:
+        message["files"] = files
+    return encode(message)
 
 
 def item(anon_id: str, inputs: dict[str, Any]) -> bytes:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import posixpath
 import re
+import secrets
 import select
 import shlex
 import threading
@@ -177,6 +178,7 @@ class SshServeRunner(Runner):
         self._ensure_connected()
         assert self._transport is not None
         self._mark_log(f"starting {' '.join(spec.command)} on {self.options.address}")
+        setup_files = self._stage_setup_files()
         command = self._remote_command()
         t0 = time.monotonic()
         try:
@@ -203,7 +205,7 @@ class SshServeRunner(Runner):
                 line = self._reader.readline(deadline)
             if line:
                 self._pgid = int(line[len(_PID_PREFIX) :])
-                self._write(protocol.hello(spec.task, spec.kind))
+                self._write(protocol.hello(spec.task, spec.kind, setup_files))
                 line = self._reader.readline(deadline)
         except (OSError, EOFError, paramiko.SSHException, LineTooLong, ValueError) as exc:
             self.kill()
@@ -512,6 +514,22 @@ class SshServeRunner(Runner):
         except (OSError, EOFError, paramiko.SSHException):
             return False
         return True
+
+    def _stage_setup_files(self) -> dict[str, str]:
+        """Copy the files hello carries (a gallery) to the remote workdir, at every start:
+        a reconnect may follow a reboot that emptied it."""
+        staged: dict[str, str] = {}
+        token = secrets.token_hex(4)
+        try:
+            for n, (name, source) in enumerate(self.spec.setup_files.items()):
+                remote = posixpath.join(self._remote_dir, f"setup-{token}-{n}{source.suffix}")
+                self._staged.add(remote)
+                assert self._sftp is not None
+                self._sftp.put(str(source), remote, confirm=False)
+                staged[name] = remote
+        except (OSError, EOFError, paramiko.SSHException) as exc:
+            raise StartError(f"cannot stage setup files on {self.options.address}: {exc}") from exc
+        return staged
 
     def _unstage(self, paths: list[str]) -> None:
         sftp = self._sftp

@@ -6,6 +6,7 @@ import json
 import subprocess
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -337,3 +338,23 @@ def test_probe_reports_each_step(tmp_path: Path, sshd: Sshd) -> None:
 
     closed = probe({"host": "127.0.0.1", "port": 1, "user": "x", "connect_timeout": 2})
     assert [(r.name, r.ok) for r in closed] == [("reachable", False)]
+
+
+def test_setup_files_are_staged_remotely_for_hello(tmp_path: Path, sshd: Sshd) -> None:
+    gallery = tmp_path / "gallery"
+    gallery.mkdir()
+    (gallery / "id1.png").write_bytes(b"\x89PNG one")
+    (gallery / "id2.png").write_bytes(b"\x89PNG two")
+    log = tmp_path / "log.jsonl"
+    spec = replace(
+        spec_for(tmp_path, {"FAKE_LOG": str(log)}),
+        setup_files={"id1": gallery / "id1.png", "id2": gallery / "id2.png"},
+    )
+    remote = tmp_path / "remote"
+    with ssh_runner(sshd, spec, remote) as runner:
+        runner.start()
+    logged = [json.loads(line) for line in log.read_text().splitlines()]
+    assert {"files_exist": {"id1": True, "id2": True}} in logged
+    hello = next(m for m in logged if m.get("op") == "hello")
+    assert all(path.startswith(str(remote)) for path in hello["files"].values())
+    assert not list(remote.glob("setup-*")), "setup files are removed when the system stops"

@@ -208,3 +208,41 @@ def test_bad_truth_file_names_file_and_line(tmp_path: Path) -> None:
     with pytest.raises(TestSetError) as info:
         task_kind("ocr").load(root, load_site(site).config.tasks["asr"])
     assert "truth.jsonl:2" in str(info.value)
+
+
+def test_face_identify_task_enrols_the_gallery_in_hello(tmp_path: Path, plan_env) -> None:
+    root = tmp_path / "set"
+    images(root / "gallery", {"id1.png": 50, "id2.png": 60})
+    images(root, {"p1.png": 100, "p2.png": 200})
+    jsonl(
+        root / "probes.jsonl",
+        [
+            {"probe": "p1.png", "id": "id1", "subset": "pose"},
+            {"probe": "p2.png", "id": "id2", "subset": "illumination"},
+        ],
+    )
+    log = tmp_path / "log.jsonl"
+    env = plan_env(
+        {
+            100: {"output": {"candidates": [["id1", 0.9], ["id2", 0.3]]}},
+            200: {"output": {"candidates": [["id1", 0.8], ["id2", 0.7]]}},
+        },
+        FAKE_LOG=str(log),
+    )
+    site = write_site(
+        tmp_path / "site.toml",
+        root,
+        {"fake": {"command": FAKE_SERVE, "env": env}},
+        task_keys={"kind": "face-identify"},
+    )
+    run_dir, _ = run_site(site)
+    logged = [json.loads(line) for line in log.read_text().splitlines()]
+    assert {"files_exist": {"id1": True, "id2": True}} in logged
+    hello = next(m for m in logged if m.get("op") == "hello")
+    assert set(hello["files"]) == {"id1", "id2"}
+    assert all("gallery" not in path for path in hello["files"].values()), "staged, not the set's"
+    row = row_of(site)
+    assert row["metric"] == "rank1" and row["rank1"] == 0.5
+    assert row["scores"]["overall"]["rank10"] == 1.0
+    assert set(row["scores"]["by_subset"]) == {"pose", "illumination"}
+    assert not list((run_dir / "stage" / "fake").iterdir()), "gallery unstaged at the end"

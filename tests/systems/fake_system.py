@@ -46,8 +46,13 @@ def main() -> None:
                 log.write(line if line.endswith("\n") else line + "\n")
         op = message["op"]
         if op == "hello" and log_path:
+            files = message.get("files", {})
             with open(log_path, "a") as log:
                 log.write(json.dumps({"affinity": sorted(os.sched_getaffinity(0))}) + "\n")
+                log.write(
+                    json.dumps({"files_exist": {k: os.path.exists(p) for k, p in files.items()}})
+                    + "\n"
+                )
         if op == "hello":
             if start == "crash":
                 print("fake: failing at start-up", file=sys.stderr)
