@@ -126,8 +126,7 @@ def test_eight_concurrent_ssh_systems(tmp_path: Path, sshd: Sshd, plan_env) -> N
     testset = make_testset(tmp_path / "set", [(f"u{i}", 1600 + i, "x") for i in range(4)])
     env = plan_env({1600 + i: {"delay": 0.1, "text": "ok"} for i in range(4)})
     systems = {
-        f"team{n}-sys": {"device": f"team{n}", "command": FAKE_SERVE, "env": env}
-        for n in range(8)
+        f"team{n}-sys": {"device": f"team{n}", "command": FAKE_SERVE, "env": env} for n in range(8)
     }
     site = ssh_site(tmp_path / "site.toml", sshd, testset, systems, devices=8)
     run_dir = run(site)
