@@ -10,6 +10,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 from runners import ItemAttempt, ItemRequest, Runner, StartError, SystemSpec, open_runner
 
@@ -266,10 +267,22 @@ class Controller:
         restarts = 0
         queue = list(reversed(pending))
         link_retries = 0
+        stream = self.site.config.tasks[task].stream
+        stream_start: float | None = None
         while queue:
             if self._stopping.is_set():
                 return None
             item = queue.pop()
+            due = None
+            if stream and "pts" in item.fields:
+                # Frame n is due pts seconds after the first frame this session sent,
+                # whether or not the system has finished the one before.
+                if stream_start is None:
+                    stream_start = time.monotonic() - float(item.fields["pts"])
+                due = stream_start + float(item.fields["pts"])
+                pause = due - time.monotonic()
+                if pause > 0:
+                    time.sleep(pause)
             result = self._send(runner, task, system, item)
             if self._stopping.is_set():
                 return None  # killed by stop(): not the system's fault, so not recorded
@@ -281,7 +294,7 @@ class Controller:
                 event = "link_lost"
             else:
                 link_retries = 0
-                self._complete(task, system, item, result)
+                self._complete(task, system, item, result, due)
                 if not result.system_lost:
                     continue
                 event = "system_lost"
@@ -302,6 +315,15 @@ class Controller:
                 return failed
         return None
 
+    @staticmethod
+    def _stream_timing(item: TestItem, result: ItemAttempt, due: float | None) -> dict[str, Any]:
+        """Latency from when a frame was due; late when its answer came after the next was due."""
+        if due is None:
+            return {}
+        interval = 1.0 / float(item.fields.get("fps") or 25.0)
+        latency = result.done - due
+        return {"latency_seconds": latency, "late": latency > interval}
+
     def _send(self, runner: Runner, task: str, system: str, item: TestItem) -> ItemAttempt:
         """Journal the dispatch, then send the item and wait for its attempt."""
         budget_cfg = self.site.config.tasks[task].budget
@@ -321,7 +343,9 @@ class Controller:
         )
         return runner.run_item(ItemRequest(anon_id, item.files, item.fields, hang))
 
-    def _complete(self, task: str, system: str, item: TestItem, result: ItemAttempt) -> None:
+    def _complete(
+        self, task: str, system: str, item: TestItem, result: ItemAttempt, due: float | None = None
+    ) -> None:
         # The attempt number is the last dispatch's; the budget is recomputed the same way.
         attempt_no = self.store.state.attempts[(task, system, item.id)]
         budget = item_budget_seconds(self.site.config.tasks[task].budget, item, item.units)
@@ -355,6 +379,7 @@ class Controller:
             audit_of=audit_of(item.id),
             cpu_seconds=result.cpu_seconds,
             peak_rss_bytes=result.peak_rss_bytes,
+            **self._stream_timing(item, result, due),
         )
         self.listener(
             ItemFinished(

@@ -48,6 +48,10 @@ class LeaderboardRow:
     scores: dict[str, Any]
     # Integrity audits (harness/audits.py): rule, passed, figure.
     audits: tuple[dict[str, Any], ...] = ()
+    # Video stream mode: answer latency from when each frame was due, and late frames.
+    latency_p50: float | None = None
+    latency_p95: float | None = None
+    late_rate: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready. The headline metric is also given under its own name (e.g. "wer"),
@@ -128,6 +132,10 @@ def _row(site: Site, state: RunState, testset: TestSet, task: str, system: str) 
         speed_mean = len(answered) / total if total > 0 else None
     else:
         speed_mean = sum(speeds) / len(speeds) if speeds else None
+    # A frame with no answer (timeout, crash) counts as late; its latency is unknown.
+    timed = [r for r in records if "late" in r and r.get("late") is not None]
+    latencies = [r["latency_seconds"] for r in timed if r["verdict"] in _ANSWERED]
+    lates = sum(1 for r in timed if r["late"] or r["verdict"] not in _ANSWERED)
     starts = [r for r in state.job_records(task, system) if r["event"] == "system_started"]
     budgets = [r["budget_seconds"] for r in records]
     total_budget = sum(budgets) if records and all(b is not None for b in budgets) else None
@@ -158,4 +166,7 @@ def _row(site: Site, state: RunState, testset: TestSet, task: str, system: str) 
         set_budget_met=(total_seconds <= total_budget) if total_budget is not None else None,
         scores=scores,
         audits=tuple(asdict(line) for line in audit_lines(completed.values(), cfg.audit)),
+        latency_p50=percentile(latencies, 0.5),
+        latency_p95=percentile(latencies, 0.95),
+        late_rate=(lates / len(timed)) if timed else None,
     )

@@ -113,6 +113,8 @@ class Task(_Strict):
     sample_rates: list[Annotated[int, Field(gt=0)]] = [16000]
     budget: Budget = Budget()
     audit: Audit = Audit()
+    # Video: frames are sent at the stream's own rate whether or not the system is done.
+    stream: bool = False
     description: str = ""
 
 

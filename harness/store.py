@@ -42,6 +42,8 @@ OUTPUT_FIELDS = (
     "stage_seconds",
     "round_trip_seconds",
     "audit_of",
+    "latency_seconds",
+    "late",
 )
 
 

@@ -7,6 +7,7 @@ same as `onsite score` gives on the saved outputs.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -26,12 +27,14 @@ from scoring import (
     score_slots,
     score_verification_pairs,
 )
-from scoring.faces import Box
+from scoring.faces import Box, FaceLandmarks, ImageReference
 from scoring.kws import SlotFrame
 
 from .errors import Problem, TestSetError
+from .media import VIDEO_SUFFIXES, check_image, check_ink, extract_frames
 from .site import Task
 from .testsets import (
+    InvalidItem,
     TestItem,
     TestSet,
     audio_testset,
@@ -177,8 +180,17 @@ def _load_ocr(root: Path, task: Task) -> TestSet:
     )
     refs = {t.id: t for t in truth}
     subsets = {t.id: "/".join(t.subsets) for t in truth if t.subsets}
-    files = {t.id: {"image": t.id} for t in truth}
-    return file_testset(root, refs, files, IMAGE_SUFFIXES, subsets, units=1.0)
+    # A sample is online ink when <id>.json is there, else an image <id>.png (or .jpg ...).
+    files = {t.id: {"ink" if (root / f"{t.id}.json").is_file() else "image": t.id} for t in truth}
+    return file_testset(
+        root, refs, files, (*IMAGE_SUFFIXES, ".json"), subsets, units=1.0, check=_check_input
+    )
+
+
+def _check_input(key: str, path: Path) -> str | None:
+    if key == "ink":
+        return check_ink(path)
+    return check_image(path)
 
 
 def _score_ocr(
@@ -194,7 +206,60 @@ def _score_ocr(
     return score_ocr(refs.values(), candidates, seconds=total).to_dict()
 
 
+def _read_frame_faces(path: Path) -> dict[int, ImageReference]:
+    """frames.jsonl: {"frame": n, "subset"?: ..., "faces": [{left_eye, right_eye, mouth}]}."""
+    out: dict[int, ImageReference] = {}
+    example = '{"frame": 0, "faces": [{"left_eye": [x, y], "right_eye": [x, y], "mouth": [x, y]}]}'
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+            frame = data["frame"]
+            faces = tuple(
+                FaceLandmarks(
+                    *(tuple(map(float, f[k])) for k in ("left_eye", "right_eye", "mouth"))
+                )
+                for f in data["faces"]
+            )
+            if not isinstance(frame, int) or frame < 0 or frame in out:
+                raise ValueError("frame must be a new non-negative integer")
+        except (ValueError, KeyError, TypeError) as exc:
+            raise TestSetError(
+                [Problem(path, "", f"bad line ({exc}); expected {example}", "fix the line", number)]
+            ) from exc
+        out[frame] = ImageReference(f"frame{frame:06d}", faces, data.get("subset"))
+    return out
+
+
+def _load_video(root: Path, video: Path) -> TestSet:
+    references = _read_frame_faces(root / "frames.jsonl")
+    frames = extract_frames(video)
+    items = []
+    invalid = []
+    for n, ref in sorted(references.items()):
+        if n >= len(frames.paths):
+            # The run goes on without these frames; the leaderboard counts them as not sent.
+            reason = f"frame {n} is not in {video.name} ({frames.error or 'too few frames'})"
+            invalid.append(InvalidItem(ref.image, video, reason))
+            continue
+        items.append(
+            TestItem(
+                id=ref.image,
+                files={"image": frames.paths[n]},
+                fields={"frame": n, "pts": n / frames.fps, "fps": frames.fps},
+                reference=ref,
+                condition=ref.subset,
+                units=1.0,
+            )
+        )
+    return TestSet(root, tuple(items), tuple(invalid))
+
+
 def _load_faces(root: Path, task: Task) -> TestSet:
+    videos = [p for p in sorted(root.iterdir()) if p.suffix.lower() in VIDEO_SUFFIXES]
+    if (root / "frames.jsonl").is_file() and videos:
+        return _load_video(root, videos[0])
     references = read_truth(
         root / "faces.jsonl",
         read_face_references,
@@ -204,7 +269,7 @@ def _load_faces(root: Path, task: Task) -> TestSet:
     refs = {ids[image]: ref for image, ref in references.items()}
     files = {ids[image]: {"image": image} for image in references}
     subsets = {ids[i]: r.subset for i, r in references.items() if r.subset}
-    return file_testset(root, refs, files, IMAGE_SUFFIXES, subsets, units=1.0)
+    return file_testset(root, refs, files, IMAGE_SUFFIXES, subsets, units=1.0, check=_check_input)
 
 
 def _score_faces(
@@ -264,7 +329,9 @@ def _load_identify(root: Path, task: Task) -> TestSet:
     refs = {Path(probe).stem: t for probe, t in truth.items()}
     files = {Path(probe).stem: {"image": probe} for probe in truth}
     subsets = {Path(p).stem: t.subset for p, t in truth.items() if t.subset}
-    testset = file_testset(root, refs, files, IMAGE_SUFFIXES, subsets, units=1.0)
+    testset = file_testset(
+        root, refs, files, IMAGE_SUFFIXES, subsets, units=1.0, check=_check_input
+    )
     return replace(testset, setup_files=gallery)
 
 
@@ -291,7 +358,7 @@ def _load_pairs(root: Path, task: Task) -> TestSet:
     )
     refs = {_pair_id(a, b): ((a, b), genuine) for (a, b), genuine in truth.items()}
     files = {_pair_id(a, b): {"image_a": a, "image_b": b} for (a, b) in truth}
-    return file_testset(root, refs, files, IMAGE_SUFFIXES, units=1.0)
+    return file_testset(root, refs, files, IMAGE_SUFFIXES, units=1.0, check=_check_input)
 
 
 def _score_pairs(testset: TestSet, task: Task, outputs: Outputs, _: Any) -> dict[str, Any]:

@@ -262,11 +262,12 @@ def file_testset(
     suffixes: Sequence[str],
     subsets: Mapping[str, str] | None = None,
     units: float | None = 1.0,
+    check: Callable[[str, Path], str | None] | None = None,
 ) -> TestSet:
     """Items whose inputs are files in root named by stem (images), e.g. {"image": "p001"}.
 
-    ``files`` maps item id -> input key -> file stem. A missing or empty file
-    makes the item invalid; decoding is the system's business.
+    ``files`` maps item id -> input key -> file stem. A missing or empty file,
+    or one ``check(key, path)`` finds fault with, makes the item invalid.
     """
     found: dict[str, list[Path]] = {}
     for path in sorted(root.iterdir()):
@@ -285,6 +286,10 @@ def file_testset(
                 break
             if path.stat().st_size == 0:
                 invalid.append(InvalidItem(item_id, path, f"{key}: the file is empty"))
+                break
+            problem = check(key, path) if check else None
+            if problem:
+                invalid.append(InvalidItem(item_id, path, f"{path.name} {problem}"))
                 break
             inputs[key] = path
         else:

@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import cv2
+import numpy as np
 import pytest
 
 from harness import TestSetError, leaderboard, load_site, task_kind
@@ -17,11 +19,11 @@ def jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
 
 
-def images(root: Path, sizes: dict[str, int]) -> None:
-    """Stand-in image files: the fake system tells them apart by their size in bytes."""
+def images(root: Path, widths: dict[str, int]) -> None:
+    """Small real PNGs; the fake system tells them apart by their width."""
     root.mkdir(parents=True, exist_ok=True)
-    for name, size in sizes.items():
-        (root / name).write_bytes(b"\x89PNG" + b"x" * (size - 4))
+    for name, width in widths.items():
+        cv2.imwrite(str(root / name), np.full((8, width), 128, dtype=np.uint8))
 
 
 def row_of(site_path: Path) -> dict[str, Any]:

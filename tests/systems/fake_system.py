@@ -20,11 +20,17 @@ import wave
 
 
 def plan_key(inputs: dict) -> str:
-    """Audio: its frame count; other files (images): their size in bytes."""
+    """Audio: its frame count; a PNG: its width; other files: their size in bytes."""
     if "audio" in inputs:
         with wave.open(inputs["audio"], "rb") as fh:
             return str(fh.getnframes())
-    path = inputs.get("image") or inputs.get("image_a")
+    if "frame" in inputs:
+        return f"f{inputs['frame']}"
+    path = inputs.get("image") or inputs.get("image_a") or inputs.get("ink")
+    with open(path, "rb") as fh:
+        head = fh.read(24)
+    if head.startswith(b"\x89PNG"):
+        return str(int.from_bytes(head[16:20], "big"))
     return str(os.path.getsize(path))
 
 
