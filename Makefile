@@ -5,8 +5,9 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
-# python3-venv gives `python3 -m venv` its pip on Debian/Ubuntu; the SSH tests start a real sshd.
-SYSTEM_PACKAGES := python3-venv openssh-server openssh-client
+# python3-venv gives `python3 -m venv` its pip on Debian/Ubuntu; the SSH tests start a real
+# sshd; the report test renders the HTML report in headless Chromium.
+SYSTEM_PACKAGES := python3-venv openssh-server openssh-client chromium chromium-driver
 DEMO_SITE := site_config/demo.toml
 
 .PHONY: demo test lint bench system-deps clean
@@ -22,9 +23,11 @@ $(STAMP): pyproject.toml
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 
-# `onsite run` ends by printing the leaderboard; a second `make demo` resumes (nothing left to do).
+# `onsite run` ends by printing the leaderboard; a second `make demo` resumes (nothing left
+# to do). Then the self-contained HTML report, whose path is printed last.
 demo: $(STAMP)
 	$(VENV)/bin/onsite run $(DEMO_SITE)
+	$(VENV)/bin/onsite report runs/demo --html runs/demo/report.html
 
 # pytest's exit code 5 means no test ran: a failure here, never a pass.
 test: $(STAMP)

@@ -22,6 +22,7 @@ from .dryrun import dry_run, probe_devices
 from .errors import InputError
 from .leaderboard import leaderboard, site_of_run
 from .render import ProgressListener, leaderboard_table, make_console, table
+from .report import build_report, write_csv, write_html, write_json
 from .score_cmd import add_score_parser
 from .site import load_site
 from .store import RunLocked, RunState, RunStore
@@ -192,8 +193,26 @@ def cmd_status(args: argparse.Namespace, console: Console) -> int:
 
 
 def cmd_report(args: argparse.Namespace, console: Console) -> int:
-    """The leaderboard of a run, as a table or JSON."""
-    rows = leaderboard(Path(args.run_dir))
+    """The leaderboard of a run, as a table or JSON; the full report as HTML, CSV or JSON files."""
+    run_dir = Path(args.run_dir)
+    if args.html or args.csv or args.json_file:
+        site = site_of_run(run_dir)
+        data = build_report(
+            run_dir,
+            limits={task: cfg.rules.model_dump() for task, cfg in site.config.tasks.items()},
+            weights=site.config.site.running_score.model_dump(),
+        )
+        for path, write in (
+            (args.html, write_html),
+            (args.csv, write_csv),
+            (args.json_file, write_json),
+        ):
+            if path:
+                write(data, Path(path))
+                console.print(f"wrote {Path(path).resolve()}", markup=False)
+        if not args.json:
+            return EXIT_OK
+    rows = leaderboard(run_dir)
     if args.json:
         data = []
         for row in rows:
@@ -238,6 +257,11 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--json", action="store_true", help="one JSON array of rows")
     report.add_argument(
         "--full", action="store_true", help="with --json: include every score breakdown"
+    )
+    report.add_argument("--html", metavar="FILE", help="write the self-contained HTML report")
+    report.add_argument("--csv", metavar="FILE", help="write one CSV line per task and system")
+    report.add_argument(
+        "--json-file", metavar="FILE", help="write the whole report (verdicts, manifest) as JSON"
     )
     report.set_defaults(handler=cmd_report)
 

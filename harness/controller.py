@@ -25,6 +25,7 @@ from .events import (
     SystemLost,
     SystemStarted,
 )
+from .report.manifest import write_manifest
 from .site import Site
 from .store import RunStore
 from .tasks import task_kind
@@ -111,6 +112,7 @@ class Controller:
                 invalid=[{"item": b.id, "reason": b.reason} for b in testset.invalid],
             )
         self._audit_seed = self._ensure_audit_seed()
+        write_manifest(self.store.dir, self.site, self._testsets)
         groups = self._by_device(jobs or self.site.jobs())
         if len(groups) == 1:
             results = [self.run_job(task, system) for task, system in groups[0]]

@@ -51,12 +51,25 @@ class Budget(_Strict):
 RATE_KEYS = ("realtime_factor", "chars_per_second", "ms_per_frame", "seconds")
 
 
+class RunningScoreWeights(_Strict):
+    """Points taken off the running score (docs/report.md): speed per unit of mean budget
+    usage, the others per event per 100 items."""
+
+    speed: Annotated[float, Field(ge=0)] = 10.0
+    timeout: Annotated[float, Field(ge=0)] = 1.0
+    crash: Annotated[float, Field(ge=0)] = 1.0
+    restart: Annotated[float, Field(ge=0)] = 1.0
+    error: Annotated[float, Field(ge=0)] = 0.0
+    invalid_output: Annotated[float, Field(ge=0)] = 0.0
+
+
 class SiteSection(_Strict):
     """[site]: the venue's name and where run directories go."""
 
     name: Annotated[str, Field(pattern=_NAME)]
     runs: str = "runs"
     fsync_seconds: Annotated[float, Field(ge=0)] = 0.05
+    running_score: RunningScoreWeights = RunningScoreWeights()
 
 
 class LocalDevice(_Strict):
@@ -103,6 +116,18 @@ class Audit(_Strict):
     agreement_tolerance: Annotated[float, Field(ge=0, le=1)] = 0.2  # perturbed repeats only
 
 
+class Rules(_Strict):
+    """Limits a system must keep to for a VALID verdict (harness/report/verdicts.py).
+
+    None switches a rule off."""
+
+    max_timeouts: Annotated[int, Field(ge=0)] | None = 0
+    max_crashes: Annotated[int, Field(ge=0)] | None = 0
+    max_invalid_outputs: Annotated[int, Field(ge=0)] | None = 0
+    max_errors: Annotated[int, Field(ge=0)] | None = None
+    max_over_budget: Annotated[int, Field(ge=0)] | None = None
+
+
 class Task(_Strict):
     """One evaluation task: its kind, test set, unit and budget."""
 
@@ -113,6 +138,7 @@ class Task(_Strict):
     sample_rates: list[Annotated[int, Field(gt=0)]] = [16000]
     budget: Budget = Budget()
     audit: Audit = Audit()
+    rules: Rules = Rules()
     # Video: frames are sent at the stream's own rate whether or not the system is done.
     stream: bool = False
     description: str = ""
@@ -254,6 +280,8 @@ _ALLOWED: dict[str, type[BaseModel]] = {
     "site": SiteSection,
     "budget": Budget,
     "audit": Audit,
+    "rules": Rules,
+    "running_score": RunningScoreWeights,
 }
 
 
@@ -309,6 +337,8 @@ def _model_for(loc: tuple[Any, ...]) -> type[BaseModel] | None:
     top = loc[0]
     if len(loc) == 1:
         return _ALLOWED.get(str(top))
+    if top == "site" and len(loc) == 2:
+        return _ALLOWED.get(str(loc[1]))
     if top == "tasks":
         return Task if len(loc) == 2 else _ALLOWED.get(str(loc[2])) if len(loc) == 3 else None
     if top == "systems" and len(loc) == 2:

@@ -367,7 +367,7 @@ def _score_pairs(testset: TestSet, task: Task, outputs: Outputs, _: Any) -> dict
     scores = {
         refs[k][0]: float(v["score"]) for k, v in outputs.items() if k in refs and v is not None
     }
-    return score_verification_pairs(scores, truth).to_dict()
+    return score_verification_pairs(scores, truth).to_dict(include_roc=True)
 
 
 def _rtf(item: TestItem, seconds: float) -> float | None:

@@ -74,6 +74,16 @@ def test_run_status_report(tmp_path: Path, plan_env) -> None:
     table = onsite("report", str(run_dir))
     assert "WER 40.0%" in table.stdout
 
+    html, csv, js = tmp_path / "r.html", tmp_path / "r.csv", tmp_path / "r.json"
+    files = onsite(
+        "report", str(run_dir), "--html", str(html), "--csv", str(csv), "--json-file", str(js)
+    )
+    assert files.returncode == 0, files.stderr
+    assert f"wrote {html}" in files.stdout
+    assert "VALID" in html.read_text() and "manifest" in html.read_text().lower()
+    assert csv.read_text().count("\n") == 3, "a header and a line per job"
+    assert json.loads(js.read_text())
+
     status = onsite("status", str(run_dir))
     assert status.returncode == 0
     assert "no controller is running" in status.stdout

@@ -1,0 +1,53 @@
+"""Reports of a run: verdicts, running score, manifest, and HTML / CSV / JSON renderings.
+
+    data = build_report(run_dir)      # everything, read from the run directory
+    write_html(data, "report.html")   # one self-contained file
+    write_csv(data, "report.csv")     # one line per task and system
+    write_json(data, "report.json")
+
+docs/report.md defines the verdict rules and the running score.
+"""
+
+from .build import (
+    Failure,
+    ItemTiming,
+    JobReport,
+    ReportData,
+    Session,
+    SystemReport,
+    TaskReport,
+    build_report,
+)
+from .export import CSV_COLUMNS, write_csv, write_json
+from .html import html_text, write_html
+from .manifest import MANIFEST_NAME, build_manifest, read_manifest, write_manifest
+from .running_score import DEFAULT_WEIGHTS, USAGE_CAP, RunningScore, running_score
+from .verdicts import DEFAULT_LIMITS, JobVerdict, RuleLine, judge_job
+
+__all__ = [
+    "CSV_COLUMNS",
+    "DEFAULT_LIMITS",
+    "DEFAULT_WEIGHTS",
+    "MANIFEST_NAME",
+    "USAGE_CAP",
+    "Failure",
+    "ItemTiming",
+    "JobReport",
+    "JobVerdict",
+    "ReportData",
+    "RuleLine",
+    "RunningScore",
+    "Session",
+    "SystemReport",
+    "TaskReport",
+    "build_manifest",
+    "build_report",
+    "html_text",
+    "judge_job",
+    "read_manifest",
+    "running_score",
+    "write_csv",
+    "write_html",
+    "write_json",
+    "write_manifest",
+]

@@ -1,0 +1,291 @@
+"""ReportData: everything the report shows, read from one run directory.
+
+Pure data (no figures, no markup): `write_html`, `write_csv` and `write_json`
+render it. Everything comes from the run directory, so the same directory
+always gives the same report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from ..audits import audit_of
+from ..leaderboard import LeaderboardRow, leaderboard, site_of_run
+from ..store import RunState
+from ..testsets import TestSet
+from .manifest import read_manifest
+from .running_score import RunningScore, resolve_weights, running_score
+from .verdicts import AuditInput, JobVerdict, judge_job, resolve_limits
+
+# Verdicts that count as a failure of the item in every budget scope.
+_FAILED = ("timeout", "crashed", "error", "invalid_output")
+
+
+@dataclass(frozen=True)
+class ItemTiming:
+    """One processed item, in the order the journal completed them."""
+
+    item: str
+    attempt: int
+    seconds: float
+    budget_seconds: float | None
+    verdict: str
+    audit: bool  # a hidden repeat (harness/audits.py), not scored
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One failed attempt, a lost link or a failed start."""
+
+    item: str
+    attempt: int | None
+    verdict: str
+    message: str
+
+
+@dataclass(frozen=True)
+class JobReport:
+    """One (task, system): leaderboard row, verdict, running score, timings and failures."""
+
+    row: LeaderboardRow
+    verdict: JobVerdict
+    running: RunningScore
+    timings: tuple[ItemTiming, ...]
+    failures: tuple[Failure, ...]
+    speeds: tuple[float, ...]  # per answered item, in the row's speed unit
+    setup_seconds_total: float  # every start, restarts included
+    execution_seconds: float  # item seconds + setup seconds (CWMT "execution time")
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready."""
+        return {
+            "row": self.row.to_dict(),
+            "verdict": self.verdict.to_dict(),
+            "running_score": self.running.to_dict(),
+            "timings": [asdict(t) for t in self.timings],
+            "failures": [asdict(f) for f in self.failures],
+            "setup_seconds_total": self.setup_seconds_total,
+            "execution_seconds": self.execution_seconds,
+        }
+
+
+@dataclass(frozen=True)
+class TaskReport:
+    """One task and its jobs in the site file's order."""
+
+    name: str
+    kind: str
+    description: str
+    budget: Mapping[str, Any]
+    limits: Mapping[str, int | None]
+    jobs: tuple[JobReport, ...]
+
+
+@dataclass(frozen=True)
+class SystemReport:
+    """One system: where it ran and the CWMT-style description."""
+
+    name: str
+    description: str
+    device: str
+    tasks: tuple[str, ...]
+    execution_seconds: float
+    environment: Mapping[str, Any] | None  # from the manifest; None without one
+
+
+@dataclass(frozen=True)
+class Session:
+    """One controller start, with Unix times from the journal."""
+
+    session: str
+    started: float | None
+    ended: float | None
+    end_event: str | None
+
+
+@dataclass(frozen=True)
+class ReportData:
+    """Everything a report shows."""
+
+    site: str
+    run_dir: str
+    sessions: tuple[Session, ...]
+    tasks: tuple[TaskReport, ...]
+    systems: tuple[SystemReport, ...]
+    weights: Mapping[str, float]
+    manifest: Mapping[str, Any] | None
+
+    def jobs(self) -> list[JobReport]:
+        """Every job, task by task."""
+        return [job for task in self.tasks for job in task.jobs]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready."""
+        return {
+            "site": self.site,
+            "run_dir": self.run_dir,
+            "sessions": [asdict(s) for s in self.sessions],
+            "weights": dict(self.weights),
+            "tasks": [
+                {
+                    "name": t.name,
+                    "kind": t.kind,
+                    "description": t.description,
+                    "budget": dict(t.budget),
+                    "limits": dict(t.limits),
+                    "jobs": [j.to_dict() for j in t.jobs],
+                }
+                for t in self.tasks
+            ],
+            "systems": [
+                {**asdict(s), "environment": s.environment, "tasks": list(s.tasks)}
+                for s in self.systems
+            ],
+            "manifest": self.manifest,
+        }
+
+
+def _sessions(records: Iterable[Mapping[str, Any]]) -> tuple[Session, ...]:
+    found: dict[str, dict[str, Any]] = {}
+    for r in records:
+        session = r.get("session")
+        if session is None:
+            continue
+        entry = found.setdefault(session, {"started": None, "ended": None, "end_event": None})
+        if r["event"] == "session_started":
+            entry["started"] = r.get("wall")
+        elif r["event"] in ("session_finished", "session_interrupted"):
+            entry["ended"] = r.get("wall")
+            entry["end_event"] = r["event"]
+    return tuple(Session(k, **v) for k, v in found.items())
+
+
+def _failures(job_records: list[dict[str, Any]], scope: str) -> tuple[Failure, ...]:
+    failed = _FAILED + (("over_budget",) if scope == "item" else ())
+    out: list[Failure] = []
+    attempts: dict[str, int] = {}
+    seen: set[str] = set()
+    for r in job_records:
+        event = r["event"]
+        if event == "dispatched":
+            attempts[r["item"]] = r["attempt"]
+        elif event == "completed":
+            # The first completion counts, as in the leaderboard.
+            if r["item"] in seen:
+                continue
+            seen.add(r["item"])
+            if r["verdict"] in failed:
+                out.append(Failure(r["item"], r["attempt"], r["verdict"], r.get("message") or ""))
+        elif event == "link_lost":
+            item = r.get("item") or "-"
+            out.append(Failure(item, attempts.get(item), "link_lost", r.get("reason") or ""))
+        elif event == "start_failed":
+            out.append(Failure("-", r.get("try_number"), "start_failed", r.get("reason") or ""))
+        elif event == "job_failed":
+            out.append(Failure("-", None, "job_failed", r.get("reason") or ""))
+    return tuple(out)
+
+
+def _job(
+    row: LeaderboardRow,
+    state: RunState,
+    limits: Mapping[str, int | None],
+    weights: Mapping[str, float],
+    audits: Iterable[AuditInput] | None,
+    scope: str,
+) -> JobReport:
+    completed = list(state.completed.get((row.task, row.system), {}).values())
+    records = state.job_records(row.task, row.system)
+    timings = tuple(
+        ItemTiming(
+            r["item"],
+            r["attempt"],
+            r["seconds"],
+            r.get("budget_seconds"),
+            r["verdict"],
+            audit_of(r["item"]) is not None,
+        )
+        for r in completed
+    )
+    # Scored items only, as the leaderboard: repeats and items no longer in the set are out.
+    scored = [r for r in completed if audit_of(r["item"]) is None]
+    speeds = tuple(
+        float(r["speed"])
+        for r in scored
+        if r["verdict"] in ("ok", "over_budget") and isinstance(r.get("speed"), int | float)
+    )
+    setup = sum(r.get("setup_seconds") or 0.0 for r in records if r["event"] == "system_started")
+    return JobReport(
+        row=row,
+        verdict=judge_job(row, limits, audits),
+        running=running_score(scored, row.restarts, weights),
+        timings=timings,
+        failures=_failures(records, scope),
+        speeds=speeds,
+        setup_seconds_total=setup,
+        execution_seconds=sum(t.seconds for t in timings) + setup,
+    )
+
+
+def build_report(
+    run_dir: Path | str,
+    *,
+    limits: Mapping[str, Mapping[str, int | None]] | None = None,
+    weights: Mapping[str, float] | None = None,
+    audits: Mapping[tuple[str, str], Iterable[AuditInput]] | None = None,
+    testsets: Mapping[str, TestSet] | None = None,
+) -> ReportData:
+    """Read a run directory into ReportData.
+
+    ``limits`` maps a task name to verdict limits over `DEFAULT_LIMITS` (the site file's
+    ``[tasks.X.rules]``); ``weights`` overrides running-score weights; ``audits`` maps
+    (task, system) to audit lines that replace the ones the leaderboard computed.
+    """
+    run_dir = Path(run_dir)
+    site = site_of_run(run_dir)
+    for task in limits or {}:
+        if task not in site.config.tasks:
+            raise ValueError(
+                f"verdict limits for unknown task {task!r}; tasks: {', '.join(site.config.tasks)}"
+            )
+    resolved = {task: resolve_limits((limits or {}).get(task)) for task in site.config.tasks}
+    w = resolve_weights(weights)
+    state = RunState.from_journal(run_dir / "journal.jsonl")
+    rows = leaderboard(run_dir, dict(testsets) if testsets else None)
+    manifest = read_manifest(run_dir)
+    tasks = []
+    for task, cfg in site.config.tasks.items():
+        scope = cfg.budget.scope
+        jobs = tuple(
+            _job(row, state, resolved[task], w, (audits or {}).get((task, row.system)), scope)
+            for row in rows
+            if row.task == task
+        )
+        budget = {k: v for k, v in cfg.budget.model_dump().items() if v is not None}
+        tasks.append(TaskReport(task, cfg.kind, cfg.description, budget, resolved[task], jobs))
+    systems = []
+    described = (manifest or {}).get("systems", {})
+    for name, cfg in site.config.systems.items():
+        spent = sum(j.execution_seconds for t in tasks for j in t.jobs if j.row.system == name)
+        systems.append(
+            SystemReport(
+                name=name,
+                description=cfg.description,
+                device=cfg.device,
+                tasks=tuple(cfg.tasks),
+                execution_seconds=spent,
+                environment=described.get(name, {}).get("environment"),
+            )
+        )
+    return ReportData(
+        site=site.name,
+        run_dir=str(run_dir.resolve()),
+        sessions=_sessions(state.records),
+        tasks=tuple(tasks),
+        systems=tuple(systems),
+        weights=w,
+        manifest=manifest,
+    )

@@ -1,0 +1,489 @@
+"""One self-contained HTML file: inline CSS, figures as inline SVG, no network access.
+
+Figures are drawn by scoring.plots (and the per-item timing plot here) into a
+temporary directory and inlined; their SVG is reproducible, so the same
+ReportData always gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from html import escape
+from io import StringIO
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
+
+from scoring.plots import (
+    PlotFiles,
+    plot_cmc,
+    plot_det,
+    plot_roc,
+    plot_rtf_distribution,
+    plot_wer_by_condition,
+)
+
+from .build import JobReport, ReportData, SystemReport, TaskReport
+from .running_score import USAGE_CAP
+
+_SPEED = {
+    "rtf": ("real-time factor", "{:.3f}"),
+    "chars_per_second": ("characters / s", "{:.1f}"),
+    "ms_per_frame": ("ms / frame", "{:.1f}"),
+    "ms_per_pair": ("ms / pair", "{:.1f}"),
+}
+_VERDICT_COLOURS = {
+    "ok": "#4c9a2a",
+    "over_budget": "#e0a800",
+    "timeout": "#c0392b",
+    "crashed": "#8e1b10",
+    "error": "#8e44ad",
+    "invalid_output": "#d35490",
+}
+_RC: dict[str, Any] = {"svg.hashsalt": "onsite-report", "svg.fonttype": "none"}
+_LOCK = threading.Lock()  # rcParams are process-global
+
+CSS = """
+body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 1200px;
+       color: #222; padding: 0 1em; }
+h1 { font-size: 1.7em; margin-bottom: 0.2em; }
+h2 { border-bottom: 2px solid #ccc; padding-bottom: 0.2em; margin-top: 2em; }
+h3 { margin-top: 1.5em; }
+table { border-collapse: collapse; margin: 0.6em 0; font-variant-numeric: tabular-nums; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; vertical-align: top; }
+th { background: #f2f2f2; }
+td.l, th.l { text-align: left; }
+.VALID { color: #fff; background: #2e7d32; font-weight: bold; }
+.INVALID { color: #fff; background: #c62828; font-weight: bold; }
+.pass { color: #2e7d32; font-weight: bold; }
+.fail { color: #c62828; font-weight: bold; }
+.figure { display: inline-block; margin: 0.5em 1em 0.5em 0; vertical-align: top; }
+.figure svg { max-width: 560px; width: 100%; height: auto; }
+.muted { color: #666; }
+code, pre { font-family: ui-monospace, monospace; font-size: 12px; }
+pre { background: #f7f7f7; padding: 0.8em; overflow-x: auto; }
+"""
+
+PAGE = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>{title}</title>
+<style>{css}</style>
+</head>
+<body>
+{body}
+</body>
+</html>
+"""
+
+
+# --- formatting ----------------------------------------------------------------------
+
+
+def _e(value: Any) -> str:
+    return escape(str(value), quote=True)
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.2f}%"
+
+
+def _num(value: float | None, fmt: str = "{:.2f}") -> str:
+    return "-" if value is None else fmt.format(value)
+
+
+def _when(unix: float | None) -> str:
+    if unix is None:
+        return "-"
+    return datetime.fromtimestamp(unix, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _bytes(n: int | None) -> str:
+    return "-" if n is None else f"{n / 2**30:.1f} GiB"
+
+
+def _table(
+    headers: Sequence[str], rows: Iterable[Sequence[str]], left: int = 1, cls: str = ""
+) -> str:
+    """A table of already-escaped cells; the first `left` columns are left-aligned."""
+    head = "".join(
+        f'<th class="l">{h}</th>' if i < left else f"<th>{h}</th>" for i, h in enumerate(headers)
+    )
+    thead = f"<thead><tr>{head}</tr></thead>" if any(headers) else ""
+    body = []
+    for row in rows:
+        cells = "".join(
+            f'<td class="l">{c}</td>' if i < left else f"<td>{c}</td>" for i, c in enumerate(row)
+        )
+        body.append(f"<tr>{cells}</tr>")
+    attr = f' class="{cls}"' if cls else ""
+    return f"<table{attr}>{thead}<tbody>{''.join(body)}</tbody></table>"
+
+
+# --- figures -------------------------------------------------------------------------
+
+_PROLOG = re.compile(r"\A.*?(?=<svg)", re.DOTALL)
+
+
+def _inline_svg(text: str) -> str:
+    # An inline <svg> must not carry the XML declaration and DOCTYPE of a standalone file.
+    return _PROLOG.sub("", text, count=1).strip()
+
+
+def _figure(title: str, svg: str) -> str:
+    return f'<div class="figure" title="{_e(title)}">{svg}</div>'
+
+
+def _scoring_plot(draw: Callable[[Path], PlotFiles]) -> str | None:
+    """Run one scoring.plots function into a temporary directory and return its SVG."""
+    with tempfile.TemporaryDirectory(prefix="onsite-report-") as tmp:
+        try:
+            files = draw(Path(tmp) / "figure")
+        except ValueError:
+            return None  # the data cannot be drawn (e.g. no finite points): leave it out
+        return _inline_svg(files.svg.read_text(encoding="utf-8"))
+
+
+def timing_svg(job: JobReport) -> str | None:
+    """Processing seconds per item in the order processed, coloured by verdict, budget line."""
+    timings = job.timings
+    if not timings:
+        return None
+    xs = list(range(1, len(timings) + 1))
+    with _LOCK, matplotlib.rc_context(_RC):
+        fig = Figure(figsize=(6.4, 3.2), layout="constrained")
+        FigureCanvasAgg(fig)
+        ax = fig.add_subplot()
+        seen: dict[str, None] = {}
+        many = len(timings) > 400
+        for verdict, colour in _VERDICT_COLOURS.items():
+            points = [
+                (x, t.seconds) for x, t in zip(xs, timings, strict=True) if t.verdict == verdict
+            ]
+            if not points:
+                continue
+            seen[verdict] = None
+            px, py = zip(*points, strict=True)
+            if many:
+                ax.plot(px, py, ".", color=colour, label=verdict, markersize=3)
+            else:
+                ax.bar(px, py, width=0.8, color=colour, label=verdict)
+        budgets = [t.budget_seconds for t in timings]
+        if any(b is not None for b in budgets):
+            ys = [float("nan") if b is None else b for b in budgets]
+            # Stairs over each item's full width, so the first and last budgets show too.
+            edges = [x - 0.5 for x in xs] + [xs[-1] + 0.5]
+            ax.stairs(ys, edges, baseline=None, color="#1f4e79", linewidth=1.4, label="item budget")
+        ax.set_xlabel("item, in the order processed")
+        ax.set_ylabel("processing seconds")
+        ax.set_xlim(0.3, len(timings) + 0.7)
+        ax.set_ylim(bottom=0)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        # Above the axes: inside, it would hide the bars or the budget line.
+        ax.legend(
+            loc="lower left",
+            bbox_to_anchor=(0.0, 1.0),
+            fontsize="small",
+            ncols=len(seen) + 1,
+            frameon=False,
+        )
+        out = StringIO()
+        fig.savefig(out, format="svg", metadata={"Date": None, "Creator": None})
+        fig.clear()
+    return _inline_svg(out.getvalue())
+
+
+def _task_figures(task: TaskReport) -> list[str]:
+    jobs = [j for j in task.jobs if j.row.completed]
+    figures: list[str] = []
+    by_condition = {
+        j.row.system: {c: s["wer"] for c, s in j.row.scores.get("by_condition", {}).items()}
+        for j in jobs
+        if task.kind == "asr" and j.row.scores.get("by_condition")
+    }
+    if by_condition:
+        metric = jobs[0].row.metric.upper()
+        svg = _scoring_plot(
+            lambda stem: plot_wer_by_condition(
+                by_condition, stem, metric=metric, title=f"{task.name}: {metric} by condition"
+            )
+        )
+        if svg:
+            figures.append(_figure(f"{metric} by condition", svg))
+    speeds = {j.row.system: list(j.speeds) for j in jobs if j.speeds}
+    if speeds:
+        unit = jobs[0].row.speed_unit
+        label = _SPEED.get(unit, (unit, ""))[0]
+        budget = task.budget.get("realtime_factor") if unit == "rtf" else None
+        svg = _scoring_plot(
+            lambda stem: plot_rtf_distribution(
+                speeds, stem, budget=budget, label=label, title=f"{task.name}: {label} per item"
+            )
+        )
+        if svg:
+            figures.append(_figure(f"{label} per item", svg))
+    roc = {
+        j.row.system: (j.row.scores["roc"]["far"], j.row.scores["roc"]["tar"])
+        for j in jobs
+        if isinstance(j.row.scores.get("roc"), Mapping)
+    }
+    if roc:
+        eer = {
+            s: j.row.scores["eer"]
+            for j in jobs
+            if isinstance(j.row.scores.get("eer"), float)
+            for s in [j.row.system]
+            if s in roc
+        }
+        svg = _scoring_plot(
+            lambda stem: plot_roc(roc, stem, title=f"{task.name}: ROC", eer=eer or None)
+        )
+        if svg:
+            figures.append(_figure("ROC", svg))
+        det = {s: (far, [1.0 - t for t in tar]) for s, (far, tar) in roc.items()}
+        svg = _scoring_plot(lambda stem: plot_det(det, stem, title=f"{task.name}: DET"))
+        if svg:
+            figures.append(_figure("DET", svg))
+    cmc = {j.row.system: j.row.scores["cmc"] for j in jobs if j.row.scores.get("cmc")}
+    if cmc:
+        svg = _scoring_plot(lambda stem: plot_cmc(cmc, stem, title=f"{task.name}: CMC"))
+        if svg:
+            figures.append(_figure("CMC", svg))
+    return figures
+
+
+# --- sections ------------------------------------------------------------------------
+
+
+def _budget_text(budget: Mapping[str, Any]) -> str:
+    parts = [f"{k} = {v}" for k, v in budget.items()]
+    return ", ".join(parts)
+
+
+def _limits_text(limits: Mapping[str, int | None]) -> str:
+    judged = [f"{k} = {v}" for k, v in limits.items() if v is not None]
+    free = [k for k, v in limits.items() if v is None]
+    return ", ".join(judged) + (f" ({', '.join(free)}: not judged)" if free else "")
+
+
+def _leaderboard(task: TaskReport) -> str:
+    unit = task.jobs[0].row.speed_unit if task.jobs else "rtf"
+    label, fmt = _SPEED.get(unit, (unit, "{:.3f}"))
+    metric = task.jobs[0].row.metric.upper() if task.jobs else "score"
+    headers = [
+        "system", "verdict", _e(metric), "scored / items", f"{_e(label)} mean", "p95", "max",
+        "over budget", "timeouts", "crashes", "restarts", "errors", "invalid",
+        "running score", "setup s", "total s", "budget s",
+    ]  # fmt: skip
+    rows = []
+    for job in task.jobs:
+        r = job.row
+        rows.append([
+            f"<b>{_e(r.system)}</b>",
+            f'<span class="{job.verdict.label}">{job.verdict.label}</span>',
+            _pct(r.score),
+            f"{r.scored} / {r.items}",
+            _num(r.speed_mean, fmt), _num(r.speed_p95, fmt), _num(r.speed_max, fmt),
+            str(r.over_budget), str(r.timeouts), str(r.crashes), str(r.restarts),
+            str(r.errors), str(r.invalid_outputs),
+            f"{job.running.score:.2f}",
+            _num(r.setup_seconds), _num(r.total_seconds), _num(r.total_budget_seconds),
+        ])  # fmt: skip
+    return _table(headers, rows, left=2, cls="leaderboard")
+
+
+def _verdict_lines(task: TaskReport) -> str:
+    rows = []
+    for job in task.jobs:
+        for line in job.verdict.lines:
+            mark = (
+                '<span class="pass">PASS</span>'
+                if line.passed
+                else ('<span class="fail">FAIL</span>')
+            )
+            rows.append([_e(job.row.system), _e(line.rule), mark, _e(line.figure)])
+    return _table(["system", "rule", "result", "figure"], rows, left=4, cls="verdicts")
+
+
+def _task_section(task: TaskReport) -> str:
+    parts = [
+        f'<section id="task-{_e(task.name)}">',
+        f"<h2>Task {_e(task.name)} <span class='muted'>({_e(task.kind)})</span></h2>",
+    ]
+    if task.description:
+        parts.append(f"<p>{_e(task.description)}</p>")
+    parts.append(
+        f"<p>Budget: {_e(_budget_text(task.budget))}. Limits: {_e(_limits_text(task.limits))}.</p>"
+    )
+    if not task.jobs:
+        parts.append("<p>No system takes this task.</p>")
+    else:
+        parts.append(_leaderboard(task))
+        parts.append("<h3>Verdicts</h3>")
+        parts.append(_verdict_lines(task))
+        figures = _task_figures(task)
+        if figures:
+            parts.append("<h3>Figures</h3>")
+            parts.extend(figures)
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def _environment(system: SystemReport) -> str:
+    env = system.environment
+    if not env:
+        return "<p class='muted'>No environment recorded (no manifest).</p>"
+    cpu = env.get("cpu_model")
+    cpus = env.get("cpu_count")
+    rows = [
+        ["operating system", _e(env.get("os", "-"))],
+        ["CPUs", _e(f"{cpus} x {cpu}" if cpus and cpu else "-")],
+        ["memory", _e(_bytes(env.get("memory_bytes")))],
+        ["execution time", _e(f"{system.execution_seconds:.2f} s (item seconds + setup)")],
+        ["collected", _e(env.get("collected", "-"))],
+    ]
+    return _table(["", ""], rows, left=2, cls="environment")
+
+
+def _job_detail(job: JobReport) -> str:
+    r = job.row
+    parts = [
+        f"<h4>{_e(r.task)} <span class='{job.verdict.label}'>{job.verdict.label}</span></h4>",
+        f"<p>Running score: {_e(job.running.figure())}. Execution time "
+        f"{job.execution_seconds:.2f} s = items + setup {job.setup_seconds_total:.2f} s.</p>",
+    ]
+    svg = timing_svg(job)
+    if svg:
+        parts.append(_figure(f"{r.task} / {r.system}: seconds per item", svg))
+    if job.failures:
+        rows = [
+            [_e(f.item), _e("-" if f.attempt is None else f.attempt), _e(f.verdict), _e(f.message)]
+            for f in job.failures
+        ]
+        parts.append(
+            _table(["item", "attempt", "verdict", "message"], rows, left=4, cls="failures")
+        )
+    else:
+        parts.append("<p>No failures.</p>")
+    return "\n".join(parts)
+
+
+def _system_section(data: ReportData, system: SystemReport) -> str:
+    jobs = [j for j in data.jobs() if j.row.system == system.name]
+    parts = [
+        f'<section id="system-{_e(system.name)}">',
+        f"<h2>System {_e(system.name)}</h2>",
+        f"<p>{_e(system.description or '(no description)')} — device "
+        f"<code>{_e(system.device)}</code>, tasks {_e(', '.join(system.tasks))}.</p>",
+        _environment(system),
+        *(_job_detail(job) for job in jobs),
+        "</section>",
+    ]
+    return "\n".join(parts)
+
+
+def _manifest_section(manifest: Mapping[str, Any] | None) -> str:
+    if manifest is None:
+        return (
+            "<section id='manifest'><h2>Manifest</h2><p>This run has no manifest.json."
+            "</p></section>"
+        )
+    site = manifest.get("site", {})
+    rows = [["site file", _e(site.get("path", "-")), f"<code>{_e(site.get('sha256'))}</code>"]]
+    for task, info in manifest.get("testsets", {}).items():
+        rows.append(
+            [
+                f"test set {_e(task)}",
+                _e(f"{info.get('root')} ({len(info.get('files', {}))} files)"),
+                f"<code>{_e(info.get('sha256'))}</code>",
+            ]
+        )
+    for name, info in manifest.get("systems", {}).items():
+        rows.append(
+            [
+                f"system {_e(name)} command",
+                _e(" ".join(info.get("command", []))),
+                f"<code>{_e(info.get('command_sha256'))}</code>",
+            ]
+        )
+        for arg, digest in info.get("files_sha256", {}).items():
+            rows.append([f"system {_e(name)} file", _e(arg), f"<code>{_e(digest)}</code>"])
+    host = manifest.get("controller", {})
+    host_rows = [
+        ["platform", _e(host.get("platform", "-"))],
+        ["CPU", _e(f"{host.get('cpu_count')} x {host.get('cpu_model')}")],
+        ["memory", _e(_bytes(host.get("memory_bytes")))],
+        ["Python", _e(host.get("python", "-"))],
+        ["packages", _e(", ".join(f"{k} {v}" for k, v in host.get("packages", {}).items() if v))],
+    ]
+    seeds = manifest.get("seeds", {})
+    return "\n".join([
+        "<section id='manifest'><h2>Manifest</h2>",
+        f"<p>onsite {_e(manifest.get('harness_version'))}; seeds: "
+        f"{_e(', '.join(f'{k} = {v}' for k, v in seeds.items()) or 'none')}.</p>",
+        _table(["what", "", "sha256"], rows, left=3, cls="hashes"),
+        "<h3>Controller</h3>",
+        _table(["", ""], host_rows, left=2, cls="controller"),
+        "<details><summary>manifest.json</summary><pre>",
+        _e(json.dumps(manifest, indent=2, ensure_ascii=False)),
+        "</pre></details></section>",
+    ])  # fmt: skip
+
+
+def _header(data: ReportData) -> str:
+    sessions = _table(
+        ["session", "started", "ended", "how"],
+        [
+            [_e(s.session), _e(_when(s.started)), _e(_when(s.ended)), _e(s.end_event or "-")]
+            for s in data.sessions
+        ],
+        left=4,
+    )
+    weights = ", ".join(f"{k} {v:g}" for k, v in data.weights.items())
+    summary = _table(
+        ["task", "system", "verdict", "running score"],
+        [[_e(j.row.task), _e(j.row.system),
+          f'<span class="{j.verdict.label}">{j.verdict.label}</span>',
+          f"{j.running.score:.2f}"] for j in data.jobs()],
+        left=3, cls="summary",
+    )  # fmt: skip
+    return "\n".join([
+        f"<h1>Evaluation report: {_e(data.site)}</h1>",
+        f"<p class='muted'>Run directory <code>{_e(data.run_dir)}</code>. Times are the "
+        "controller's; rates are shown as percentages.</p>",
+        sessions,
+        summary,
+        "<p>Running score = 100 − weight<sub>speed</sub> × mean budget usage (each item's "
+        f"seconds / budget, capped at {USAGE_CAP:g}) − Σ weight × events per 100 items, "
+        f"clipped to 0..100. Weights: {_e(weights)}.</p>",
+    ])  # fmt: skip
+
+
+def html_text(data: ReportData) -> str:
+    """The whole report as one HTML document."""
+    body = [_header(data)]
+    body.extend(_task_section(task) for task in data.tasks)
+    body.extend(_system_section(data, system) for system in data.systems)
+    body.append(_manifest_section(data.manifest))
+    return PAGE.format(title=_e(f"onsite report: {data.site}"), css=CSS, body="\n".join(body))
+
+
+def write_html(data: ReportData, path: Path | str) -> Path:
+    """Write the report to `path` (atomically) and return it."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(html_text(data), encoding="utf-8")
+    os.replace(tmp, path)
+    return path

@@ -1,0 +1,261 @@
+"""manifest.json: what a run ran on and with, so its numbers can be traced and checked.
+
+Written by the controller at the start of each session (a resumed run rewrites
+it). It holds the harness version; the SHA-256 of the site file, of every file
+in each test set, of each system's command line and of the local files that
+command names; seeds; the controller's hardware and software; and, per system,
+the CWMT-style description (operating system, CPUs, memory) collected on the
+controller for local systems. Execution time is not known at session start: the
+report adds it from the journal.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+from collections.abc import Mapping
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from ..journal import read_journal
+from ..site import LocalDevice, Site
+from ..testsets import TestSet
+
+MANIFEST_NAME = "manifest.json"
+SCHEMA = 1
+KEY_PACKAGES = (
+    "onsite-eval",
+    "numpy",
+    "numba",
+    "matplotlib",
+    "pydantic",
+    "psutil",
+    "rich",
+    "orjson",
+    "soundfile",
+    "paramiko",
+    "pyserial",
+)
+_CHUNK = 1 << 20
+
+
+def sha256_file(path: Path) -> str:
+    """Hex SHA-256 of a file's bytes, read in chunks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def sha256_text(text: str) -> str:
+    """Hex SHA-256 of a string's UTF-8 bytes."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            if line.startswith("model name"):
+                return line.partition(":")[2].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _package_versions() -> dict[str, str | None]:
+    versions: dict[str, str | None] = {}
+    for name in KEY_PACKAGES:
+        try:
+            versions[name] = version(name)
+        except PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def controller_info() -> dict[str, Any]:
+    """The controller machine's hardware and software."""
+    return {
+        "platform": platform.platform(),
+        "os": f"{platform.system()} {platform.release()}",
+        "machine": platform.machine(),
+        "cpu_model": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "cpu_count_physical": psutil.cpu_count(logical=False),
+        "memory_bytes": psutil.virtual_memory().total,
+        "python": platform.python_version(),
+        "python_implementation": platform.python_implementation(),
+        "packages": _package_versions(),
+    }
+
+
+def _testset_files(root: Path, testset: TestSet | None) -> dict[str, str]:
+    """Every file under the test-set directory, plus item files kept elsewhere."""
+    files: dict[Path, None] = {}
+    if root.is_dir():
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames.sort()
+            for name in filenames:
+                files[Path(dirpath) / name] = None
+    if testset is not None:
+        for item in testset.items:
+            for path in item.files.values():
+                files[Path(path)] = None
+        for path in testset.setup_files.values():
+            files[Path(path)] = None
+    out = {}
+    for path in sorted(files, key=str):
+        if not path.is_file():
+            continue
+        try:
+            key = str(path.relative_to(root))
+        except ValueError:
+            key = str(path)
+        out[key] = sha256_file(path)
+    return out
+
+
+def _combined(hashes: Mapping[str, str]) -> str:
+    # One digest for the whole set: stable under file order, sensitive to names.
+    return sha256_text("".join(f"{name}\0{digest}\n" for name, digest in sorted(hashes.items())))
+
+
+def _command_files(command: list[str], workdir: Path) -> dict[str, str]:
+    """Hashes of the local files a command line names: paths that exist, and `-m` modules.
+
+    Cheap on purpose: only the arguments themselves are looked at, never what they import.
+    """
+    found: dict[str, str] = {}
+    for i, arg in enumerate(command):
+        candidates = []
+        if i > 0 and command[i - 1] == "-m":
+            module = Path(*arg.split("."))
+            candidates = [workdir / f"{module}.py", workdir / module / "__main__.py"]
+        elif "{" not in arg and not arg.startswith("-"):
+            candidates = [workdir / Path(arg).expanduser()]
+        for path in candidates:
+            if path.is_file():
+                found[arg] = sha256_file(path)
+                break
+    return found
+
+
+def _system_info(site: Site, name: str, host: Mapping[str, Any]) -> dict[str, Any]:
+    cfg = site.config.systems[name]
+    device = site.config.devices[cfg.device]
+    workdir = site.workdir(name)
+    info: dict[str, Any] = {
+        "device": cfg.device,
+        "device_kind": device.kind,
+        "description": cfg.description,
+        "tasks": list(cfg.tasks),
+        "mode": cfg.mode,
+        "command": list(cfg.command),
+        "command_sha256": sha256_text(json.dumps(cfg.command, ensure_ascii=False)),
+    }
+    if isinstance(device, LocalDevice):
+        cpus = list(device.cpus) if device.cpus else None
+        info["files_sha256"] = _command_files(list(cfg.command), workdir)
+        info["environment"] = {
+            "collected": "automatically, on the controller",
+            "os": host["os"],
+            "cpu_model": host["cpu_model"],
+            "cpu_count": len(cpus) if cpus else host["cpu_count"],
+            "cpus": cpus,
+            "memory_bytes": host["memory_bytes"],
+        }
+    else:
+        # A participant's own machine: what it runs is theirs to describe.
+        info["files_sha256"] = {}
+        info["environment"] = {"collected": "not collected (remote device)"}
+    return info
+
+
+def _journal_seeds(run_dir: Path) -> dict[str, int]:
+    path = run_dir / "journal.jsonl"
+    if not path.is_file():
+        return {}
+    seeds = [int(r["seed"]) for r in read_journal(path) if r.get("event") == "audit_seed"]
+    # The controller draws one audit seed per run and reuses it on resume.
+    return {"audit_seed": seeds[0]} if seeds else {}
+
+
+def build_manifest(
+    run_dir: Path,
+    site: Site,
+    testsets: Mapping[str, TestSet] | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The manifest as a dict (what `write_manifest` writes)."""
+    # Imported here: harness/__init__ may one day import this package.
+    from .. import __version__
+
+    extra = dict(extra or {})
+    testsets = testsets or {}
+    host = controller_info()
+    sets: dict[str, Any] = {}
+    for task in site.config.tasks:
+        root = site.testset_path(task)
+        files = _testset_files(root, testsets.get(task))
+        sets[task] = {"root": str(root), "sha256": _combined(files), "files": files}
+    seeds = _journal_seeds(Path(run_dir)) | dict(extra.pop("seeds", {}) or {})
+    return {
+        "schema": SCHEMA,
+        "harness_version": __version__,
+        "site": {"name": site.name, "path": str(site.path), "sha256": site.digest},
+        "testsets": sets,
+        "seeds": seeds,
+        "controller": host,
+        "systems": {name: _system_info(site, name, host) for name in site.config.systems},
+        "extra": extra,
+    }
+
+
+def write_manifest(
+    run_dir: Path,
+    site: Site,
+    testsets: Mapping[str, TestSet] | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> Path:
+    """Write ``<run_dir>/manifest.json`` (atomically) and return its path.
+
+    ``extra`` is kept under "extra", except its "seeds" mapping, which joins the seeds
+    found in the journal (the audit seed).
+    """
+    run_dir = Path(run_dir)
+    data = build_manifest(run_dir, site, testsets, extra)
+    path = run_dir / MANIFEST_NAME
+    run_dir.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def read_manifest(run_dir: Path) -> dict[str, Any] | None:
+    """The run's manifest, or None when the run has none (written before manifests existed)."""
+    path = Path(run_dir) / MANIFEST_NAME
+    if not path.is_file():
+        return None
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        raise ValueError(
+            f"{path}: not an onsite manifest of schema {SCHEMA}; "
+            "rewrite it by resuming the run with this version of onsite"
+        )
+    return data
+
+
+__all__ = [
+    "MANIFEST_NAME",
+    "build_manifest",
+    "controller_info",
+    "read_manifest",
+    "sha256_file",
+    "write_manifest",
+]
