@@ -46,7 +46,25 @@ from scoring import (
     score_sus,
     score_verification_pairs,
 )
+from scoring.cwmt_xml import (
+    Mismatch,
+    check_mirror,
+    check_submissions,
+    load_mt_file,
+    parse_result_name,
+    require_mirror,
+    validate_target,
+)
+from scoring.cws import score_cws_files
+from scoring.ir import score_ir_files
+from scoring.mt import score_mt_files
+from scoring.mt_human import score_human
+from scoring.ner import score_ner_file
 from scoring.plots import PlotFiles, plot_cmc, plot_det, plot_roc, plot_wer_by_condition
+from scoring.pos import score_pos_files
+from scoring.summarization import score_summarization_files
+from scoring.textcat import score_textcat_files
+from scoring.word_alignment import score_alignment_files
 
 from .render import table
 
@@ -223,6 +241,64 @@ def _tts_plan(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def _mt(args: argparse.Namespace) -> dict[str, Any]:
+    if args.src:
+        source = load_mt_file(args.src, "source")
+        target = load_mt_file(args.hyp, "target")
+        require_mirror(source, target)
+    return score_mt_files(Path(args.hyp), [Path(r) for r in args.ref], lang=args.lang)
+
+
+def _mt_check(args: argparse.Namespace) -> dict[str, Any]:
+    source = load_mt_file(args.src, "source")
+    problems: list[Any] = []
+    files = []
+    for path in args.hyp:
+        target = load_mt_file(path, "target")
+        problems += check_mirror(source, target) + validate_target(target)
+        try:
+            parse_result_name(path)
+        except FormatError as exc:
+            problems.append(Mismatch(str(path), None, f"{exc.problem}; {exc.fix}"))
+        files.append(
+            {"path": str(path), "system": target.system.to_dict() if target.system else None}
+        )
+    problems += check_submissions(args.hyp)
+    return {"files": files, "problems": [p.to_dict() for p in problems], "ok": not problems}
+
+
+def _mt_human(args: argparse.Namespace) -> dict[str, Any]:
+    return score_human(args.hyp).to_dict()
+
+
+def _mt_align(args: argparse.Namespace) -> dict[str, Any]:
+    return score_alignment_files(args.hyp, args.ref)
+
+
+def _cws(args: argparse.Namespace) -> dict[str, Any]:
+    return score_cws_files(args.gold, args.test, args.words, accepted=args.accepted)
+
+
+def _ner(args: argparse.Namespace) -> dict[str, Any]:
+    return score_ner_file(args.conll)
+
+
+def _pos(args: argparse.Namespace) -> dict[str, Any]:
+    return score_pos_files(args.gold, args.test, args.train)
+
+
+def _textcat(args: argparse.Namespace) -> dict[str, Any]:
+    return score_textcat_files(args.gold, args.pred, seconds=args.seconds)
+
+
+def _ir(args: argparse.Namespace) -> dict[str, Any]:
+    return score_ir_files(args.qrels, args.run, complete=args.complete)
+
+
+def _summarization(args: argparse.Namespace) -> dict[str, Any]:
+    return score_summarization_files(args.hyp)
+
+
 def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -313,6 +389,86 @@ _FAMILIES: dict[str, _Family] = {
     ),
     "faces-verify": _Family(
         _face_verify, "face verification: ROC, EER, VR at FAR 1%% and 0.1%%", plot=_plot_roc
+    ),
+    "mt": _Family(
+        _mt,
+        "translation: BLEU and NIST (mteval-v13a), BLEU shortest-ref, GTM, mWER, mPER",
+        (
+            _arg("--hyp", required=True, help="system output: CWMT XML or one segment per line"),
+            _arg("--ref", required=True, action="append", help="a reference file (1 to 4)"),
+            _arg("--lang", choices=("en", "zh", "ja"), default="en", help="target language"),
+            _arg("--src", help="the source XML: the output must mirror its docs and segments"),
+        ),
+        tables=("documents",),
+    ),
+    "mt-check": _Family(
+        _mt_check,
+        "CWMT submissions: mirror the source, system description, file naming rule",
+        (
+            _arg("--src", required=True, help="the source XML"),
+            _arg("--hyp", required=True, nargs="+", help="one or more result files"),
+        ),
+        tables=("problems",),
+    ),
+    "mt-human": _Family(
+        _mt_human,
+        "adequacy and fluency (0-5) from several judges' sheets, averaged per system",
+        (_arg("--hyp", required=True, nargs="+", help="judges' sheets (CSV or JSON lines)"),),
+    ),
+    "mt-align": _Family(
+        _mt_align,
+        "word alignment: precision, recall, F1, AER with sure and possible links",
+        (
+            _arg("--ref", required=True, help="gold links: i-j sure, i-j-p possible"),
+            _arg("--hyp", required=True, help="system links: i-j"),
+        ),
+    ),
+    "cws": _Family(
+        _cws,
+        "word segmentation, SIGHAN bakeoff `score` conventions",
+        (
+            _arg("--gold", required=True, help="reference segmentation, words split by spaces"),
+            _arg("--test", required=True, help="system segmentation"),
+            _arg("--words", help="the training word list, for OOV and IV figures"),
+            _arg("--accepted", help="judged review file: pieces accepted as correct"),
+        ),
+    ),
+    "ner": _Family(
+        _ner,
+        "named entities, conlleval conventions",
+        (_arg("--conll", required=True, help="token ... gold-tag predicted-tag per line"),),
+    ),
+    "pos": _Family(
+        _pos,
+        "POS tagging: HTRDP P/R/F and relative precision; SIGHAN accuracy, IV/OOV, baseline",
+        (
+            _arg("--gold", required=True, help="reference, word/TAG tokens"),
+            _arg("--test", required=True, help="system output, word/TAG tokens"),
+            _arg("--train", help="training data (word/TAG), for IV/OOV and the baseline"),
+        ),
+    ),
+    "textcat": _Family(
+        _textcat,
+        "text categorization: per category P/R/F1, macro and micro, HTRDP general score",
+        (
+            _arg("--gold", required=True, help="doc_id<TAB>category[,category2]"),
+            _arg("--pred", required=True, help="doc_id<TAB>category[,category2] (ranked)"),
+            _arg("--seconds", type=float, help="classifying time, from the run"),
+        ),
+    ),
+    "ir": _Family(
+        _ir,
+        "retrieval: MAP, R-precision, P@10 with trec_eval's conventions",
+        (
+            _arg("--qrels", required=True, help="TREC qrels: topic 0 docno relevance"),
+            _arg("--run", required=True, help="TREC run: topic Q0 docno rank score tag"),
+            _arg("--complete", action="store_true", help="like trec_eval -c"),
+        ),
+    ),
+    "summarization": _Family(
+        _summarization,
+        "summaries and keywords: expert scores summed per system",
+        (_arg("--hyp", required=True, help="task<TAB>system<TAB>document<TAB>expert<TAB>score"),),
     ),
     "tts-pair": _Family(
         _tts_pair,

@@ -1,0 +1,654 @@
+"""Machine-translation scoring: BLEU, NIST, GTM, mWER, mPER (CWMT/HTRDP).
+
+BLEU and NIST follow NIST ``mteval-v13a.pl`` run with ``-c`` (case
+preserved), reading its source rather than a paper:
+
+* ``score_segment``: n-grams of every order are counted per segment; a
+  hypothesis n-gram matches up to the largest count of that n-gram in any one
+  reference (clipping); the reference length for the brevity penalty is the
+  reference length closest to the hypothesis length, the shorter one on a tie
+  (``brevity_penalty_closest``);
+* documents and the system add the segment counts (matches, n-gram totals,
+  reference lengths, NIST information) and score the sums, so corpus BLEU is
+  not an average of segment BLEU;
+* ``bleu_score`` (the default, smoothed): an order whose hypothesis has no
+  n-grams at all (segment shorter than n) contributes precision 1 (log 0);
+  an order with n-grams but no match contributes ``1 / (2**k * total)``,
+  k counting such orders from 1; the brevity penalty is
+  ``exp(min(0, 1 - ref_len / hyp_len))`` and 0 for an empty hypothesis;
+* ``bleu_score_nosmoothing`` (v11b, used by CWMT's scorer, here with the
+  shortest reference length): 0 whenever there is no 4-gram match;
+* ``nist_score``: the sum over n = 1..5 of (information of the matched
+  n-grams) / (hypothesis n-gram count), times
+  ``exp(-beta * log(ratio)**2)`` for ratio = hypothesis length / average
+  reference length below 1, beta = -log(0.5) / log(1.5)**2;
+* n-gram information comes from all reference segments:
+  ``info(w1..wn) = -log2(count(w1..wn) / count(w1..wn-1))`` and
+  ``count(w1) / total words`` for unigrams. mteval tests the prefix with
+  Perl truth, so a bigram whose first token is the string ``0`` is divided by
+  the total word count instead; that quirk is reproduced.
+
+GTM, mWER and mPER follow the HTRDP definitions (see docs/scoring-mt.md for
+the multi-reference choice and aggregation conventions).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from .cwmt_xml import MtFile, load_mt_file, require_mirror
+from .errors import FormatError
+from .mt_tokenize import tokenize
+
+__all__ = [
+    "BLEU_ORDER",
+    "NIST_ORDER",
+    "GtmStats",
+    "MtDocument",
+    "MtReport",
+    "MtScores",
+    "MtSegment",
+    "NgramStats",
+    "bleu_from_stats",
+    "edit_distance",
+    "gtm_match_size",
+    "ngram_info",
+    "nist_from_stats",
+    "per_errors",
+    "score_mt",
+    "score_mt_files",
+    "segment_ngram_stats",
+]
+
+BLEU_ORDER = 4
+NIST_ORDER = 5
+_NIST_BETA = -math.log(0.5) / math.log(1.5) / math.log(1.5)
+
+Brevity = Literal["closest", "shortest"]
+Ngram = tuple[str, ...]
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+@dataclass(frozen=True)
+class MtSegment:
+    """One hypothesis segment with its references (raw, untokenised text)."""
+
+    doc_id: str
+    seg_id: str
+    hyp: str
+    refs: tuple[str, ...]
+    line: int | None = None  # line of the hypothesis in its file, for messages
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "doc_id": self.doc_id,
+            "seg_id": self.seg_id,
+            "hyp": self.hyp,
+            "refs": list(self.refs),
+            "line": self.line,
+        }
+
+
+# --------------------------------------------------------------------------- n-gram stats
+
+
+def _ngrams(tokens: Sequence[str], max_n: int) -> Counter[Ngram]:
+    counts: Counter[Ngram] = Counter()
+    for i in range(len(tokens)):
+        for n in range(1, max_n + 1):
+            if i + n > len(tokens):
+                break
+            counts[tuple(tokens[i : i + n])] += 1
+    return counts
+
+
+def ngram_info(references: Iterable[Sequence[str]]) -> dict[Ngram, float]:
+    """NIST information weight of every n-gram (n <= 5) seen in the references."""
+    counts: Counter[Ngram] = Counter()
+    total_words = 0
+    for ref in references:
+        total_words += len(ref)
+        counts.update(_ngrams(ref, NIST_ORDER))
+    info: dict[Ngram, float] = {}
+    for gram, count in counts.items():
+        prefix = gram[:-1]
+        # mteval: `$mgram ? count/count(mgram) : count/tot_wrds` -- Perl treats
+        # the prefix string "0" as false, so "0 x" bigrams use the word total.
+        if prefix and not (len(prefix) == 1 and prefix[0] == "0"):
+            info[gram] = -math.log(count / counts[prefix]) / math.log(2)
+        else:
+            info[gram] = -math.log(count / total_words) / math.log(2)
+    return info
+
+
+def _closest(lengths: Sequence[int], hyp_len: int) -> int:
+    return min(lengths, key=lambda r: (abs(hyp_len - r), r))
+
+
+@dataclass(frozen=True)
+class NgramStats:
+    """Additive BLEU/NIST counts for a segment, a document or the system.
+
+    Index 0 of each tuple is order 1. ``ref_words`` is the summed length of
+    all references (NIST's average reference length is ref_words / n_refs).
+    """
+
+    matches: tuple[int, ...]
+    totals: tuple[int, ...]
+    info: tuple[float, ...]
+    ref_len_closest: int
+    ref_len_shortest: int
+    ref_words: int
+    n_refs: int
+
+    @classmethod
+    def zero(cls, n_refs: int) -> NgramStats:
+        z = (0,) * NIST_ORDER
+        return cls(z, z, (0.0,) * NIST_ORDER, 0, 0, 0, n_refs)
+
+    def __add__(self, other: NgramStats) -> NgramStats:
+        return NgramStats(
+            tuple(a + b for a, b in zip(self.matches, other.matches, strict=True)),
+            tuple(a + b for a, b in zip(self.totals, other.totals, strict=True)),
+            tuple(a + b for a, b in zip(self.info, other.info, strict=True)),
+            self.ref_len_closest + other.ref_len_closest,
+            self.ref_len_shortest + other.ref_len_shortest,
+            self.ref_words + other.ref_words,
+            self.n_refs,
+        )
+
+    @property
+    def hyp_len(self) -> int:
+        return self.totals[0]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "matches": list(self.matches),
+            "totals": list(self.totals),
+            "info": list(self.info),
+            "hyp_len": self.hyp_len,
+            "ref_len_closest": self.ref_len_closest,
+            "ref_len_shortest": self.ref_len_shortest,
+            "ref_words": self.ref_words,
+            "n_refs": self.n_refs,
+        }
+
+
+def segment_ngram_stats(
+    hyp: Sequence[str], refs: Sequence[Sequence[str]], info: dict[Ngram, float]
+) -> NgramStats:
+    """mteval's ``score_segment`` for one tokenised hypothesis and its references."""
+    if not refs:
+        raise ValueError("a segment needs at least one reference")
+    hyp_counts = _ngrams(hyp, NIST_ORDER)
+    ref_max: Counter[Ngram] = Counter()
+    for ref in refs:
+        for gram, count in _ngrams(ref, NIST_ORDER).items():
+            if count > ref_max[gram]:
+                ref_max[gram] = count
+    matches = [0] * NIST_ORDER
+    gained = [0.0] * NIST_ORDER
+    for gram, count in hyp_counts.items():
+        clipped = min(count, ref_max.get(gram, 0))
+        if clipped:
+            matches[len(gram) - 1] += clipped
+            gained[len(gram) - 1] += info.get(gram, 0.0) * clipped
+    totals = tuple(max(len(hyp) - n + 1, 0) for n in range(1, NIST_ORDER + 1))
+    lengths = [len(r) for r in refs]
+    return NgramStats(
+        matches=tuple(matches),
+        totals=totals,
+        info=tuple(gained),
+        ref_len_closest=_closest(lengths, len(hyp)),
+        ref_len_shortest=min(lengths),
+        ref_words=sum(lengths),
+        n_refs=len(refs),
+    )
+
+
+def bleu_from_stats(stats: NgramStats, brevity: Brevity = "closest", smooth: bool = True) -> float:
+    """BLEU (0..1) from summed counts: mteval-v13a ``bleu_score`` or, unsmoothed, v11b."""
+    ref_len = stats.ref_len_closest if brevity == "closest" else stats.ref_len_shortest
+    hyp_len = stats.hyp_len
+    if hyp_len == 0:
+        return 0.0  # mteval: exp_len_score stays 0 for an empty hypothesis
+    log_bp = min(0.0, 1.0 - ref_len / hyp_len)
+    log_sum = 0.0
+    if smooth:
+        halvings = 1
+        for n in range(BLEU_ORDER):
+            total, match = stats.totals[n], stats.matches[n]
+            if total == 0:
+                continue  # shorter than n: mteval adds log(1)
+            if match == 0:
+                halvings *= 2
+                log_sum += math.log(1.0 / (halvings * total))
+            else:
+                log_sum += math.log(match / total)
+    else:
+        # v11b/--no-smoothing: the 4-gram cumulative score is 0 without a
+        # 4-gram match; a 4-gram match implies matches at every lower order.
+        if stats.matches[BLEU_ORDER - 1] == 0:
+            return 0.0
+        for n in range(BLEU_ORDER):
+            log_sum += math.log(stats.matches[n] / stats.totals[n])
+    return math.exp(log_sum / BLEU_ORDER + log_bp)
+
+
+def _nist_penalty(ratio: float) -> float:
+    if ratio >= 1:
+        return 1.0
+    if ratio <= 0:
+        return 0.0
+    return math.exp(-_NIST_BETA * math.log(ratio) ** 2)
+
+
+def nist_from_stats(stats: NgramStats) -> float:
+    """NIST score (raw, unbounded) from summed counts, as mteval-v13a ``nist_score``."""
+    score = sum(stats.info[n] / max(stats.totals[n], 1) for n in range(NIST_ORDER))
+    if stats.ref_words == 0:
+        # mteval dies dividing by zero here; with empty references nothing can
+        # match, so the score is 0 whatever the penalty.
+        return 0.0
+    ratio = stats.hyp_len / (stats.ref_words / stats.n_refs)
+    return score * _nist_penalty(ratio)
+
+
+# --------------------------------------------------------------------------- GTM
+
+
+def _longest_run(
+    hyp: Sequence[str], ref: Sequence[str], used_h: list[bool], used_r: list[bool]
+) -> tuple[int, int, int]:
+    """Longest run of hits on free rows and columns: (length, hyp start, ref start)."""
+    best = (0, 0, 0)
+    prev = [0] * (len(ref) + 1)
+    for i in range(len(hyp)):
+        cur = [0] * (len(ref) + 1)
+        if not used_h[i]:
+            for j in range(len(ref)):
+                if not used_r[j] and hyp[i] == ref[j]:
+                    cur[j + 1] = prev[j] + 1
+                    if cur[j + 1] > best[0]:
+                        best = (cur[j + 1], i - cur[j + 1] + 1, j - cur[j + 1] + 1)
+        prev = cur
+    return best
+
+
+def gtm_match_size(hyp: Sequence[str], ref: Sequence[str], exponent: float = 1.0) -> float:
+    """Sum of run length ** exponent over a maximum matching (Melamed et al. 2003).
+
+    With exponent 1 every maximal one-to-one matching of equal tokens is
+    maximum, so this is the clipped unigram overlap. Above 1, GTM's greedy
+    rule is used: take the longest run of hits whose rows and columns are
+    still free (first in hypothesis order, then reference order), repeat.
+    The caller takes the ``1/exponent`` root of the (summed) value.
+    """
+    if exponent == 1.0:
+        h, r = Counter(hyp), Counter(ref)
+        return float(sum(min(c, r[w]) for w, c in h.items()))
+    used_h, used_r = [False] * len(hyp), [False] * len(ref)
+    total = 0.0
+    while True:
+        length, i, j = _longest_run(hyp, ref, used_h, used_r)
+        if length == 0:
+            return total
+        total += length**exponent
+        for k in range(length):
+            used_h[i + k] = used_r[j + k] = True
+
+
+@dataclass(frozen=True)
+class GtmStats:
+    """Additive GTM counts: ``weight`` is the sum of run lengths ** exponent."""
+
+    weight: float
+    hyp_len: int
+    ref_len: int
+    exponent: float = 1.0
+
+    def __add__(self, other: GtmStats) -> GtmStats:
+        return GtmStats(
+            self.weight + other.weight,
+            self.hyp_len + other.hyp_len,
+            self.ref_len + other.ref_len,
+            self.exponent,
+        )
+
+    @property
+    def match_size(self) -> float:
+        return self.weight ** (1.0 / self.exponent) if self.weight > 0 else 0.0
+
+    @property
+    def precision(self) -> float:
+        return self.match_size / self.hyp_len if self.hyp_len else 0.0
+
+    @property
+    def recall(self) -> float:
+        return self.match_size / self.ref_len if self.ref_len else 0.0
+
+    @property
+    def f(self) -> float:
+        p, r = self.precision, self.recall
+        return 2 * p * r / (p + r) if p + r > 0 else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "f": self.f,
+            "precision": self.precision,
+            "recall": self.recall,
+            "match_size": self.match_size,
+            "hyp_len": self.hyp_len,
+            "ref_len": self.ref_len,
+            "exponent": self.exponent,
+        }
+
+
+def _gtm_segment(hyp: Sequence[str], refs: Sequence[Sequence[str]], exponent: float) -> GtmStats:
+    # Multiple references: the reference giving the best F (first on a tie).
+    best: GtmStats | None = None
+    for ref in refs:
+        cand = GtmStats(gtm_match_size(hyp, ref, exponent), len(hyp), len(ref), exponent)
+        if best is None or cand.f > best.f:
+            best = cand
+    assert best is not None
+    return best
+
+
+# --------------------------------------------------------------------------- mWER / mPER
+
+
+def edit_distance(hyp: Sequence[str], ref: Sequence[str]) -> int:
+    """Levenshtein distance over tokens (unit costs)."""
+    prev = list(range(len(ref) + 1))
+    for i, h in enumerate(hyp, 1):
+        cur = [i] + [0] * len(ref)
+        for j, r in enumerate(ref, 1):
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (h != r))
+        prev = cur
+    return prev[-1]
+
+
+def per_errors(hyp: Sequence[str], ref: Sequence[str]) -> int:
+    """Position-independent errors: max(|hyp|, |ref|) minus the bag-of-words overlap."""
+    h, r = Counter(hyp), Counter(ref)
+    overlap = sum(min(c, r[w]) for w, c in h.items())
+    return max(len(hyp), len(ref)) - overlap
+
+
+@dataclass(frozen=True)
+class ErrorStats:
+    """Additive error-rate counts: errors against the chosen reference and its length."""
+
+    errors: int
+    ref_len: int
+
+    def __add__(self, other: ErrorStats) -> ErrorStats:
+        return ErrorStats(self.errors + other.errors, self.ref_len + other.ref_len)
+
+    @property
+    def rate(self) -> float:
+        # An empty reference counts as length 1 so the rate stays finite.
+        return self.errors / max(self.ref_len, 1)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rate": self.rate, "errors": self.errors, "ref_len": self.ref_len}
+
+
+def _min_rate(hyp: Sequence[str], refs: Sequence[Sequence[str]], errors_of: Any) -> ErrorStats:
+    # HTRDP: min over references of errors / reference length (fewer errors,
+    # then the first reference, on a tie).
+    choices = [ErrorStats(errors_of(hyp, ref), len(ref)) for ref in refs]
+    return min(choices, key=lambda s: (s.rate, s.errors))
+
+
+# --------------------------------------------------------------------------- reports
+
+
+@dataclass(frozen=True)
+class MtScores:
+    """All metrics for one scope (segment, document or system)."""
+
+    ngrams: NgramStats
+    gtm_stats: GtmStats
+    wer_stats: ErrorStats
+    per_stats: ErrorStats
+
+    def __add__(self, other: MtScores) -> MtScores:
+        return MtScores(
+            self.ngrams + other.ngrams,
+            self.gtm_stats + other.gtm_stats,
+            self.wer_stats + other.wer_stats,
+            self.per_stats + other.per_stats,
+        )
+
+    @property
+    def bleu(self) -> float:
+        return bleu_from_stats(self.ngrams, "closest", smooth=True)
+
+    @property
+    def bleu_shortest(self) -> float:
+        return bleu_from_stats(self.ngrams, "shortest", smooth=False)
+
+    @property
+    def nist(self) -> float:
+        return nist_from_stats(self.ngrams)
+
+    @property
+    def gtm(self) -> float:
+        return self.gtm_stats.f
+
+    @property
+    def mwer(self) -> float:
+        return self.wer_stats.rate
+
+    @property
+    def mper(self) -> float:
+        return self.per_stats.rate
+
+    def to_dict(self) -> dict[str, Any]:
+        s = self.ngrams
+        return {
+            "bleu": self.bleu,
+            "nist": self.nist,
+            "gtm": self.gtm,
+            "mwer": self.mwer,
+            "mper": self.mper,
+            "bleu_shortest": self.bleu_shortest,
+            "bleu_precisions": [
+                s.matches[n] / s.totals[n] if s.totals[n] else None for n in range(BLEU_ORDER)
+            ],
+            "hyp_len": s.hyp_len,
+            "ref_len": s.ref_len_closest,
+            "ref_len_shortest": s.ref_len_shortest,
+            "gtm_precision": self.gtm_stats.precision,
+            "gtm_recall": self.gtm_stats.recall,
+            "wer_errors": self.wer_stats.errors,
+            "wer_ref_len": self.wer_stats.ref_len,
+            "per_errors": self.per_stats.errors,
+            "per_ref_len": self.per_stats.ref_len,
+        }
+
+
+@dataclass(frozen=True)
+class MtDocument:
+    """Scores of one document (counts of its segments added)."""
+
+    doc_id: str
+    n_segments: int
+    scores: MtScores
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"doc_id": self.doc_id, "segments": self.n_segments, **self.scores.to_dict()}
+
+
+@dataclass(frozen=True)
+class MtSegmentScore:
+    """Scores of one segment."""
+
+    doc_id: str
+    seg_id: str
+    scores: MtScores
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"doc_id": self.doc_id, "seg_id": self.seg_id, **self.scores.to_dict()}
+
+
+@dataclass(frozen=True)
+class MtReport:
+    """System, document and segment scores of one hypothesis set."""
+
+    lang: str
+    n_refs: int
+    system: MtScores
+    documents: tuple[MtDocument, ...]
+    segments: tuple[MtSegmentScore, ...]
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **self.system.to_dict(),
+            "lang": self.lang,
+            "n_refs": self.n_refs,
+            "n_segments": len(self.segments),
+            **self.info,
+            "documents": [d.to_dict() for d in self.documents],
+            "segments": [s.to_dict() for s in self.segments],
+        }
+
+
+def score_mt(
+    segments: Sequence[MtSegment], lang: str = "en", gtm_exponent: float = 1.0
+) -> MtReport:
+    """Score hypothesis segments against their references (all metrics, all levels)."""
+    if not segments:
+        raise ValueError("no segments to score")
+    n_refs = len(segments[0].refs)
+    for seg in segments:
+        if len(seg.refs) != n_refs:
+            raise ValueError(
+                f"segment {seg.doc_id}/{seg.seg_id} has {len(seg.refs)} references, "
+                f"expected {n_refs}"
+            )
+    hyps = [tokenize(s.hyp, lang) for s in segments]
+    refs = [[tokenize(r, lang) for r in s.refs] for s in segments]
+    info = ngram_info(r for seg_refs in refs for r in seg_refs)
+    seg_scores: list[MtSegmentScore] = []
+    for seg, hyp, seg_refs in zip(segments, hyps, refs, strict=True):
+        scores = MtScores(
+            segment_ngram_stats(hyp, seg_refs, info),
+            _gtm_segment(hyp, seg_refs, gtm_exponent),
+            _min_rate(hyp, seg_refs, edit_distance),
+            _min_rate(hyp, seg_refs, per_errors),
+        )
+        seg_scores.append(MtSegmentScore(seg.doc_id, seg.seg_id, scores))
+    by_doc: dict[str, list[MtScores]] = {}
+    for s in seg_scores:
+        by_doc.setdefault(s.doc_id, []).append(s.scores)
+    documents = tuple(
+        MtDocument(doc_id, len(parts), _total(parts)) for doc_id, parts in by_doc.items()
+    )
+    system = _total([s.scores for s in seg_scores])
+    return MtReport(lang, n_refs, system, documents, tuple(seg_scores))
+
+
+def _total(parts: Sequence[MtScores]) -> MtScores:
+    total = parts[0]
+    for part in parts[1:]:
+        total = total + part
+    return total
+
+
+# --------------------------------------------------------------------------- files
+
+
+def score_mt_files(
+    hyp: Path, refs: Sequence[Path], lang: str = "en", gtm_exponent: float = 1.0
+) -> dict[str, Any]:
+    """Score a hypothesis file against reference files (CWMT XML or plain text).
+
+    XML is recognised by content (a ``<?xml`` declaration or a leading
+    ``<tgtset``/``<refset``-style element). XML hypotheses and references are
+    paired by (docid, segment id) after checking the hypothesis mirrors each
+    reference file; otherwise segments are paired in file order. Returns
+    ``MtReport.to_dict()``: fractions for BLEU/GTM/mWER/mPER, raw NIST.
+    """
+    hyp = Path(hyp)
+    if not refs:
+        raise FormatError(hyp, None, "no reference file given", "pass at least one reference")
+    hyp_file = load_mt_file(hyp, role="target")
+    ref_sets = []
+    for path in refs:
+        ref_file = load_mt_file(Path(path), role="reference")
+        ref_sets.extend(ref_file.split_references())
+    lang = lang.lower()
+    declared = hyp_file.tgtlang
+    if declared and declared.lower() != lang:
+        raise FormatError(
+            hyp,
+            hyp_file.root_line,
+            f"tgtlang is {declared!r} but scoring was asked for lang {lang!r}",
+            f"score with lang={declared!r} (character level for zh/ja)",
+        )
+    segments = _pair(hyp_file, ref_sets)
+    report = score_mt(segments, lang, gtm_exponent)
+    info: dict[str, Any] = {
+        "hyp_file": str(hyp),
+        "ref_files": [str(p) for p in refs],
+        "format": hyp_file.kind,
+    }
+    if hyp_file.system is not None:
+        info["system"] = hyp_file.system.to_dict()
+    return MtReport(
+        report.lang, report.n_refs, report.system, report.documents, report.segments, info
+    ).to_dict()
+
+
+def _pair(hyp_file: MtFile, ref_sets: Sequence[MtFile]) -> list[MtSegment]:
+    """Pair hypothesis segments with one text from each reference set."""
+    hyp_segs = hyp_file.segments
+    if hyp_file.kind == "xml" and all(r.kind == "xml" for r in ref_sets):
+        for ref in ref_sets:
+            require_mirror(ref, hyp_file)
+        lookups = [{(s.doc_id, s.seg_id): s.text for s in r.segments} for r in ref_sets]
+        return [
+            MtSegment(
+                s.doc_id,
+                s.seg_id,
+                s.text,
+                tuple(lk[(s.doc_id, s.seg_id)] for lk in lookups),
+                s.line,
+            )
+            for s in hyp_segs
+        ]
+    for ref in ref_sets:
+        if len(ref.segments) != len(hyp_segs):
+            shorter = ref if len(ref.segments) < len(hyp_segs) else hyp_file
+            raise FormatError(
+                shorter.path,
+                shorter.segments[-1].line,
+                f"{len(ref.segments)} reference segments in {ref.path} for "
+                f"{len(hyp_segs)} hypothesis segments in {hyp_file.path}",
+                "give one reference segment per hypothesis segment, in the same order",
+            )
+    # Mixed XML/plain: pair in order; document ids come from an XML side if any.
+    ids_from = hyp_file
+    if hyp_file.kind != "xml":
+        ids_from = next((r for r in ref_sets if r.kind == "xml"), hyp_file)
+    return [
+        MtSegment(
+            ids_from.segments[i].doc_id,
+            ids_from.segments[i].seg_id,
+            s.text,
+            tuple(r.segments[i].text for r in ref_sets),
+            s.line,
+        )
+        for i, s in enumerate(hyp_segs)
+    ]
