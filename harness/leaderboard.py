@@ -52,6 +52,8 @@ class LeaderboardRow:
     latency_p50: float | None = None
     latency_p95: float | None = None
     late_rate: float | None = None
+    # Secondary figures, e.g. false detections or the top-10 rate.
+    detail: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready. The headline metric is also given under its own name (e.g. "wer"),
@@ -169,4 +171,5 @@ def _row(site: Site, state: RunState, testset: TestSet, task: str, system: str) 
         latency_p50=percentile(latencies, 0.5),
         latency_p95=percentile(latencies, 0.95),
         late_rate=(lates / len(timed)) if timed else None,
+        detail=kind.detail(scores) if records else "",
     )

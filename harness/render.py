@@ -36,7 +36,7 @@ def make_console() -> Console:
     """A console that is fancy only on a real terminal outside CI."""
     plain = bool(os.environ.get("CI")) or not Console().is_terminal
     if plain:
-        return Console(no_color=True, highlight=False, emoji=False, width=200)
+        return Console(no_color=True, highlight=False, emoji=False, width=240)
     return Console()
 
 
@@ -129,6 +129,13 @@ _METRIC_NAMES = {
     "eer": "EER",
 }
 
+_UNITS = {
+    "rtf": "rtf",
+    "chars_per_second": "char/s",
+    "ms_per_frame": "ms/frame",
+    "ms_per_pair": "ms/pair",
+}
+
 LEADERBOARD_COLUMNS = (
     "task",
     "system",
@@ -182,10 +189,11 @@ def leaderboard_table(rows: Sequence[LeaderboardRow]) -> Table:
             f"{row.completed}/{row.items}",
             str(row.scored),
             f"{_METRIC_NAMES.get(row.metric, row.metric)} {_pct(row.score)}",
+            row.detail + (f"; late {_pct(row.late_rate)}" if row.late_rate is not None else ""),
             _num(row.speed_mean),
             _num(row.speed_p95),
             _num(row.speed_max),
-            row.speed_unit.replace("_per_", "/"),
+            _UNITS.get(row.speed_unit, row.speed_unit),
             str(row.over_budget),
             str(row.timeouts),
             str(row.crashes),

@@ -64,6 +64,22 @@ class TaskKind:
     speed: Callable[[TestItem, float], float | None]
     # Higher is better for the headline metric (False for error rates).
     higher_is_better: bool = True
+    # The secondary figures a leaderboard line shows beside the headline, from the scores.
+    detail: Callable[[Mapping[str, Any]], str] = lambda scores: ""
+
+
+def _pct(value: Any) -> str:
+    return f"{100 * value:.1f}%" if isinstance(value, int | float) else "-"
+
+
+def _rate_at(scores: Mapping[str, Any], far: float) -> float | None:
+    rates = scores.get("rates", [])
+    return next((r["verification_rate"] for r in rates if r.get("target_far") == far), None)
+
+
+def _overall(scores: Mapping[str, Any]) -> Mapping[str, Any]:
+    overall = scores.get("overall")
+    return overall if isinstance(overall, Mapping) else scores
 
 
 def _check_text(output: Mapping[str, Any]) -> str | None:
@@ -392,6 +408,7 @@ TASK_KINDS: dict[str, TaskKind] = {
         speed_unit="rtf",
         speed=_rtf,
         higher_is_better=False,
+        detail=lambda s: f"sentences {_pct(_overall(s).get('sentence_correct_rate'))}",
     ),
     "command": TaskKind(
         name="command",
@@ -410,6 +427,7 @@ TASK_KINDS: dict[str, TaskKind] = {
         metric=lambda task: "slot_rate",
         speed_unit="rtf",
         speed=_rtf,
+        detail=lambda s: f"sentences {_pct(_overall(s).get('sentence_rate'))}",
     ),
     "ocr": TaskKind(
         name="ocr",
@@ -419,6 +437,7 @@ TASK_KINDS: dict[str, TaskKind] = {
         metric=lambda task: "recognition_rate",
         speed_unit="chars_per_second",
         speed=_per_second,
+        detail=lambda s: f"R10 {_pct(_overall(s).get('top10_rate'))}",
     ),
     "face-detect": TaskKind(
         name="face-detect",
@@ -428,6 +447,7 @@ TASK_KINDS: dict[str, TaskKind] = {
         metric=lambda task: "correct_detection_rate",
         speed_unit="ms_per_frame",
         speed=_ms_per_unit,
+        detail=lambda s: f"{_overall(s).get('false_detections', '-')} false detections",
     ),
     "face-identify": TaskKind(
         name="face-identify",
@@ -437,6 +457,7 @@ TASK_KINDS: dict[str, TaskKind] = {
         metric=lambda task: "rank1",
         speed_unit="ms_per_frame",
         speed=_ms_per_unit,
+        detail=lambda s: f"rank10 {_pct(_overall(s).get('rank10'))}",
     ),
     "face-verify": TaskKind(
         name="face-verify",
@@ -447,6 +468,7 @@ TASK_KINDS: dict[str, TaskKind] = {
         speed_unit="ms_per_pair",
         speed=_ms_per_unit,
         higher_is_better=False,
+        detail=lambda s: f"VR@FAR1% {_pct(_rate_at(s, 0.01))}",
     ),
 }
 

@@ -279,7 +279,12 @@ def file_testset(
     for item_id, reference in references.items():
         inputs: dict[str, Path] = {}
         for key, stem in files[item_id].items():
-            path, bad = _one_file(stem, found, root)
+            if "/" in stem:
+                # A path below the test set (e.g. gallery/p01.png), not a name to look up.
+                path = root / stem if (root / stem).is_file() else None
+                bad = None if path else InvalidItem(item_id, None, f"no file {root / stem}")
+            else:
+                path, bad = _one_file(stem, found, root)
             if path is None:
                 assert bad is not None
                 invalid.append(InvalidItem(item_id, None, f"{key}: {bad.reason}"))

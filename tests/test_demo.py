@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness import load_site
+from harness import load_site, task_kind
 from tests.conftest import REPO, read_outputs
 from tests.test_cli import onsite
 
@@ -19,7 +19,18 @@ def test_demo_site_is_valid_and_its_data_is_complete() -> None:
         ("asr-2x", "sphinx-fast"),
         ("asr-2x", "faulty"),
         ("asr-20x", "sphinx"),
+        ("ocr", "tesseract"),
+        ("ocr-ink", "tesseract-ink"),
+        ("face-detect", "cascade"),
+        ("face-video", "cascade"),
+        ("face-identify", "lbp"),
+        ("face-verify", "lbp"),
     ]
+    for task in site.config.tasks:
+        testset = task_kind(site.config.tasks[task].kind).load(
+            site.testset_path(task), site.config.tasks[task]
+        )
+        assert testset.items and not testset.invalid, task
     data = site.testset_path("asr-2x")
     assert len(list(data.glob("*.flac"))) == 24
     assert sum(p.stat().st_size for p in data.iterdir()) < 3_000_000
@@ -35,11 +46,11 @@ def test_demo_runs_with_real_pocketsphinx(tmp_path: Path) -> None:
     assert any(r["output"]["text"] for r in rows), "pocketsphinx recognised nothing"
     assert all(0 < r["rtf"] < 2 for r in rows)
     report = json.loads(onsite("report", str(run_dir), "--json").stdout)
-    assert {(r["task"], r["system"]) for r in report} == {
-        ("asr-2x", "sphinx"),
-        ("asr-2x", "sphinx-fast"),
-        ("asr-2x", "faulty"),
-        ("asr-20x", "sphinx"),
-    }
+    assert {(r["task"], r["system"]) for r in report} == set(load_site(DEMO).jobs())
+    by_task = {r["task"]: r for r in report}
+    assert by_task["ocr"]["speed_unit"] == "chars_per_second" and by_task["ocr"]["speed_mean"]
+    assert by_task["face-detect"]["speed_unit"] == "ms_per_frame"
+    assert "false detections" in by_task["face-detect"]["detail"]
+    assert by_task["face-video"]["late_rate"] is not None
     sphinx = next(r for r in report if r["system"] == "sphinx" and r["task"] == "asr-2x")
     assert 0 <= sphinx["wer"] < 1 and sphinx["setup_seconds"] > 0

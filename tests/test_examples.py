@@ -19,10 +19,6 @@ import soundfile as sf
 REPO = Path(__file__).resolve().parent.parent
 DEMO = REPO / "site_config" / "data" / "demo-asr"
 
-pytestmark = pytest.mark.skipif(
-    not (DEMO / "text").exists(), reason="demo set missing: python -m examples.make_demo_asr"
-)
-
 
 class Participant:
     """A system under test, started in its own session so its tree can be killed."""
