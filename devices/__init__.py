@@ -1,8 +1,57 @@
 """Embedded devices on a serial line: wire protocol, device-side agent, emulator.
 
-This package imports nothing else of the project. Its contents arrive with the
-serial-device issue; the package exists now so that the import direction
-(runners -> devices) is fixed from the start.
+- :mod:`devices.wire`: frames (COBS, CRC-32) and message payloads, as
+  docs/device-protocol.md specifies them.
+- :mod:`devices.host`: the controller's side of the protocol (:class:`DeviceLink`).
+- :mod:`devices.agent_core`: the device's side; participants do not edit it.
+- :mod:`devices.hooks`: the :class:`Recognizer` hooks participants fill in.
+- :mod:`devices.emulator`: the agent behind a pty with an emulated line.
+- :mod:`devices.ports`: port discovery and probing.
+
+This package imports nothing else of the project.
 """
 
-__all__: list[str] = []
+from .agent_core import AgentCore, AgentSettings, BytePort, SerialBytePort
+from .hooks import Recognizer, RecognizerFactory, load_agent
+from .host import Answer, DeviceLink, DeviceRefused, LinkCounters, LinkInterrupted, LinkLost
+from .ports import PortInfo, ProbeResult, list_ports, probe
+from .wire import PROTOCOL_VERSION, ErrorCode, FrameType, JobKind, Ready
+
+
+def __getattr__(name: str) -> object:
+    # The emulator is imported on first use so that `python -m devices.emulator`
+    # does not find its own module already imported by this package.
+    if name in ("Emulator", "LineStats", "emulate"):
+        from . import emulator
+
+        return getattr(emulator, name)
+    raise AttributeError(f"module 'devices' has no attribute {name!r}")
+
+
+__all__ = [
+    "PROTOCOL_VERSION",
+    "AgentCore",
+    "AgentSettings",
+    "Answer",
+    "BytePort",
+    "DeviceLink",
+    "DeviceRefused",
+    "Emulator",
+    "ErrorCode",
+    "FrameType",
+    "JobKind",
+    "LineStats",
+    "LinkCounters",
+    "LinkInterrupted",
+    "LinkLost",
+    "PortInfo",
+    "ProbeResult",
+    "Ready",
+    "Recognizer",
+    "RecognizerFactory",
+    "SerialBytePort",
+    "emulate",
+    "list_ports",
+    "load_agent",
+    "probe",
+]

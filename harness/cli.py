@@ -16,6 +16,8 @@ from types import FrameType
 
 from rich.console import Console
 
+from runners import list_serial_ports, probe_serial_port
+
 from . import __version__
 from .controller import Controller
 from .dryrun import dry_run, probe_devices
@@ -226,6 +228,29 @@ def cmd_report(args: argparse.Namespace, console: Console) -> int:
     return EXIT_OK
 
 
+def cmd_devices(args: argparse.Namespace, console: Console) -> int:
+    """List serial ports and probe each (or the given ones) with HELLO."""
+    ports = list(args.port) or [p.device for p in list_serial_ports()]
+    if not ports:
+        console.print("no serial ports found; give one with --port PATH", markup=False)
+        return EXIT_OK
+    descriptions = {p.device: p.description for p in list_serial_ports()}
+    rows = []
+    for port in ports:
+        result = probe_serial_port(port, args.baud, args.timeout)
+        if result.ready is not None:
+            ready = result.ready
+            found = f"{ready.name} {ready.software}"
+            rates = ", ".join(str(r) for r in ready.sample_rates)
+            rtt = f"{1000 * result.round_trip_seconds:.1f}" if result.round_trip_seconds else "-"
+            detail = f"max input {ready.max_input} B; rates {rates} Hz; ping {rtt} ms"
+        else:
+            found, detail = "no answer", result.error
+        rows.append((port, descriptions.get(port, ""), found, detail))
+    console.print(table("Serial devices", ("port", "description", "device", "detail"), rows))
+    return EXIT_OK if all(r[2] != "no answer" for r in rows) else EXIT_FAILED
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser, kept separate so tests and docs can inspect it."""
     parser = argparse.ArgumentParser(
@@ -264,6 +289,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--json-file", metavar="FILE", help="write the whole report (verdicts, manifest) as JSON"
     )
     report.set_defaults(handler=cmd_report)
+
+    devices = sub.add_parser("devices", help="list serial ports and probe them with HELLO")
+    devices.add_argument("--port", action="append", default=[], help="probe this port (or URL)")
+    devices.add_argument("--baud", type=int, default=115200)
+    devices.add_argument("--timeout", type=float, default=3.0, help="seconds to wait per port")
+    devices.set_defaults(handler=cmd_devices)
 
     add_score_parser(sub)
     return parser

@@ -103,7 +103,29 @@ class SshDevice(_Strict):
         return self
 
 
-Device = Annotated[LocalDevice | SshDevice, Field(discriminator="kind")]
+class SerialDevice(_Strict):
+    """A PDA or embedded board on a serial line (docs/device-protocol.md)."""
+
+    kind: Literal["serial"]
+    port: str = ""  # a path such as /dev/ttyUSB0, or a pyserial URL
+    baud: Annotated[int, Field(gt=0)] = 115200
+    reset: Literal["dtr", "rts", "none"] = "dtr"  # the line pulsed for a hard reset
+    boot_timeout: PositiveFloat = 10.0
+    # Run this device-agent module under the pty emulator instead of opening a port.
+    emulate: str | None = None
+    emulate_args: list[str] = []
+    silence_seconds: PositiveFloat = 3.0
+    ping_seconds: PositiveFloat = 0.5
+    max_window: Annotated[int, Field(ge=1)] = 3
+
+    @model_validator(mode="after")
+    def _port_or_emulator(self) -> SerialDevice:
+        if not self.port and not self.emulate:
+            raise ValueError('give port = "/dev/ttyUSB0" (or emulate = "<agent module>")')
+        return self
+
+
+Device = Annotated[LocalDevice | SshDevice | SerialDevice, Field(discriminator="kind")]
 
 
 class Audit(_Strict):
@@ -149,7 +171,8 @@ class System(_Strict):
 
     device: str
     tasks: list[str]
-    command: Annotated[list[str], Field(min_length=1)]
+    # What to start; a serial device runs its own agent, so there it may be left out.
+    command: list[str] = []
     mode: Literal["serve", "exec"] = "serve"
     workdir: str | None = None
     env: dict[str, str] = {}
@@ -285,7 +308,11 @@ _ALLOWED: dict[str, type[BaseModel]] = {
 }
 
 
-_DEVICE_MODELS: dict[str, type[BaseModel]] = {"local": LocalDevice, "ssh": SshDevice}
+_DEVICE_MODELS: dict[str, type[BaseModel]] = {
+    "local": LocalDevice,
+    "ssh": SshDevice,
+    "serial": SerialDevice,
+}
 
 
 def _problem(path: Path, text: str, err: Any) -> Problem:
@@ -401,6 +428,13 @@ def _cross_check(site: Site, text: str) -> list[Problem]:
         problems.append(Problem(site.path, ".".join(loc), message, fix, _line_of(text, loc)))
 
     for name, system in cfg.systems.items():
+        device = cfg.devices.get(system.device)
+        if not system.command and not isinstance(device, SerialDevice):
+            add(
+                ("systems", name),
+                "required key 'command' is missing",
+                'add it, e.g. command = ["python", "-m", "my_system"]',
+            )
         if system.device not in cfg.devices:
             add(
                 ("systems", name, "device"),
@@ -432,6 +466,8 @@ def _cross_check(site: Site, text: str) -> list[Problem]:
                 "correct the path; it is relative to the site file",
             )
     for name, device in cfg.devices.items():
+        if isinstance(device, SerialDevice):
+            continue
         if isinstance(device, SshDevice):
             key = site.device_options(name).get("key")
             if key and not Path(key).is_file():

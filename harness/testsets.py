@@ -7,7 +7,7 @@ input files and plain input fields ever reach a system.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -240,9 +240,15 @@ def load_asr_testset(root: Path, sample_rates: Sequence[int] = (16000,)) -> Test
 
 
 def load_command_testset(root: Path, sample_rates: Sequence[int] = (8000,)) -> TestSet:
-    """Command recognition: the ASR layout, `text` holding each recording's command word."""
+    """Command recognition: the ASR layout, `text` holding each recording's command word,
+    and optionally `vocabulary.txt` (one command per line), handed to the system at setup
+    (in hello's files; over a serial line as the SETUP transfer)."""
     references, conditions, text_path = _text_and_conditions(root, "command")
-    return audio_testset(root, references, sample_rates, conditions, text_path)
+    testset = audio_testset(root, references, sample_rates, conditions, text_path)
+    vocabulary = root / "vocabulary.txt"
+    if vocabulary.is_file():
+        testset = replace(testset, setup_files={"vocabulary": vocabulary})
+    return testset
 
 
 def read_truth(path: Path, reader: Callable[[Path], Any], fix: str) -> Any:

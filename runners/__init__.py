@@ -5,6 +5,12 @@ what happened and when, on the controller's monotonic clock; they never judge
 budgets. This package may import ``devices`` and nothing else of the project.
 """
 
+# Port discovery for `onsite devices`; the harness reaches devices/ only through runners.
+from devices import PortInfo as SerialPortInfo  # noqa: E402
+from devices import ProbeResult as SerialProbeResult  # noqa: E402
+from devices import list_ports as list_serial_ports  # noqa: E402
+from devices import probe as probe_serial_port  # noqa: E402
+
 from .base import (
     ItemAttempt,
     ItemRequest,
@@ -19,6 +25,7 @@ from .local import LocalExecRunner, LocalServeRunner
 from .proctree import TreeMeter, kill_tree
 from .protocol import PROTOCOL_VERSION, ProtocolError, parse_message
 from .registry import device_kinds, open_runner, register
+from .serial_runner import SerialOptions, SerialRunner
 from .ssh import ProbeResult, SshServeRunner, probe
 from .ssh_link import SshOptions
 
@@ -35,13 +42,19 @@ __all__ = [
     "Runner",
     "StartError",
     "StartInfo",
+    "SerialOptions",
+    "SerialPortInfo",
+    "SerialProbeResult",
+    "SerialRunner",
     "SshOptions",
     "SshServeRunner",
     "SystemSpec",
     "TreeMeter",
     "device_kinds",
     "kill_tree",
+    "list_serial_ports",
     "open_runner",
+    "probe_serial_port",
     "parse_message",
     "probe",
     "register",

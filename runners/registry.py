@@ -7,6 +7,7 @@ from typing import Any
 
 from .base import Runner, SystemSpec
 from .local import LocalExecRunner, LocalServeRunner
+from .serial_runner import SerialRunner
 from .ssh import SshServeRunner
 
 RunnerFactory = Callable[[SystemSpec, Mapping[str, Any]], Runner]
@@ -50,3 +51,8 @@ def _local(spec: SystemSpec, options: Mapping[str, Any]) -> Runner:
 @register("ssh")
 def _ssh(spec: SystemSpec, options: Mapping[str, Any]) -> Runner:
     return SshServeRunner(spec, options)
+
+
+@register("serial")
+def _serial(spec: SystemSpec, options: Mapping[str, Any]) -> Runner:
+    return SerialRunner(spec, options)

@@ -19,6 +19,7 @@ def test_demo_site_is_valid_and_its_data_is_complete() -> None:
         ("asr-2x", "sphinx-fast"),
         ("asr-2x", "faulty"),
         ("asr-20x", "sphinx"),
+        ("command", "pda-sphinx"),
         ("ocr", "tesseract"),
         ("ocr-ink", "tesseract-ink"),
         ("face-detect", "cascade"),

@@ -1,0 +1,343 @@
+"""Device side of the serial protocol. Participants do not edit this module.
+
+:class:`AgentCore` speaks docs/device-protocol.md over any byte port (a
+pyserial port on a real device, the emulator's line in tests) and calls the
+participant's :class:`~devices.hooks.Recognizer`. Recognition runs on a worker
+thread so PING and RESET are answered while an item is being processed; a C
+port may instead be single-threaded and clear the READY flag that says so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import secrets
+import threading
+import time
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from . import wire
+from .hooks import Recognizer
+from .wire import DeviceState, ErrorCode, FrameType, JobKind
+
+DEFAULT_MAX_PAYLOAD = 1024
+DEFAULT_WINDOW = 8
+DEFAULT_MAX_INPUT = 16 * 1024 * 1024
+RESULT_RETRIES = 30
+
+
+class BytePort(Protocol):
+    """A serial line as the agent sees it."""
+
+    def read(self, timeout: float) -> bytes:
+        """Bytes received so far, waiting up to ``timeout`` seconds for the first; b"" if none."""
+        ...
+
+    def write(self, data: bytes) -> None:
+        """Queue ``data`` for sending."""
+        ...
+
+
+class SerialBytePort:
+    """A pyserial port as a :class:`BytePort` (for the agent on a real device)."""
+
+    def __init__(self, serial_port: object) -> None:
+        self._port = serial_port
+
+    def read(self, timeout: float) -> bytes:
+        port = self._port
+        port.timeout = timeout  # type: ignore[attr-defined]
+        waiting = port.in_waiting  # type: ignore[attr-defined]
+        return bytes(port.read(max(1, waiting)))  # type: ignore[attr-defined]
+
+    def write(self, data: bytes) -> None:
+        self._port.write(data)  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class AgentSettings:
+    """Capabilities the agent announces in READY."""
+
+    baud: int = 115200
+    max_payload: int = DEFAULT_MAX_PAYLOAD
+    window: int = DEFAULT_WINDOW
+    max_input: int = DEFAULT_MAX_INPUT
+
+
+class AgentCore:
+    """The protocol state machine of one boot of the device."""
+
+    def __init__(
+        self,
+        port: BytePort,
+        recognizer: Recognizer,
+        settings: AgentSettings = AgentSettings(),
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.port = port
+        self.recognizer = recognizer
+        self.settings = settings
+        self.clock = clock
+        self.boot_id = secrets.randbits(32)
+        self._decoder = wire.FrameDecoder(wire.encoded_size(settings.max_payload + 64))
+        self._lock = threading.RLock()
+        self._seq = 0
+        self._last_seq = wire.NO_ACK  # seq of the last valid host frame: every reply's ack
+        self._host_max_payload = 256
+        self._set_up = False
+        self._generation = 0  # bumped by HELLO/RESET so late worker results are dropped
+        self._state = DeviceState.IDLE
+        self._job = wire.NO_JOB
+        self._begin: wire.Begin | None = None
+        self._buf = bytearray()
+        self._final: tuple[int, bytes] | None = None  # RESULT or ERROR awaiting RESULT_ACK
+        self._final_due = 0.0
+        self._final_tries = 0
+        self._work: queue.Queue[tuple[int, int, wire.Begin, bytes] | None] = queue.Queue()
+        self._worker = threading.Thread(target=self._work_loop, daemon=True, name="agent-worker")
+        self.bad_frames = 0
+
+    # --- main loop ---------------------------------------------------------------------------
+
+    def run(self, stop: threading.Event) -> None:
+        """Announce READY, then serve frames until ``stop`` is set."""
+        self._worker.start()
+        try:
+            with self._lock:
+                self._send(FrameType.READY, self._ready_payload(), flush=True)
+            while not stop.is_set():
+                timeout = 0.05
+                with self._lock:
+                    if self._final is not None:
+                        timeout = max(0.0, min(timeout, self._final_due - self.clock()))
+                data = self.port.read(timeout)
+                with self._lock:
+                    if data:
+                        self._receive(data)
+                    self._retransmit_final()
+        finally:
+            self._work.put(None)
+
+    def _receive(self, data: bytes) -> None:
+        bad_before = self._decoder.bad
+        for frame in self._decoder.feed(data):
+            self._handle(frame)
+        if self._decoder.bad > bad_before:
+            self.bad_frames += self._decoder.bad - bad_before
+            # A corrupt frame during a transfer is most likely DATA: ask for it again now.
+            if self._state == DeviceState.RECEIVING:
+                self._send(FrameType.NAK, wire.pack_job_offset(self._job, len(self._buf)))
+
+    def _handle(self, frame: wire.Frame) -> None:
+        self._last_seq = frame.seq
+        try:
+            kind = FrameType(frame.type)
+        except ValueError:
+            return  # unknown types are ignored so that later versions can add some
+        try:
+            if kind in (FrameType.HELLO, FrameType.RESET):
+                if kind == FrameType.HELLO:
+                    hello = wire.Hello.unpack(frame.payload)
+                    self._host_max_payload = max(16, hello.host_max_payload)
+                self._drop_session()
+                self._send(FrameType.READY, self._ready_payload())
+            elif kind == FrameType.BEGIN:
+                self._on_begin(frame, wire.Begin.unpack(frame.payload))
+            elif kind == FrameType.DATA:
+                self._on_data(frame, *wire.unpack_data(frame.payload))
+            elif kind == FrameType.RESULT_ACK:
+                if wire.unpack_job(frame.payload) == self._job and self._final is not None:
+                    self._final = None
+                    self._state = DeviceState.IDLE
+            elif kind == FrameType.PING:
+                echo = frame.payload[:16]
+                self._send(FrameType.PONG, wire.pack_pong(self._state, self._job, echo))
+                if self._final is not None:
+                    self._final_due = self.clock()  # the host may be waiting for a lost answer
+        except wire.WireError:
+            self.bad_frames += 1
+
+    # --- transfers ---------------------------------------------------------------------------
+
+    def _on_begin(self, frame: wire.Frame, begin: wire.Begin) -> None:
+        if begin.job == self._job and self._begin is not None and self._begin == begin:
+            # A repeated BEGIN: our answer was lost. Say where we are.
+            self._repeat_progress()
+            return
+        self._job = begin.job
+        self._begin = begin
+        self._buf = bytearray()
+        self._final = None
+        refusal = self._refusal(begin)
+        if refusal is not None:
+            self._finish(wire.FrameType.ERROR, wire.pack_error(begin.job, *refusal))
+            return
+        self._state = DeviceState.RECEIVING
+        if begin.total_length == 0:
+            self._complete()
+        else:
+            self._send(FrameType.ACK, wire.pack_job_offset(begin.job, 0))
+
+    def _refusal(self, begin: wire.Begin) -> tuple[int, str] | None:
+        if begin.kind == JobKind.ITEM:
+            if not self._set_up:
+                return ErrorCode.NOT_SET_UP, "no SETUP transfer completed since HELLO"
+            rates = tuple(self.recognizer.sample_rates)
+            if begin.sample_rate not in rates:
+                return (
+                    ErrorCode.UNSUPPORTED_RATE,
+                    f"sample rate {begin.sample_rate} Hz; this device accepts {rates}",
+                )
+            if begin.total_length % 2:
+                return ErrorCode.BAD_REQUEST, "16-bit PCM needs an even number of bytes"
+        elif begin.kind != JobKind.SETUP:
+            return ErrorCode.BAD_REQUEST, f"unknown transfer kind {begin.kind}"
+        if begin.total_length > self.settings.max_input:
+            return (
+                ErrorCode.TOO_LARGE,
+                f"{begin.total_length} bytes; this device takes {self.settings.max_input}",
+            )
+        return None
+
+    def _on_data(self, frame: wire.Frame, job: int, offset: int, chunk: bytes) -> None:
+        if job != self._job:
+            return
+        if self._state != DeviceState.RECEIVING:
+            if self._state in (DeviceState.PROCESSING, DeviceState.DONE):
+                self._repeat_progress()
+            return
+        assert self._begin is not None
+        received = len(self._buf)
+        if offset == received and chunk:
+            if received + len(chunk) > self._begin.total_length:
+                self._finish(
+                    FrameType.ERROR,
+                    wire.pack_error(job, ErrorCode.BAD_REQUEST, "DATA beyond total_length"),
+                )
+                return
+            self._buf += chunk
+            if len(self._buf) < self._begin.total_length:
+                self._send(FrameType.ACK, wire.pack_job_offset(job, len(self._buf)))
+            elif zlib.crc32(self._buf) != self._begin.crc32:
+                # Every frame passed its CRC but the whole does not: start the input again.
+                self._buf = bytearray()
+                self._send(FrameType.NAK, wire.pack_job_offset(job, 0))
+            else:
+                self._complete()
+        elif offset < received:
+            self._send(FrameType.ACK, wire.pack_job_offset(job, received))
+        else:
+            # A gap: a frame before this one was lost.
+            self._send(FrameType.NAK, wire.pack_job_offset(job, received))
+
+    def _repeat_progress(self) -> None:
+        """Answer a repeated BEGIN or DATA: the host missed our last answer."""
+        assert self._begin is not None
+        if self._state == DeviceState.RECEIVING:
+            self._send(FrameType.ACK, wire.pack_job_offset(self._job, len(self._buf)))
+        elif self._state in (DeviceState.PROCESSING, DeviceState.DONE):
+            total = self._begin.total_length
+            self._send(FrameType.COMPLETE, wire.pack_job_offset(self._job, total))
+
+    def _complete(self) -> None:
+        assert self._begin is not None
+        self._state = DeviceState.PROCESSING
+        self._send(FrameType.COMPLETE, wire.pack_job_offset(self._job, self._begin.total_length))
+        data = bytes(self._buf)
+        self._buf = bytearray()
+        self._work.put((self._generation, self._job, self._begin, data))
+
+    # --- results -----------------------------------------------------------------------------
+
+    def _work_loop(self) -> None:
+        while True:
+            task = self._work.get()
+            if task is None:
+                return
+            generation, job, begin, data = task
+            try:
+                if begin.kind == JobKind.SETUP:
+                    self.recognizer.load(wire.vocabulary_from_bytes(data))
+                    text = ""
+                else:
+                    text = self.recognizer.recognize(data, begin.sample_rate)
+                answer = (FrameType.RESULT, wire.pack_result(job, text))
+            except Exception as exc:  # the participant's code: any failure becomes ERROR
+                message = f"{type(exc).__name__}: {exc}"[:200]
+                answer = (
+                    FrameType.ERROR,
+                    wire.pack_error(job, ErrorCode.RECOGNIZER_FAILED, message),
+                )
+            with self._lock:
+                if generation != self._generation or job != self._job:
+                    continue  # abandoned by RESET, HELLO or a newer BEGIN
+                if self._state != DeviceState.PROCESSING:
+                    continue
+                ftype, payload = answer
+                if len(payload) > self._host_max_payload:
+                    ftype = FrameType.ERROR
+                    payload = wire.pack_error(
+                        job, ErrorCode.RESULT_TOO_LARGE, "result longer than the host accepts"
+                    )
+                if begin.kind == JobKind.SETUP and ftype == FrameType.RESULT:
+                    self._set_up = True
+                self._finish(ftype, payload)
+
+    def _finish(self, ftype: int, payload: bytes) -> None:
+        """Send the job's final answer; it is repeated until RESULT_ACK."""
+        self._state = DeviceState.DONE
+        self._final = (ftype, payload)
+        self._final_tries = 0
+        self._final_due = self.clock()
+        self._retransmit_final()
+
+    def _retransmit_final(self) -> None:
+        if self._final is None or self.clock() < self._final_due:
+            return
+        if self._final_tries >= RESULT_RETRIES:
+            self._final = None
+            self._state = DeviceState.IDLE
+            return
+        ftype, payload = self._final
+        self._final_tries += 1
+        self._send(ftype, payload)
+        self._final_due = self.clock() + self.retransmit_seconds(len(payload))
+
+    def retransmit_seconds(self, payload_len: int) -> float:
+        """How long to wait for RESULT_ACK: the round trip on the line plus 100 ms."""
+        line = (wire.encoded_size(payload_len) + wire.encoded_size(2)) * 10 / self.settings.baud
+        return 0.1 + 2 * line
+
+    # --- helpers -----------------------------------------------------------------------------
+
+    def _drop_session(self) -> None:
+        self._generation += 1
+        self._set_up = False
+        self._state = DeviceState.IDLE
+        self._job = wire.NO_JOB
+        self._begin = None
+        self._buf = bytearray()
+        self._final = None
+
+    def _ready_payload(self) -> bytes:
+        rec = self.recognizer
+        return wire.Ready(
+            version=wire.PROTOCOL_VERSION,
+            flags=wire.READY_FLAG_PING_WHILE_BUSY,
+            max_payload=self.settings.max_payload,
+            window=self.settings.window,
+            boot_id=self.boot_id,
+            max_input=self.settings.max_input,
+            sample_rates=tuple(rec.sample_rates),
+            name=rec.name,
+            software=rec.version,
+        ).pack()
+
+    def _send(self, ftype: int, payload: bytes, flush: bool = False) -> None:
+        frame = wire.encode_frame(ftype, self._seq, payload, ack=self._last_seq)
+        self._seq = (self._seq + 1) & 0xFFFF
+        with contextlib.suppress(OSError):
+            self.port.write(wire.DELIMITER + frame if flush else frame)

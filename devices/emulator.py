@@ -1,0 +1,421 @@
+"""A device on a pseudo-terminal: the agent behind an emulated serial line.
+
+The controller opens the emulator's tty path with pyserial exactly as it would
+open /dev/ttyUSB0. Between that tty and the agent the emulator models the line:
+bytes move at baud / 10 bytes per second in each direction (8N1), bits can be
+flipped at a given rate, the device's CPU can be slowed by a factor, and the
+device can reboot (at random, or when asked: the emulated DTR/RTS reset).
+
+Command line (prints the tty path on the first line of stdout, then runs until
+interrupted; SIGUSR1 reboots the device as a hard reset would)::
+
+    python -m devices.emulator --agent examples.devices.sphinx_command --baud 115200 \
+        [--bit-error-rate 1e-4] [--slowdown 2] [--reboot-every-seconds N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import math
+import os
+import random
+import select
+import signal
+import sys
+import threading
+import time
+import tty
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from .agent_core import AgentCore, AgentSettings
+from .hooks import Recognizer, RecognizerFactory, load_agent
+
+# Bytes the line moves per pacing step are those of about this many seconds.
+_SLICE_SECONDS = 0.002
+# A line idle for longer than this starts its next byte "now" rather than on the old schedule.
+_IDLE_SECONDS = 0.005
+
+
+@dataclass(frozen=True)
+class LineStats:
+    """What the emulated line did so far."""
+
+    bytes_to_device: int
+    bytes_to_host: int
+    bits_flipped: int
+    reboots: int
+
+
+class _SlowRecognizer:
+    """Wraps a recognizer so every call takes ``factor`` times as long."""
+
+    def __init__(self, inner: Recognizer, factor: float) -> None:
+        self.inner = inner
+        self.factor = factor
+        self.name = inner.name
+        self.version = inner.version
+        self.sample_rates = tuple(inner.sample_rates)
+
+    def _slow(self, started: float) -> None:
+        if self.factor > 1.0:
+            time.sleep((time.monotonic() - started) * (self.factor - 1.0))
+
+    def load(self, vocabulary: Sequence[str]) -> None:
+        started = time.monotonic()
+        try:
+            self.inner.load(vocabulary)
+        finally:
+            self._slow(started)
+
+    def recognize(self, pcm: bytes, sample_rate: int) -> str:
+        started = time.monotonic()
+        try:
+            return self.inner.recognize(pcm, sample_rate)
+        finally:
+            self._slow(started)
+
+
+class _Buffer:
+    """A byte queue between the line threads and the device."""
+
+    def __init__(self) -> None:
+        self._data = bytearray()
+        self._cond = threading.Condition()
+
+    def put(self, data: bytes) -> None:
+        with self._cond:
+            self._data += data
+            self._cond.notify_all()
+
+    def take(self, limit: int, timeout: float) -> bytes:
+        with self._cond:
+            if not self._data:
+                self._cond.wait(timeout)
+            out = bytes(self._data[:limit])
+            del self._data[:limit]
+            return out
+
+    def clear(self) -> None:
+        with self._cond:
+            self._data.clear()
+
+
+class _DevicePort:
+    """The device's view of the line during one boot; dead after a reboot."""
+
+    def __init__(self, rx: _Buffer, tx: _Buffer) -> None:
+        self._rx = rx
+        self._tx = tx
+        self.alive = True
+
+    def read(self, timeout: float) -> bytes:
+        if not self.alive:
+            time.sleep(timeout)
+            return b""
+        return self._rx.take(1 << 16, timeout)
+
+    def write(self, data: bytes) -> None:
+        if self.alive:
+            self._tx.put(data)
+
+
+class _Noise:
+    """Flips bits at a fixed rate: the gap to the next error is geometric."""
+
+    def __init__(self, rate: float, rng: random.Random) -> None:
+        self.rate = rate
+        self.rng = rng
+        self.flipped = 0
+        self._gap = self._draw()
+
+    def _draw(self) -> int:
+        if self.rate <= 0:
+            return 1 << 62
+        u = 1.0 - self.rng.random()  # in (0, 1]
+        return int(math.log(u) / math.log1p(-self.rate))
+
+    def apply(self, data: bytes) -> bytes:
+        bits = len(data) * 8
+        if self._gap >= bits:
+            self._gap -= bits
+            return data
+        out = bytearray(data)
+        pos = self._gap
+        while pos < bits:
+            out[pos // 8] ^= 1 << (pos % 8)
+            self.flipped += 1
+            pos += 1 + self._draw()
+        self._gap = pos - bits
+        return bytes(out)
+
+
+class Emulator:
+    """The agent on a pty behind an emulated serial line; ``path`` is the tty to open.
+
+    ``agent`` is an agent module path (with ``make_recognizer``) or a factory.
+    Use as a context manager, or call :meth:`start` and :meth:`close`.
+    """
+
+    def __init__(
+        self,
+        agent: str | RecognizerFactory,
+        baud: int = 115200,
+        bit_error_rate: float = 0.0,
+        slowdown: float = 1.0,
+        reboot_every_seconds: float | None = None,
+        boot_seconds: float = 0.3,
+        settings: AgentSettings | None = None,
+        seed: int | None = None,
+    ) -> None:
+        if baud <= 0:
+            raise ValueError(f"baud must be positive, got {baud}")
+        if not 0.0 <= bit_error_rate < 0.1:
+            raise ValueError(f"bit_error_rate must be in [0, 0.1), got {bit_error_rate}")
+        if slowdown < 1.0:
+            raise ValueError(f"slowdown is a factor >= 1, got {slowdown}")
+        self.factory: RecognizerFactory = load_agent(agent) if isinstance(agent, str) else agent
+        self.baud = baud
+        self.slowdown = slowdown
+        self.reboot_every_seconds = reboot_every_seconds
+        self.boot_seconds = boot_seconds
+        self.settings = settings or AgentSettings(baud=baud)
+        self._rng = random.Random(seed)
+        self._noise_up = _Noise(bit_error_rate, random.Random(self._rng.random()))
+        self._noise_down = _Noise(bit_error_rate, random.Random(self._rng.random()))
+        self._rx = _Buffer()  # host -> device, after the line
+        self._tx = _Buffer()  # device -> host, before the line
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._boot_lock = threading.Lock()
+        self._boot_stop: threading.Event | None = None
+        self._port: _DevicePort | None = None
+        self._master = -1
+        self._slave = -1
+        self.path = ""
+        self._bytes_up = 0
+        self._bytes_down = 0
+        self._reboots = 0
+        self.boots = 0
+        self.last_error: BaseException | None = None
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> str:
+        """Create the pty, boot the device and start the line; return the tty path."""
+        self._master, self._slave = os.openpty()
+        # Raw mode: no echo, no CR/LF translation; binary frames pass as they are.
+        tty.setraw(self._slave)
+        self.path = os.ttyname(self._slave)
+        for target, name in (
+            (self._uplink, "emu-uplink"),
+            (self._downlink, "emu-downlink"),
+        ):
+            thread = threading.Thread(target=target, daemon=True, name=name)
+            thread.start()
+            self._threads.append(thread)
+        self._boot(delay=0.0)
+        if self.reboot_every_seconds:
+            thread = threading.Thread(target=self._random_reboots, daemon=True, name="emu-reboot")
+            thread.start()
+            self._threads.append(thread)
+        return self.path
+
+    def close(self) -> None:
+        """Stop the device and the line and close the pty."""
+        self._stop.set()
+        with self._boot_lock:
+            if self._boot_stop is not None:
+                self._boot_stop.set()
+            if self._port is not None:
+                self._port.alive = False
+        for thread in self._threads:
+            thread.join(timeout=2.0)
+        for fd in (self._master, self._slave):
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self._master = self._slave = -1
+
+    def __enter__(self) -> Emulator:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- faults ------------------------------------------------------------------------------
+
+    def reboot(self) -> None:
+        """Power-cycle the device: all state lost, silent for boot_seconds, then READY."""
+        self._reboots += 1
+        self._boot(delay=self.boot_seconds)
+
+    hard_reset = reboot  # what toggling DTR/RTS does to a board wired for it
+
+    def inject(self, garbage: bytes, to_host: bool = True) -> None:
+        """Put raw bytes on the line (line noise, a boot banner, a half frame)."""
+        if to_host:
+            self._tx.put(garbage)
+        else:
+            self._rx.put(garbage)
+
+    def stats(self) -> LineStats:
+        return LineStats(
+            self._bytes_up,
+            self._bytes_down,
+            self._noise_up.flipped + self._noise_down.flipped,
+            self._reboots,
+        )
+
+    # --- the device --------------------------------------------------------------------------
+
+    def _boot(self, delay: float) -> None:
+        with self._boot_lock:
+            if self._boot_stop is not None:
+                self._boot_stop.set()
+            if self._port is not None:
+                self._port.alive = False
+            self._rx.clear()
+            self._tx.clear()
+            stop = threading.Event()
+            port = _DevicePort(self._rx, self._tx)
+            self._boot_stop = stop
+            self._port = port
+        thread = threading.Thread(
+            target=self._run_device, args=(port, stop, delay), daemon=True, name="emu-device"
+        )
+        thread.start()
+
+    def _run_device(self, port: _DevicePort, stop: threading.Event, delay: float) -> None:
+        if stop.wait(delay):
+            return
+        try:
+            recognizer: Recognizer = self.factory()
+            if self.slowdown > 1.0:
+                recognizer = _SlowRecognizer(recognizer, self.slowdown)
+            # Bytes that arrived while the device was off are lost, as on a real board.
+            self._rx.clear()
+            self.boots += 1
+            AgentCore(port, recognizer, self.settings).run(stop)
+        except BaseException as exc:  # keep the emulator up; the host sees a silent device
+            self.last_error = exc
+
+    def _random_reboots(self) -> None:
+        assert self.reboot_every_seconds
+        while not self._stop.wait(self._rng.expovariate(1.0 / self.reboot_every_seconds)):
+            self.reboot()
+
+    # --- the line ----------------------------------------------------------------------------
+
+    def _pace(self, free_at: float, nbytes: int) -> float:
+        """Sleep until ``nbytes`` have crossed the line; return when the line is free again."""
+        now = time.monotonic()
+        start = free_at if now - free_at < _IDLE_SECONDS else now
+        end = start + nbytes * 10 / self.baud
+        if end > now:
+            time.sleep(end - now)
+        return end
+
+    def _slice(self) -> int:
+        return max(1, int(self.baud / 10 * _SLICE_SECONDS))
+
+    def _uplink(self) -> None:
+        free_at = 0.0
+        size = self._slice()
+        while not self._stop.is_set():
+            try:
+                ready, _, _ = select.select([self._master], [], [], 0.05)
+                if not ready:
+                    continue
+                data = os.read(self._master, size)
+            except OSError:
+                if self._stop.wait(0.05):
+                    return
+                continue
+            free_at = self._pace(free_at, len(data))
+            self._bytes_up += len(data)
+            data = self._noise_up.apply(data)
+            with self._boot_lock:
+                if self._port is not None and self._port.alive:
+                    self._rx.put(data)
+
+    def _downlink(self) -> None:
+        free_at = 0.0
+        size = self._slice()
+        while not self._stop.is_set():
+            data = self._tx.take(size, 0.05)
+            if not data:
+                continue
+            free_at = self._pace(free_at, len(data))
+            self._bytes_down += len(data)
+            data = self._noise_down.apply(data)
+            view = memoryview(data)
+            while view and not self._stop.is_set():
+                try:
+                    _, writable, _ = select.select([], [self._master], [], 0.05)
+                    if writable:
+                        view = view[os.write(self._master, view) :]
+                except OSError:
+                    break
+
+
+@contextlib.contextmanager
+def emulate(agent: str | RecognizerFactory, **options: object) -> Iterator[str]:
+    """``with emulate("examples.devices.checksum", baud=921600) as tty_path: ...``"""
+    emulator = Emulator(agent, **options)  # type: ignore[arg-type]
+    try:
+        yield emulator.start()
+    finally:
+        emulator.close()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command line: run one emulated device until interrupted."""
+    parser = argparse.ArgumentParser(
+        prog="python -m devices.emulator", description="Emulate a serial device on a pty."
+    )
+    parser.add_argument("--agent", required=True, help="agent module, e.g. examples.devices.x")
+    parser.add_argument("--baud", type=int, default=115200)
+    parser.add_argument("--bit-error-rate", type=float, default=0.0)
+    parser.add_argument("--slowdown", type=float, default=1.0, help="CPU slowdown factor >= 1")
+    parser.add_argument("--reboot-every-seconds", type=float, default=None)
+    parser.add_argument("--boot-seconds", type=float, default=0.3)
+    parser.add_argument("--max-payload", type=int, default=AgentSettings().max_payload)
+    parser.add_argument("--window", type=int, default=AgentSettings().window)
+    parser.add_argument("--seed", type=int, default=None)
+    args = parser.parse_args(argv)
+    try:
+        emulator = Emulator(
+            args.agent,
+            baud=args.baud,
+            bit_error_rate=args.bit_error_rate,
+            slowdown=args.slowdown,
+            reboot_every_seconds=args.reboot_every_seconds,
+            boot_seconds=args.boot_seconds,
+            settings=AgentSettings(
+                baud=args.baud, max_payload=args.max_payload, window=args.window
+            ),
+            seed=args.seed,
+        )
+    except ValueError as exc:
+        parser.error(str(exc))
+    done = threading.Event()
+    signal.signal(signal.SIGUSR1, lambda *_: emulator.hard_reset())
+    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    path = emulator.start()
+    sys.stdout.write(path + "\n")
+    sys.stdout.flush()
+    try:
+        while not done.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        emulator.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,407 @@
+"""Systems on an embedded device at the end of a serial line (device kind "serial").
+
+The wire protocol is docs/device-protocol.md, spoken by devices.host. An item
+is one recording sent as 16-bit PCM: the transfer is timed as the item's
+stage_seconds, and the processing clock starts when the device says the input
+is complete. A device that stops answering is reset (soft, then hard) and the
+attempt comes back with link_lost, so the controller sends the item again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import serial
+import soundfile as sf
+
+from devices import wire
+from devices.host import (
+    DeviceLink,
+    DeviceRefused,
+    LinkCounters,
+    LinkInterrupted,
+    LinkLost,
+)
+
+from .base import ItemAttempt, ItemRequest, Outcome, Runner, StartError, StartInfo, SystemSpec
+
+ResetLine = Literal["dtr", "rts", "none"]
+_RESET_PULSE_SECONDS = 0.1
+_SOFT_RESET_SECONDS = 2.0
+
+
+@dataclass(frozen=True)
+class SerialOptions:
+    """A serial device's settings from the site file."""
+
+    port: str = ""
+    baud: int = 115200
+    reset: ResetLine = "dtr"
+    boot_timeout: float = 10.0
+    # Agent module to run under devices.emulator instead of opening a real port.
+    emulate: str | None = None
+    emulate_args: tuple[str, ...] = ()
+    # No frame at all from a working device for this long means the link is lost.
+    silence_seconds: float = 3.0
+    ping_seconds: float = 0.5
+    max_window: int = 3
+    # The task's vocabulary: a file with one command per line, or the entries themselves.
+    vocabulary: tuple[str, ...] | str | None = None
+
+    @classmethod
+    def from_mapping(cls, options: Mapping[str, Any]) -> SerialOptions:
+        # The site file's "kind" names the runner, not an option; None means "not given".
+        options = {k: v for k, v in options.items() if k != "kind" and v is not None}
+        known = set(cls.__dataclass_fields__)
+        unknown = sorted(set(options) - known)
+        if unknown:
+            raise ValueError(
+                f"unknown serial device option(s) {', '.join(unknown)}; "
+                f"known: {', '.join(sorted(known))}"
+            )
+        values = dict(options)
+        if "emulate_args" in values:
+            values["emulate_args"] = tuple(str(a) for a in values["emulate_args"])
+        vocab = values.get("vocabulary")
+        if isinstance(vocab, list | tuple):
+            values["vocabulary"] = tuple(str(v) for v in vocab)
+        opts = cls(**values)
+        if opts.reset not in ("dtr", "rts", "none"):
+            raise ValueError(f'reset must be "dtr", "rts" or "none", got {opts.reset!r}')
+        if not opts.port and not opts.emulate:
+            raise ValueError('a serial device needs port = "/dev/ttyUSB0" (or emulate = ...)')
+        if opts.baud <= 0 or opts.boot_timeout <= 0:
+            raise ValueError("baud and boot_timeout must be positive")
+        return opts
+
+
+def read_pcm(path: Path) -> tuple[bytes, int]:
+    """Mono 16-bit little-endian PCM and its sample rate; ValueError if not mono."""
+    info = sf.info(str(path))
+    if info.channels != 1:
+        raise ValueError(f"{path.name} has {info.channels} channels; devices take mono")
+    samples, rate = sf.read(str(path), dtype="<i2")
+    return samples.tobytes(), int(rate)
+
+
+class SerialRunner(Runner):
+    """A participant's recognizer running on a device behind a serial port."""
+
+    def __init__(self, spec: SystemSpec, options: Mapping[str, Any] | SerialOptions) -> None:
+        self.spec = spec
+        self.options = (
+            options if isinstance(options, SerialOptions) else SerialOptions.from_mapping(options)
+        )
+        self.counters = LinkCounters()
+        self._serial: Any = None
+        self._link: DeviceLink | None = None
+        self._emulator: subprocess.Popen[bytes] | None = None
+        self._port_path = self.options.port
+        self._ready: wire.Ready | None = None
+        self._fresh = False  # the device was just reset and has no job
+        spec.log_path.parent.mkdir(parents=True, exist_ok=True)
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> StartInfo:
+        t0 = time.monotonic()
+        setup_deadline = t0 + self.spec.setup_seconds
+        try:
+            link = self._open()
+            ready = self._handshake(link, min(setup_deadline, t0 + self.options.boot_timeout))
+            vocabulary = wire.vocabulary_bytes(self._vocabulary())
+            answer = link.run_job(wire.JobKind.SETUP, vocabulary, 0, setup_deadline)
+        except (LinkLost, TimeoutError, OSError, serial.SerialException) as exc:
+            self._log(f"start failed: {exc}")
+            raise StartError(f"device on {self._port_path}: {exc}") from exc
+        if answer.error is not None:
+            raise StartError(f"device refused the setup: error {answer.error_code}: {answer.error}")
+        self._fresh = False
+        link.ping(timeout=1.0)
+        self._log(f"ready: {ready.name} {ready.software}, boot {ready.boot_id:08x}")
+        return StartInfo(ready.name, ready.software, answer.arrived - t0, self._pid())
+
+    def _pid(self) -> int | None:
+        return self._emulator.pid if self._emulator is not None else None
+
+    def _open(self) -> DeviceLink:
+        if self._link is not None:
+            return self._link
+        opts = self.options
+        if opts.emulate and self._emulator is None:
+            self._port_path = self._start_emulator()
+        try:
+            handle = serial.serial_for_url(
+                self._port_path, baudrate=opts.baud, timeout=0.02, write_timeout=10.0
+            )
+        except (serial.SerialException, ValueError) as exc:
+            raise StartError(f"cannot open serial port {self._port_path}: {exc}") from exc
+        self._serial = handle
+        self._link = DeviceLink(handle, opts.baud, opts.silence_seconds, opts.max_window)
+        self._link.counters = self.counters
+        return self._link
+
+    def _start_emulator(self) -> str:
+        opts = self.options
+        assert opts.emulate
+        root = Path(__file__).resolve().parents[1]
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(self.spec.workdir), str(root), env.get("PYTHONPATH", "")) if p
+        )
+        command = [
+            sys.executable,
+            "-m",
+            "devices.emulator",
+            "--agent",
+            opts.emulate,
+            "--baud",
+            str(opts.baud),
+            *opts.emulate_args,
+        ]
+        log = open(self.spec.log_path, "ab")
+        try:
+            proc = subprocess.Popen(
+                command,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                cwd=self.spec.workdir,
+                env=env,
+                start_new_session=True,
+            )
+        finally:
+            log.close()
+        assert proc.stdout is not None
+        line = proc.stdout.readline().decode().strip()
+        if not line:
+            proc.kill()
+            proc.wait()
+            raise StartError(
+                f"the emulator for {opts.emulate} did not start; see {self.spec.log_path}"
+            )
+        self._emulator = proc
+        return line
+
+    def _handshake(self, link: DeviceLink, deadline: float) -> wire.Ready:
+        """HELLO until READY; half-way through the boot timeout, a hard reset."""
+        half = time.monotonic() + (deadline - time.monotonic()) / 2
+        try:
+            ready = link.hello(half)
+        except LinkLost:
+            # A device stuck in its own code ignores HELLO; the reset line does not.
+            self._hard_reset()
+            ready = link.hello(deadline)
+        self._ready = ready
+        return ready
+
+    def _hard_reset(self) -> bool:
+        """Pulse the reset line (or reboot the emulator); False if there is no way to."""
+        if self._emulator is not None and self._emulator.poll() is None:
+            self._emulator.send_signal(signal.SIGUSR1)
+            self._log("hard reset (emulator)")
+            return True
+        line = self.options.reset
+        if line == "none" or self._serial is None:
+            return False
+        try:
+            setattr(self._serial, line, True)
+            time.sleep(_RESET_PULSE_SECONDS)
+            setattr(self._serial, line, False)
+        except (OSError, serial.SerialException, ValueError) as exc:
+            self._log(f"hard reset by {line.upper()} failed: {exc}")
+            return False
+        self._log(f"hard reset ({line.upper()})")
+        return True
+
+    def _vocabulary(self) -> list[str]:
+        vocab = self.options.vocabulary
+        if vocab is None:
+            path = self.spec.setup_files.get("vocabulary")
+            vocab = str(path) if path is not None else None
+        if vocab is None:
+            return []
+        if isinstance(vocab, str):
+            text = Path(vocab).read_text(encoding="utf-8")
+            return [line.strip() for line in text.splitlines() if line.strip()]
+        return list(vocab)
+
+    # --- items -------------------------------------------------------------------------------
+
+    def run_item(self, request: ItemRequest) -> ItemAttempt:
+        link, ready = self._link, self._ready
+        if link is None or ready is None:
+            raise RuntimeError("run_item before start")
+        t_stage = time.monotonic()
+        before = self.counters.copy()
+
+        def attempt(
+            outcome: Outcome, sent: float, done: float, stage: float, **kw: Any
+        ) -> ItemAttempt:
+            counts = _describe(self.counters.since(before))
+            message = "; ".join(m for m in (kw.pop("message", ""), counts) if m)
+            return ItemAttempt(
+                request.anon_id,
+                outcome,
+                sent,
+                done,
+                stage,
+                message=message,
+                round_trip_seconds=link.round_trip_seconds,
+                **kw,
+            )
+
+        try:
+            pcm, rate = read_pcm(next(iter(request.files.values())))
+        except (StopIteration, ValueError, RuntimeError, OSError) as exc:
+            now = time.monotonic()
+            return attempt("error", now, now, 0.0, message=f"cannot read the audio: {exc}")
+        refusal = _refusal(ready, rate, len(pcm))
+        if refusal:
+            now = time.monotonic()
+            return attempt("error", now, now, 0.0, message=refusal)
+        job = link.next_job()
+        self._fresh = False
+        try:
+            transfer = link.transfer(job, wire.JobKind.ITEM, pcm, rate)
+        except DeviceRefused as exc:
+            now = time.monotonic()
+            return attempt("error", now, now, now - t_stage, message=str(exc))
+        except LinkInterrupted:
+            now = time.monotonic()
+            return attempt("crashed", now, now, now - t_stage, message="interrupted")
+        except LinkLost as exc:
+            now = time.monotonic()
+            return self._lost(attempt, now, now, now - t_stage, f"during transfer: {exc}")
+        sent = transfer.complete_at
+        stage_seconds = sent - t_stage
+        ping = self.options.ping_seconds if ready.ping_while_busy else None
+        try:
+            answer = link.wait_answer(job, sent + request.hang_seconds, ping)
+        except TimeoutError:
+            now = time.monotonic()
+            result = attempt(
+                "timeout",
+                sent,
+                now,
+                stage_seconds,
+                message=f"no RESULT within hang_seconds={request.hang_seconds:g}; reset",
+                system_lost=True,
+            )
+            self.kill()
+            return result
+        except LinkInterrupted:
+            now = time.monotonic()
+            return attempt("crashed", sent, now, stage_seconds, message="interrupted")
+        except LinkLost as exc:
+            return self._lost(attempt, sent, time.monotonic(), stage_seconds, str(exc))
+        if answer.error is not None:
+            return attempt(
+                "error",
+                sent,
+                answer.arrived,
+                stage_seconds,
+                message=f"device error {answer.error_code}: {answer.error}",
+            )
+        return attempt("result", sent, answer.arrived, stage_seconds, output={"text": answer.text})
+
+    def _lost(self, attempt: Any, sent: float, done: float, stage: float, why: str) -> ItemAttempt:
+        """The device stopped answering: reset it (soft, then hard) and report the link lost."""
+        result = attempt(
+            "crashed",
+            sent,
+            done,
+            stage,
+            message=f"link lost: {why}",
+            link_lost=True,
+            system_lost=True,
+        )
+        self._log(f"link lost: {why}")
+        self._reset_device()
+        return result
+
+    def _reset_device(self) -> None:
+        link = self._link
+        if link is None:
+            return
+        try:
+            link.hello(time.monotonic() + _SOFT_RESET_SECONDS, reset=True)
+            self._fresh = True
+            return
+        except (LinkLost, LinkInterrupted, OSError, serial.SerialException):
+            pass
+        if self._hard_reset():
+            with contextlib.suppress(LinkLost, LinkInterrupted, OSError, serial.SerialException):
+                link.hello(time.monotonic() + self.options.boot_timeout)
+                self._fresh = True
+
+    # --- stopping ----------------------------------------------------------------------------
+
+    def kill(self) -> None:
+        """Abandon the device's job at once (RESET, no wait); the port stays open."""
+        link = self._link
+        if link is not None and not self._fresh:
+            with contextlib.suppress(OSError, serial.SerialException, ValueError):
+                link.send(wire.FrameType.RESET, flush=True)
+            self._fresh = True
+        self._ready = None
+
+    def interrupt(self) -> None:
+        link = self._link
+        if link is not None:
+            link.interrupt()
+
+    def restart(self) -> StartInfo:
+        self.kill()
+        return self.start()
+
+    def stop(self) -> None:
+        self.kill()
+        if self._serial is not None:
+            with contextlib.suppress(Exception):
+                self._serial.close()
+        self._serial = None
+        self._link = None
+        proc = self._emulator
+        if proc is not None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            if proc.stdout is not None:
+                proc.stdout.close()
+            self._emulator = None
+
+    def _log(self, text: str) -> None:
+        with open(self.spec.log_path, "a", encoding="utf-8") as log:
+            log.write(f"--- onsite: serial {text} at {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
+
+
+def _refusal(ready: wire.Ready, rate: int, length: int) -> str | None:
+    if rate not in ready.sample_rates:
+        return f"the device accepts {list(ready.sample_rates)} Hz, the item is {rate} Hz"
+    if length > ready.max_input:
+        return f"the item has {length} bytes of PCM, the device takes at most {ready.max_input}"
+    return None
+
+
+def _describe(counts: LinkCounters) -> str:
+    """Retransmission counts for the attempt's message; empty on a clean line."""
+    parts: Sequence[tuple[int, str]] = (
+        (counts.retransmitted_frames, "retransmitted frames"),
+        (counts.naks, "NAKs"),
+        (counts.timeouts, "retransmission timeouts"),
+        (counts.bad_frames, "corrupt frames received"),
+    )
+    text = ", ".join(f"{n} {label}" for n, label in parts if n)
+    return f"link: {text}" if text else ""
