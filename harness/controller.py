@@ -357,6 +357,8 @@ class Controller:
         output = dict(result.output) if result.output is not None else None
         if output is not None:
             problem = kind.check_output(output)
+            if not problem and kind.check_item is not None:
+                problem = kind.check_item(item, output)
             if problem:
                 verdict, message = "invalid_output", problem
         speed = kind.speed(item, result.seconds) if result.outcome == "result" else None

@@ -153,7 +153,21 @@ class Rules(_Strict):
 class Task(_Strict):
     """One evaluation task: its kind, test set, unit and budget."""
 
-    kind: Literal["asr", "command", "kws", "ocr", "face-detect", "face-identify", "face-verify"]
+    kind: Literal[
+        "asr",
+        "command",
+        "kws",
+        "ocr",
+        "face-detect",
+        "face-identify",
+        "face-verify",
+        "mt",
+        "cws",
+        "ner",
+        "pos",
+        "textcat",
+        "ir",
+    ]
     testset: str
     unit: Literal["word", "char"] = "word"
     case_sensitive: bool = False

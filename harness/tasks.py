@@ -66,6 +66,8 @@ class TaskKind:
     higher_is_better: bool = True
     # The secondary figures a leaderboard line shows beside the headline, from the scores.
     detail: Callable[[Mapping[str, Any]], str] = lambda scores: ""
+    # Checks an output needs its item for (e.g. one NER tag per token sent).
+    check_item: Callable[[TestItem, Mapping[str, Any]], str | None] | None = None
 
 
 def _pct(value: Any) -> str:
@@ -492,3 +494,9 @@ def headline(kind: TaskKind, task: Task, scores: Mapping[str, Any]) -> float | N
 def kind_names() -> Sequence[str]:
     """Every task kind a site file may name."""
     return tuple(TASK_KINDS)
+
+
+# The text kinds live in their own module, which needs TaskKind from this one.
+from .text_tasks import TEXT_TASK_KINDS  # noqa: E402
+
+TASK_KINDS.update(TEXT_TASK_KINDS)
