@@ -20,12 +20,33 @@ Also reported: how many utterances' (S, D, I) differ between the two (some
 are expected: with unit costs a substitution and an insertion+deletion pair
 tie differently) and whether total errors differ.
 
-Run: `.venv/bin/python benchmarks/scoring_speed.py [--chars N]`.
+Then BLEU and retrieval against their usual peers (both goal <= 1.0):
+
+* BLEU: `--segments` (100,000) synthetic English-like hypotheses of 10-40
+  tokens from a Zipfian vocabulary (punctuation, numbers and an SGML entity
+  among the frequent words), each with `--refs` references (1, and 4 too
+  unless `--refs` is given) made from the same source sentence with about 30%
+  of the words changed. Onsite: `scoring.mt.corpus_bleu` (mteval-v13a,
+  case-sensitive); peer: `sacrebleu.corpus_bleu(..., tokenize="13a",
+  lowercase=False, smooth_method="exp")`; both from strings, tokenisation
+  included, best of 3. The two scores are printed and must agree.
+* Retrieval: 200 topics x 1,000 retrieved documents with heavily tied scores,
+  qrels of 150 judged documents per topic, 50 relevant. Onsite:
+  `scoring.ir.score_ir` (MAP, R-precision, P@10, trec_eval's tie-break by
+  docno); peer: `pytrec_eval.RelevanceEvaluator(qrels, {"map", "Rprec",
+  "P_10"}).evaluate(run)`, timed including copying the parsed data into the
+  dicts it takes. Then from files: onsite's `score_ir_files` against a plain
+  reader of the same TREC files into dicts, then pytrec_eval. Per-topic
+  scores must agree.
+
+Run: `.venv/bin/python benchmarks/scoring_speed.py [--chars N] [--segments N] [--refs K]
+[--skip-asr]`.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import subprocess
 import sys
@@ -41,6 +62,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from scoring import score_asr  # noqa: E402
+from scoring.ir import score_ir, score_ir_files  # noqa: E402
+from scoring.mt import corpus_bleu  # noqa: E402
 
 SEED = 20240611
 ALPHABET = 3000  # distinct ideographs
@@ -151,11 +174,220 @@ def jiwer_counts(out: Any) -> list[tuple[int, int, int]]:
     return counts
 
 
+# --------------------------------------------------------------------------- BLEU
+
+MT_VOCAB = 20_000
+MT_CHANGED = 0.30  # words of the source sentence replaced in each hypothesis or reference
+# Frequent "words" that exercise the v13a rules: punctuation, numbers, an entity.
+MT_SPECIAL = [",", ".", "?", "'s", "3.14", "1,000", "(", ")", '"', "--", "e.g.", "U.S.", "-"]
+MT_SPECIAL += [";", ":", "&amp;", "50%"]
+
+
+def make_mt_corpus(
+    n_segments: int, n_refs: int, seed: int = SEED
+) -> tuple[list[str], list[list[str]]]:
+    """Hypotheses and `n_refs` reference sets of English-like synthetic text."""
+    rng = np.random.default_rng(seed)
+    word_len = rng.integers(1, 11, size=MT_VOCAB)
+    letters = _decode(rng.integers(ord("a"), ord("z") + 1, size=int(word_len.sum())))
+    ends = np.cumsum(word_len)
+    words = [letters[a:b] for a, b in zip((ends - word_len).tolist(), ends.tolist(), strict=True)]
+    words[::7] = [w.capitalize() for w in words[::7]]
+    words[: len(MT_SPECIAL)] = MT_SPECIAL
+    vocab = np.array(words, dtype=object)
+    cdf = np.cumsum(1.0 / np.arange(1, MT_VOCAB + 1) ** 1.1)
+    cdf /= cdf[-1]
+
+    def draw(size: int) -> np.ndarray:
+        return np.minimum(np.searchsorted(cdf, rng.random(size)), MT_VOCAB - 1)
+
+    lengths = rng.integers(10, 41, size=n_segments)
+    source = draw(int(lengths.sum()))
+    seg_ends = np.cumsum(lengths)
+    bounds = list(zip((seg_ends - lengths).tolist(), seg_ends.tolist(), strict=True))
+
+    def variant() -> list[str]:
+        ids = source.copy()
+        changed = rng.random(len(ids)) < MT_CHANGED
+        ids[changed] = draw(int(changed.sum()))
+        toks = vocab[ids]
+        return [" ".join(toks[a:b]) for a, b in bounds]
+
+    refs = [variant() for _ in range(n_refs)]
+    return variant(), refs
+
+
+def bench_bleu(n_segments: int, n_refs: int) -> None:
+    """Time corpus BLEU against sacrebleu and print the figures."""
+    import sacrebleu
+
+    hyps, refs = make_mt_corpus(n_segments, n_refs)
+    n_tokens = sum(map(len, map(str.split, hyps)))
+
+    def run_onsite() -> float:
+        return corpus_bleu(hyps, refs, "en")
+
+    def run_sacrebleu() -> Any:
+        return sacrebleu.corpus_bleu(
+            hyps, refs, tokenize="13a", lowercase=False, smooth_method="exp", force=True
+        )
+
+    run_onsite()
+    run_sacrebleu()
+    onsite_s, ours = best_of(run_onsite)
+    peer_s, theirs = best_of(run_sacrebleu)
+    print(f"BLEU, {n_segments:,} segments ({n_tokens:,} hypothesis words), {n_refs} reference(s):")
+    print(f"  onsite scoring.mt.corpus_bleu: {onsite_s:.3f} s  BLEU {100 * ours:.6f}")
+    print(f"  sacrebleu.corpus_bleu:         {peer_s:.3f} s  BLEU {theirs.score:.6f}")
+    same = math.isclose(100 * ours, theirs.score, rel_tol=1e-9)
+    print(
+        f"  ratio onsite / sacrebleu: {onsite_s / peer_s:.2f}  (goal <= 1.0); "
+        f"scores {'equal' if same else 'DIFFER'}"
+    )
+
+
+# --------------------------------------------------------------------------- retrieval
+
+IR_TOPICS = 200
+IR_RETRIEVED = 1_000
+IR_JUDGED = 150
+IR_RELEVANT = 50
+IR_MEASURES = {"map", "Rprec", "P_10"}
+
+
+def make_ir_data(
+    seed: int = SEED,
+) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, float]]]:
+    """Qrels and a run: tied scores, most relevant documents among the retrieved."""
+    rng = np.random.default_rng(seed)
+    qrels: dict[str, dict[str, int]] = {}
+    run: dict[str, dict[str, float]] = {}
+    for t in range(IR_TOPICS):
+        topic = f"{t + 1:03d}"
+        pool = dict.fromkeys(
+            f"CWT-{a:05d}-{b:04d}"
+            for a, b in zip(
+                rng.integers(0, 100_000, 2 * IR_RETRIEVED).tolist(),
+                rng.integers(0, 10_000, 2 * IR_RETRIEVED).tolist(),
+                strict=True,
+            )
+        )
+        docs = list(pool)
+        # Scores on a coarse grid so many documents tie, better for relevant ones.
+        judged = rng.choice(IR_RETRIEVED + IR_RELEVANT, size=IR_JUDGED, replace=False)
+        relevant = set(judged[:IR_RELEVANT].tolist())
+        bonus = np.array([3.0 if k in relevant else 0.0 for k in range(IR_RETRIEVED)])
+        scores = np.round(rng.random(IR_RETRIEVED) * 20 + bonus)
+        run[topic] = dict(zip(docs[:IR_RETRIEVED], scores.tolist(), strict=True))
+        qrels[topic] = {docs[k]: int(k in relevant) for k in judged.tolist()}
+    return qrels, run
+
+
+def _write_trec(
+    qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]], d: Path
+) -> None:
+    with open(d / "qrels", "w", encoding="utf-8") as f:
+        for topic, judged in qrels.items():
+            f.writelines(f"{topic} 0 {doc} {rel}\n" for doc, rel in judged.items())
+    with open(d / "run", "w", encoding="utf-8") as f:
+        for topic, scores in run.items():
+            ranked = sorted(scores.items(), key=lambda x: -x[1])
+            f.writelines(
+                f"{topic} Q0 {doc} {k} {score:g} myrun\n"
+                for k, (doc, score) in enumerate(ranked, start=1)
+            )
+
+
+def _read_for_pytrec(d: Path) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, float]]]:
+    """The plain reader a pytrec_eval user writes: split lines into nested dicts."""
+    qrels: dict[str, dict[str, int]] = {}
+    with open(d / "qrels", encoding="utf-8") as f:
+        for line in f:
+            topic, _, doc, rel = line.split()
+            qrels.setdefault(topic, {})[doc] = int(rel)
+    run: dict[str, dict[str, float]] = {}
+    with open(d / "run", encoding="utf-8") as f:
+        for line in f:
+            topic, _, doc, _, score, _ = line.split()
+            run.setdefault(topic, {})[doc] = float(score)
+    return qrels, run
+
+
+def bench_ir() -> None:
+    """Time MAP / R-precision / P@10 against pytrec_eval and print the figures."""
+    import pytrec_eval
+
+    qrels, run = make_ir_data()
+
+    def run_onsite() -> Any:
+        return score_ir(qrels, run)
+
+    def run_pytrec() -> Any:
+        q = {t: dict(j) for t, j in qrels.items()}
+        r = {t: dict(s) for t, s in run.items()}
+        return pytrec_eval.RelevanceEvaluator(q, IR_MEASURES).evaluate(r)
+
+    run_onsite()
+    run_pytrec()
+    onsite_s, report = best_of(run_onsite, 5)
+    peer_s, theirs = best_of(run_pytrec, 5)
+    n_docs = sum(map(len, run.values()))
+    print(f"retrieval, {len(run)} topics, {n_docs:,} retrieved documents:")
+    print(
+        f"  onsite score_ir:  {onsite_s:.3f} s  MAP {report.map:.6f} "
+        f"R-prec {report.rprec:.6f} P@10 {report.p10:.6f}"
+    )
+    print(
+        f"  pytrec_eval:      {peer_s:.3f} s  MAP "
+        f"{math.fsum(v['map'] for v in theirs.values()) / len(theirs):.6f}"
+    )
+    print(f"  ratio onsite / pytrec_eval: {onsite_s / peer_s:.2f}  (goal <= 1.0)")
+    differ = sum(
+        not (
+            math.isclose(s.ap, theirs[s.topic]["map"], rel_tol=1e-12, abs_tol=1e-15)
+            and math.isclose(s.rprec, theirs[s.topic]["Rprec"], rel_tol=1e-12, abs_tol=1e-15)
+            and math.isclose(s.p10, theirs[s.topic]["P_10"], rel_tol=1e-12, abs_tol=1e-15)
+        )
+        for s in report.per_topic
+    )
+    print(f"  topics whose scores differ: {differ} of {len(report.per_topic)}")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Path(tmp)
+        _write_trec(qrels, run, d)
+
+        def files_onsite() -> Any:
+            return score_ir_files(d / "qrels", d / "run")
+
+        def files_pytrec() -> Any:
+            q, r = _read_for_pytrec(d)
+            return pytrec_eval.RelevanceEvaluator(q, IR_MEASURES).evaluate(r)
+
+        files_onsite()
+        files_pytrec()
+        onsite_f, from_file = best_of(files_onsite, 5)
+        peer_f, _ = best_of(files_pytrec, 5)
+    same = "same" if from_file["map"] == report.map else "DIFFERS"
+    print(
+        f"  from TREC files: onsite score_ir_files {onsite_f:.3f} s, plain reader + "
+        f"pytrec_eval {peer_f:.3f} s; ratio {onsite_f / peer_f:.2f}  (goal <= 1.0); "
+        f"MAP {from_file['map']:.6f} ({same})"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chars", type=int, default=1_000_000, help="reference characters")
+    parser.add_argument("--segments", type=int, default=100_000, help="MT segments")
+    parser.add_argument("--refs", type=int, help="MT references per segment (default 1 and 4)")
+    parser.add_argument("--skip-asr", action="store_true", help="only the BLEU and IR figures")
     args = parser.parse_args()
 
+    for n_refs in [args.refs] if args.refs else [1, 4]:
+        bench_bleu(args.segments, n_refs)
+    bench_ir()
+    if args.skip_asr:
+        return
     import jiwer
 
     refs, hyps = make_corpus(args.chars)

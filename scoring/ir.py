@@ -24,8 +24,10 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from itertools import chain, compress, count
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -112,9 +114,11 @@ def rank_documents(scores: Mapping[str, float]) -> list[str]:
     Python compares str by code point, which for valid UTF-8 is the same
     order as trec_eval's strcmp on the bytes.
     """
-    docs = sorted(scores, reverse=True)
-    # sorted() is stable, so the descending docno order survives within ties.
-    return sorted(docs, key=lambda d: scores[d], reverse=True)
+    # One sort on (score, docno), both descending; docnos are unique keys.
+    return [d for d, _ in sorted(scores.items(), key=_SCORE_THEN_DOCNO, reverse=True)]
+
+
+_SCORE_THEN_DOCNO = itemgetter(1, 0)
 
 
 def score_topic(
@@ -130,13 +134,13 @@ def score_topic(
         ranked = ranked[:max_docs]
     relevant = {d for d, r in judgements.items() if r >= relevance_level}
     num_rel = len(relevant)
-    hits = [d in relevant for d in ranked]
+    hits = list(map(relevant.__contains__, ranked))
     sum_prec = 0.0
     so_far = 0
-    for i, hit in enumerate(hits, start=1):
-        if hit:
-            so_far += 1
-            sum_prec += so_far / i
+    # Only the relevant ranks add to AP; visiting just those (in rank order,
+    # so the float sum is the same) skips the per-document loop.
+    for so_far, i in enumerate(compress(count(1), hits), start=1):
+        sum_prec += so_far / i
     ap = sum_prec / num_rel if num_rel else 0.0
     rprec = sum(hits[:num_rel]) / num_rel if num_rel else 0.0
     p10 = sum(hits[:P_CUTOFF]) / P_CUTOFF
@@ -210,8 +214,56 @@ def _fields(path: str | Path) -> list[tuple[int, list[str]]]:
     return out
 
 
+def _quick_read(
+    path: str | Path, n_columns: int, value_column: int, convert: Callable[[str], Any]
+) -> dict[str, dict[str, Any]] | None:
+    """topic -> docno -> convert(value) for a well-formed file, else None.
+
+    Columns count from 0: the topic is column 0, the docno column 2.
+
+    The readers' quick path: one decode and a plain loop, with no line
+    numbers or per-line records kept (hundreds of thousands of live tuples
+    also make the garbage collector run over and over). None sends the
+    caller to the line-by-line reader, which finds and reports the problem.
+    """
+    try:
+        text = Path(path).read_bytes().decode("utf-8-sig")
+    except (OSError, UnicodeDecodeError):
+        return None
+    lines = text.split("\n")
+    if "#" in text:
+        # str.lstrip() and str.split() share one whitespace set, so this is
+        # "the first field starts with #".
+        lines = [line for line in lines if not line.lstrip().startswith("#")]
+    out: dict[str, dict[str, Any]] = {}
+    n_rows = 0
+    try:
+        for parts in map(str.split, lines):
+            if not parts:
+                continue
+            if len(parts) != n_columns:
+                return None
+            topic, docno, value = parts[0], parts[2], convert(parts[value_column])
+            n_rows += 1
+            try:
+                out[topic][docno] = value
+            except KeyError:
+                out[topic] = {docno: value}
+    except ValueError:
+        return None
+    if not n_rows or sum(map(len, out.values())) != n_rows:
+        return None  # empty, or a (topic, docno) repeated
+    return out
+
+
 def read_qrels(path: str | Path) -> dict[str, dict[str, int]]:
     """Read TREC qrels ``topic iter docno judgement`` into topic -> docno -> judgement."""
+    out = _quick_read(path, 4, 3, int)
+    return out if out is not None else _read_qrels_lines(path)
+
+
+def _read_qrels_lines(path: str | Path) -> dict[str, dict[str, int]]:
+    """`read_qrels` line by line, reporting the first bad line."""
     example = "e.g. '001 0 CWT-0001-0042 1'"
     out: dict[str, dict[str, int]] = {}
     where: dict[tuple[str, str], int] = {}
@@ -253,6 +305,16 @@ def read_run(path: str | Path) -> dict[str, dict[str, float]]:
     The rank column is kept only for validation of the column count: ranking
     is by score, as in trec_eval.
     """
+    out = _quick_read(path, 6, 4, float)
+    if out is not None and all(
+        map(math.isfinite, chain.from_iterable(map(dict.values, out.values())))
+    ):
+        return out
+    return _read_run_lines(path)
+
+
+def _read_run_lines(path: str | Path) -> dict[str, dict[str, float]]:
+    """`read_run` line by line, reporting the first bad line."""
     example = "e.g. '001 Q0 CWT-0001-0042 1 12.5 myrun'"
     out: dict[str, dict[str, float]] = {}
     where: dict[tuple[str, str], int] = {}

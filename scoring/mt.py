@@ -35,15 +35,25 @@ the multi-reference choice and aggregation conventions).
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
+
 from .cwmt_xml import MtFile, load_mt_file, require_mirror
 from .errors import FormatError
-from .mt_tokenize import tokenize
+from .mt_tokenize import (
+    _DIGIT_DASH,
+    _PERIOD_COMMA_AFTER,
+    _PERIOD_COMMA_BEFORE,
+    _PUNCT,
+    CJK_LANGS,
+    tokenize,
+)
 
 __all__ = [
     "BLEU_ORDER",
@@ -55,6 +65,7 @@ __all__ = [
     "MtSegment",
     "NgramStats",
     "bleu_from_stats",
+    "corpus_bleu",
     "edit_distance",
     "gtm_match_size",
     "ngram_info",
@@ -216,7 +227,12 @@ def segment_ngram_stats(
 def bleu_from_stats(stats: NgramStats, brevity: Brevity = "closest", smooth: bool = True) -> float:
     """BLEU (0..1) from summed counts: mteval-v13a ``bleu_score`` or, unsmoothed, v11b."""
     ref_len = stats.ref_len_closest if brevity == "closest" else stats.ref_len_shortest
-    hyp_len = stats.hyp_len
+    return _bleu(stats.matches, stats.totals, ref_len, smooth)
+
+
+def _bleu(matches: Sequence[int], totals: Sequence[int], ref_len: int, smooth: bool) -> float:
+    """BLEU from per-order matches and totals (index 0 is order 1) and the reference length."""
+    hyp_len = totals[0]
     if hyp_len == 0:
         return 0.0  # mteval: exp_len_score stays 0 for an empty hypothesis
     log_bp = min(0.0, 1.0 - ref_len / hyp_len)
@@ -224,7 +240,7 @@ def bleu_from_stats(stats: NgramStats, brevity: Brevity = "closest", smooth: boo
     if smooth:
         halvings = 1
         for n in range(BLEU_ORDER):
-            total, match = stats.totals[n], stats.matches[n]
+            total, match = totals[n], matches[n]
             if total == 0:
                 continue  # shorter than n: mteval adds log(1)
             if match == 0:
@@ -235,10 +251,10 @@ def bleu_from_stats(stats: NgramStats, brevity: Brevity = "closest", smooth: boo
     else:
         # v11b/--no-smoothing: the 4-gram cumulative score is 0 without a
         # 4-gram match; a 4-gram match implies matches at every lower order.
-        if stats.matches[BLEU_ORDER - 1] == 0:
+        if matches[BLEU_ORDER - 1] == 0:
             return 0.0
         for n in range(BLEU_ORDER):
-            log_sum += math.log(stats.matches[n] / stats.totals[n])
+            log_sum += math.log(matches[n] / totals[n])
     return math.exp(log_sum / BLEU_ORDER + log_bp)
 
 
@@ -564,6 +580,192 @@ def _total(parts: Sequence[MtScores]) -> MtScores:
     for part in parts[1:]:
         total = total + part
     return total
+
+
+# --------------------------------------------------------------------------- corpus BLEU
+
+# Marks segment boundaries when many segments are tokenised as one string. It
+# is no punctuation, digit or space to the v13a rules, so with a space on each
+# side every segment sees the same neighbours as when padded on its own, and
+# it comes out as a token of its own (see `_tokenize_all`).
+_SEGMENT_MARK = "\x00"
+
+
+# `normalize_v13a`'s punctuation class (ASCII only) without the space.
+# Padding a space with more spaces changes no token: the later rules can use a
+# space only as a "not a digit" neighbour, which one space is as well as three,
+# and spaces are most of that rule's matches.
+_PUNCT_NO_SPACE = re.compile(
+    "(["
+    + re.escape("".join(c for c in map(chr, range(128)) if _PUNCT.fullmatch(c) and c != " "))
+    + "])"
+)
+# Python's str.split() whitespace is Perl's \s plus these four.
+_NOT_PERL_SPACE = re.compile("[\x1c-\x1f]")
+
+
+def _spaced(pattern: re.Pattern[str], text: str, first: str, second: str) -> str:
+    """``pattern.sub`` for a two-group pattern, each group put into a format like "{} ".
+
+    re.sub with group references runs Python code per match on Python 3.11;
+    re.split does the same non-overlapping scan in C and the formatting maps
+    over the groups in C.
+    """
+    parts = pattern.split(text)
+    if first != "{}":
+        parts[1::3] = map(first.format, parts[1::3])
+    if second != "{}":
+        parts[2::3] = map(second.format, parts[2::3])
+    return "".join(parts)
+
+
+def _tokenize_v13a_batch(text: str) -> list[str]:
+    """``tokenize_v13a(text)`` for text without \x1c-\x1f, with fewer per-match costs."""
+    # The same steps as `normalize_v13a` (case-sensitive); tests compare the two.
+    text = text.replace("<skipped>", "").replace("-\n", "").replace("\n", " ")
+    text = text.replace("&quot;", '"').replace("&amp;", "&").replace("&lt;", "<")
+    text = text.replace("&gt;", ">")
+    # " ".join of a one-group split is sub(r" \1 ").
+    text = " ".join(_PUNCT_NO_SPACE.split(f" {text} "))
+    text = _spaced(_PERIOD_COMMA_AFTER, text, "{} ", "{} ")
+    text = _spaced(_PERIOD_COMMA_BEFORE, text, " {} ", "{}")
+    text = _spaced(_DIGIT_DASH, text, "{} ", "{} ")
+    # Whitespace runs as separators and no empty tokens: the collapse, strip
+    # and split of `tokenize_v13a`, given no \x1c-\x1f in the text.
+    return text.split()
+
+
+def _tokenize_all(texts: Sequence[str], lang: str) -> tuple[list[str], np.ndarray]:
+    """Tokens of all texts concatenated, and where each text's tokens start (plus the end).
+
+    Equal to tokenising each text with `tokenize`, but the regular
+    expressions run once over the joined text instead of once per segment,
+    which is most of the cost for short segments.
+    """
+    mark = _SEGMENT_MARK
+    joined = f" {mark} ".join(texts)
+    if joined.count(mark) != len(texts) - 1:
+        per_text = [tokenize(t, lang) for t in texts]
+        tokens = [tok for toks in per_text for tok in toks]
+        lengths = np.fromiter(map(len, per_text), dtype=np.int64, count=len(per_text))
+    else:
+        if lang.lower() in CJK_LANGS or _NOT_PERL_SPACE.search(joined):
+            tokens = tokenize(joined, lang)
+        else:
+            tokens = _tokenize_v13a_batch(joined)
+        # Each mark is a token of its own and the only token equal to it.
+        is_mark = np.fromiter(map(mark.__eq__, tokens), dtype=bool, count=len(tokens))
+        ends = np.flatnonzero(is_mark)
+        lengths = np.diff(ends, prepend=-1, append=len(tokens)) - 1
+        if len(ends):
+            tokens = [tok for tok in tokens if tok != mark]
+    offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return tokens, offsets
+
+
+def _densify(keys: np.ndarray) -> tuple[np.ndarray, int]:
+    """Codes 0..k-1 for int64 keys, equal keys to equal codes, and k."""
+    uniq, inverse = np.unique(keys, return_inverse=True)
+    return inverse.astype(np.int64, copy=False).reshape(-1), len(uniq)
+
+
+def _clipped_matches(hyp_keys: np.ndarray, ref_keys: Sequence[np.ndarray]) -> int:
+    """Sum over distinct hypothesis keys of min(count, largest count in one reference set)."""
+    h_uniq, h_count = np.unique(hyp_keys, return_counts=True)
+    if len(ref_keys) == 1:
+        r_uniq, r_count = np.unique(ref_keys[0], return_counts=True)
+    else:
+        # Count per (key, reference set), then the largest count of each key.
+        n_sets = len(ref_keys)
+        tagged = np.concatenate([k * n_sets + i for i, k in enumerate(ref_keys)])
+        t_uniq, t_count = np.unique(tagged, return_counts=True)
+        keys = t_uniq // n_sets
+        starts = np.flatnonzero(np.diff(keys, prepend=-1))
+        r_uniq = keys[starts]
+        r_count = np.maximum.reduceat(t_count, starts) if len(starts) else t_count
+    if not len(r_uniq):
+        return 0
+    at = np.minimum(np.searchsorted(r_uniq, h_uniq), len(r_uniq) - 1)
+    clipped = np.where(r_uniq[at] == h_uniq, np.minimum(h_count, r_count[at]), 0)
+    return int(clipped.sum())
+
+
+def _closest_lengths(hyp_len: np.ndarray, ref_len: np.ndarray) -> np.ndarray:
+    """Per segment the reference length closest to the hypothesis's, shorter on a tie."""
+    # Smallest (distance, length) pair, as `_closest`, packed into one integer.
+    span = int(ref_len.max(initial=0)) + 1
+    packed = np.abs(ref_len - hyp_len[:, None]) * span + ref_len
+    return packed.min(axis=1) % span
+
+
+def corpus_bleu(
+    hyps: Sequence[str],
+    refs: Sequence[Sequence[str]],
+    lang: str = "en",
+    brevity: Brevity = "closest",
+    smooth: bool = True,
+) -> float:
+    """Corpus BLEU (0..1) of raw hypothesis strings, as ``score_mt(...).system.bleu``.
+
+    `refs` holds reference sets, each with one string per hypothesis (the
+    layout of ``sacrebleu.corpus_bleu``). ``brevity="shortest", smooth=False``
+    gives ``bleu_shortest``. Only BLEU's counts are made (no NIST information,
+    GTM or error rates), with tokens coded as integers and n-grams counted
+    with numpy rather than as tuples of strings.
+    """
+    if not hyps:
+        raise ValueError("no segments to score")
+    if not refs:
+        raise ValueError("a segment needs at least one reference")
+    n_seg, n_sets = len(hyps), len(refs)
+    for k, ref_set in enumerate(refs):
+        if len(ref_set) != n_seg:
+            raise ValueError(f"reference set {k} has {len(ref_set)} segments, expected {n_seg}")
+    texts = [*hyps, *(r for ref_set in refs for r in ref_set)]
+    tokens, offsets = _tokenize_all(texts, lang)
+    # Tokens as integers; dict.fromkeys and map keep the per-token work in C.
+    ids = {tok: k for k, tok in enumerate(dict.fromkeys(tokens))}
+    gram = np.fromiter(map(ids.__getitem__, tokens), dtype=np.int64, count=len(tokens))
+    n_types = max(len(ids), 1)
+
+    lengths = np.diff(offsets)
+    seg_of = np.repeat(np.arange(len(texts), dtype=np.int64), lengths)
+    left = offsets[1:][seg_of] - np.arange(len(tokens), dtype=np.int64)  # tokens from here on
+    # Text t is hypothesis t % n_seg's (t < n_seg) or a reference of it.
+    pair_of = seg_of % n_seg
+    hyp_end = int(offsets[n_seg])
+
+    matches, totals = [], []
+    codes = gram
+    n_grams = n_types
+    for n in range(1, BLEU_ORDER + 1):
+        if n > 1:
+            # An n-gram's code from its (n-1)-gram prefix and its last token;
+            # codes of positions where no n-gram fits are never read.
+            keys = gram[: len(gram) - 1] * n_types + codes[n - 1 :]
+            gram = np.full(len(keys), -1, dtype=np.int64)
+            fits = left[: len(keys)] >= n
+            gram[fits], n_grams = _densify(keys[fits])
+        fits = left[: len(gram)] >= n
+        keyed = np.where(fits, pair_of[: len(gram)] * n_grams + gram, -1)
+        hyp_keys = keyed[:hyp_end][fits[:hyp_end]]
+        ref_keys = [
+            keyed[offsets[k * n_seg] : offsets[(k + 1) * n_seg]][
+                fits[offsets[k * n_seg] : offsets[(k + 1) * n_seg]]
+            ]
+            for k in range(1, n_sets + 1)
+        ]
+        matches.append(_clipped_matches(hyp_keys, ref_keys))
+        totals.append(len(hyp_keys))
+
+    hyp_len = lengths[:n_seg]
+    ref_len = lengths[n_seg:].reshape(n_sets, n_seg).T
+    if brevity == "closest":
+        ref_total = int(_closest_lengths(hyp_len, ref_len).sum())
+    else:
+        ref_total = int(ref_len.min(axis=1).sum())
+    return _bleu(matches, totals, ref_total, smooth)
 
 
 # --------------------------------------------------------------------------- files
