@@ -16,6 +16,7 @@ from typing import IO, Any
 
 from . import protocol
 from .base import ItemAttempt, ItemRequest, Outcome, Runner, StartError, StartInfo, SystemSpec
+from .exchange import await_answer
 from .lines import LineReader, LineTooLong
 from .proctree import TreeMeter, child_setup, kill_tree
 
@@ -233,47 +234,16 @@ class LocalServeRunner(_LocalRunner):
             self._write(data)
         except OSError:
             return self._crashed(attempt, sent)
-        while True:
-            try:
-                line = self._reader.readline(deadline)
-            except LineTooLong as exc:
-                now = time.monotonic()
-                self.kill()
-                return attempt("invalid_output", now, message=str(exc), system_lost=True)
-            if line is None:
-                now = time.monotonic()
-                result = attempt(
-                    "timeout",
-                    now,
-                    message=f"no answer within hang_seconds={request.hang_seconds:g}; killed",
-                )
-                self.kill()
-                return result
-            if line == b"":
-                return self._crashed(attempt, sent)
-            done = self._reader.arrived
-            if not line.strip():
-                continue
-            try:
-                message = protocol.parse_message(line)
-            except protocol.ProtocolError as exc:
-                result = attempt("invalid_output", done, message=str(exc), system_lost=True)
-                # The stream is out of step: only a restart makes the next answer trustworthy.
-                self.kill()
-                return result
-            if isinstance(message, protocol.Ready) or message.id != request.anon_id:
-                got = getattr(message, "id", None)
-                result = attempt(
-                    "invalid_output",
-                    done,
-                    message=f"answer for id {got!r} while waiting for {request.anon_id!r}",
-                    system_lost=True,
-                )
-                self.kill()
-                return result
-            if isinstance(message, protocol.Error):
-                return attempt("error", done, message=message.message)
-            return attempt("result", done, output=message.output)
+        assert self._reader is not None
+        return await_answer(
+            self._reader,
+            deadline,
+            request.anon_id,
+            request.hang_seconds,
+            attempt,
+            self.kill,
+            lambda: self._crashed(attempt, sent),
+        )
 
     def _crashed(self, attempt: Any, sent: float) -> ItemAttempt:
         assert self._proc is not None

@@ -25,6 +25,7 @@ import paramiko
 
 from . import protocol
 from .base import ItemAttempt, ItemRequest, Outcome, Runner, StartError, StartInfo, SystemSpec
+from .exchange import await_answer
 from .lines import LineTooLong
 from .local import _LOG_MARKER, _tail
 from .protocol import MAX_LINE_BYTES
@@ -335,47 +336,16 @@ class SshServeRunner(Runner):
             self._write(data)
         except (OSError, EOFError, paramiko.SSHException):
             return self._crashed(attempt)
-        while True:
-            try:
-                line = self._reader.readline(deadline)
-            except LineTooLong as exc:
-                now = time.monotonic()
-                self.kill()
-                return attempt("invalid_output", now, message=str(exc), system_lost=True)
-            if line is None:
-                now = time.monotonic()
-                result = attempt(
-                    "timeout",
-                    now,
-                    message=f"no answer within hang_seconds={request.hang_seconds:g}; killed",
-                )
-                self.kill()
-                return result
-            if line == b"":
-                return self._crashed(attempt)
-            done = self._reader.arrived
-            if not line.strip():
-                continue
-            try:
-                message = protocol.parse_message(line)
-            except protocol.ProtocolError as exc:
-                result = attempt("invalid_output", done, message=str(exc), system_lost=True)
-                # The stream is out of step: only a restart makes the next answer trustworthy.
-                self.kill()
-                return result
-            if isinstance(message, protocol.Ready) or message.id != request.anon_id:
-                got = getattr(message, "id", None)
-                result = attempt(
-                    "invalid_output",
-                    done,
-                    message=f"answer for id {got!r} while waiting for {request.anon_id!r}",
-                    system_lost=True,
-                )
-                self.kill()
-                return result
-            if isinstance(message, protocol.Error):
-                return attempt("error", done, message=message.message)
-            return attempt("result", done, output=message.output)
+        assert self._reader is not None
+        return await_answer(
+            self._reader,
+            deadline,
+            request.anon_id,
+            request.hang_seconds,
+            attempt,
+            self.kill,
+            lambda: self._crashed(attempt),
+        )
 
     def _crashed(self, attempt: Any) -> ItemAttempt:
         now = time.monotonic()

@@ -1,0 +1,81 @@
+"""Waiting for a system's answer to one item: the part of the participant protocol that is
+the same over a local pipe and an SSH channel."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from . import protocol
+from .base import ItemAttempt
+from .lines import LineTooLong
+
+
+class Lines(Protocol):
+    """A line source with a deadline (runners.lines.LineReader, the SSH channel reader)."""
+
+    arrived: float
+
+    def readline(self, deadline: float) -> bytes | None: ...
+
+
+def await_answer(
+    reader: Lines,
+    deadline: float,
+    anon_id: str,
+    hang_seconds: float,
+    attempt: Callable[..., ItemAttempt],
+    kill: Callable[[], None],
+    crashed: Callable[[], ItemAttempt],
+) -> ItemAttempt:
+    """Read until the answer for ``anon_id``, the deadline, or the end of the stream.
+
+    ``attempt(outcome, done, **fields)`` builds the ItemAttempt; ``kill()`` stops the
+    system (on timeout, and when the stream is out of step so that only a restart makes
+    the next answer trustworthy); ``crashed()`` handles the end of the stream.
+    """
+    while True:
+        try:
+            line = reader.readline(deadline)
+        except LineTooLong as exc:
+            now = time.monotonic()
+            kill()
+            return attempt("invalid_output", now, message=str(exc), system_lost=True)
+        if line is None:
+            result = attempt(
+                "timeout",
+                time.monotonic(),
+                message=f"no answer within hang_seconds={hang_seconds:g}; killed",
+            )
+            kill()
+            return result
+        if line == b"":
+            return crashed()
+        done = reader.arrived
+        if not line.strip():
+            continue
+        result = _judge_line(line, done, anon_id, attempt)
+        if result.system_lost:
+            kill()
+        return result
+
+
+def _judge_line(
+    line: bytes, done: float, anon_id: str, attempt: Callable[..., ItemAttempt]
+) -> ItemAttempt:
+    try:
+        message: Any = protocol.parse_message(line)
+    except protocol.ProtocolError as exc:
+        return attempt("invalid_output", done, message=str(exc), system_lost=True)
+    if isinstance(message, protocol.Ready) or message.id != anon_id:
+        got = getattr(message, "id", None)
+        return attempt(
+            "invalid_output",
+            done,
+            message=f"answer for id {got!r} while waiting for {anon_id!r}",
+            system_lost=True,
+        )
+    if isinstance(message, protocol.Error):
+        return attempt("error", done, message=message.message)
+    return attempt("result", done, output=message.output)
