@@ -12,6 +12,7 @@ from typing import Any
 import psutil
 
 from harness import Controller, RunStore, load_site, read_journal
+from harness.report import build_report, html_text
 from tests.conftest import FAKE_SERVE, REPO, make_testset, read_outputs, toml_value
 from tests.sshd import Sshd
 from tests.test_cli import onsite
@@ -83,6 +84,8 @@ def test_demo_asr_over_ssh_gives_the_local_outputs(tmp_path: Path, sshd: Sshd) -
         assert remote[item]["verdict"] == "ok"
         assert remote[item]["round_trip_seconds"] is not None
     assert not list((tmp_path / "remote0").glob("*.flac")), "staged inputs left on the remote"
+    # The report shows the remote system's processing time beside the link's round trip.
+    assert "link round trip measured around the items" in html_text(build_report(run_dir))
 
 
 def test_connection_killed_mid_run_recovers_exactly_once(

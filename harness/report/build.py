@@ -34,6 +34,8 @@ class ItemTiming:
     budget_seconds: float | None
     verdict: str
     audit: bool  # a hidden repeat (harness/audits.py), not scored
+    # The link's round trip measured around the item (SSH, serial); None for local systems.
+    round_trip_seconds: float | None = None
 
 
 @dataclass(frozen=True)
@@ -207,6 +209,7 @@ def _job(
             r.get("budget_seconds"),
             r["verdict"],
             audit_of(r["item"]) is not None,
+            r.get("round_trip_seconds"),
         )
         for r in completed
     )

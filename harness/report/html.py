@@ -363,6 +363,14 @@ def _job_detail(job: JobReport) -> str:
         f"<p>Running score: {_e(job.running.figure())}. Execution time "
         f"{job.execution_seconds:.2f} s = items + setup {job.setup_seconds_total:.2f} s.</p>",
     ]
+    links = sorted(t.round_trip_seconds for t in job.timings if t.round_trip_seconds is not None)
+    if links:
+        processing = sorted(t.seconds for t in job.timings)
+        parts.append(
+            f"<p>Remote device: processing time per item (the controller's clock) median "
+            f"{processing[len(processing) // 2]:.3f} s; link round trip measured around the items "
+            f"median {1000 * links[len(links) // 2]:.2f} ms, max {1000 * links[-1]:.2f} ms.</p>"
+        )
     svg = timing_svg(job)
     if svg:
         parts.append(_figure(f"{r.task} / {r.system}: seconds per item", svg))
