@@ -1,4 +1,4 @@
-"""Reading lines from a pipe with a deadline on the controller's monotonic clock."""
+"""Reading lines from a pipe or channel with a deadline on the controller's monotonic clock."""
 
 from __future__ import annotations
 
@@ -13,25 +13,26 @@ class LineTooLong(ValueError):
     """The other side wrote more than MAX_LINE_BYTES without a newline."""
 
 
-class LineReader:
-    """Reads newline-terminated lines from a file descriptor, never blocking past a deadline.
+class LineBuffer:
+    """Newline-terminated lines, never blocking past a deadline.
 
-    ``readline`` returns the line (with its newline), ``b""`` at end of file,
-    or ``None`` when the deadline passes first. The time the line became
-    readable is recorded in ``arrived`` so that parsing is never charged to
-    the system.
+    ``readline`` returns the line (with its newline), ``b""`` at end of stream,
+    or ``None`` when the deadline passes first. The time the bytes completing a
+    line arrived is kept in ``arrived``, so parsing is never charged to the
+    system. Subclasses say how to wait for and read more bytes (``_fill``).
     """
 
-    def __init__(self, fd: int) -> None:
-        self._fd = fd
+    def __init__(self) -> None:
         self._buf = bytearray()
-        self._poll = select.poll()
-        self._poll.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
         self._eof = False
         self.arrived = 0.0
 
+    def _fill(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds; append what came to _buf, or set _eof."""
+        raise NotImplementedError
+
     def readline(self, deadline: float) -> bytes | None:
-        """The next line, b"" at EOF, or None if the deadline passed."""
+        """The next line, b"" at end of stream, or None if the deadline passed."""
         while True:
             nl = self._buf.find(b"\n")
             if nl >= 0:
@@ -49,11 +50,24 @@ class LineReader:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return None
-            if not self._poll.poll(min(remaining, 3600.0) * 1000.0):
-                continue
-            self.arrived = time.monotonic()
-            chunk = os.read(self._fd, 1 << 16)
-            if not chunk:
-                self._eof = True
-            else:
-                self._buf += chunk
+            self._fill(min(remaining, 3600.0))
+
+
+class LineReader(LineBuffer):
+    """Lines from a file descriptor (a local system's stdout pipe)."""
+
+    def __init__(self, fd: int) -> None:
+        super().__init__()
+        self._fd = fd
+        self._poll = select.poll()
+        self._poll.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+
+    def _fill(self, timeout: float) -> None:
+        if not self._poll.poll(timeout * 1000.0):
+            return
+        self.arrived = time.monotonic()
+        chunk = os.read(self._fd, 1 << 16)
+        if chunk:
+            self._buf += chunk
+        else:
+            self._eof = True

@@ -26,9 +26,8 @@ import paramiko
 from . import protocol
 from .base import ItemAttempt, ItemRequest, Outcome, Runner, StartError, StartInfo, SystemSpec
 from .exchange import await_answer
-from .lines import LineTooLong
+from .lines import LineBuffer, LineTooLong
 from .local import _LOG_MARKER, _tail
-from .protocol import MAX_LINE_BYTES
 from .ssh_link import (
     AuthError,
     HostKeyError,
@@ -58,53 +57,30 @@ _KILL_SCRIPT = (
 )
 
 
-class _ChannelLines:
-    """Newline-terminated lines from an SSH channel's stdout, never blocking past a deadline.
-
-    Same contract as lines.LineReader: the line, b"" at end of stream, or None
-    when the deadline passes; ``arrived`` is when the line's bytes came in.
-    """
+class _ChannelLines(LineBuffer):
+    """Lines from an SSH channel's stdout (lines.LineBuffer's contract)."""
 
     def __init__(self, chan: paramiko.Channel) -> None:
+        super().__init__()
         self._chan = chan
         self._fd = chan.fileno()
-        self._buf = bytearray()
-        self._eof = False
-        self.arrived = 0.0
 
-    def readline(self, deadline: float) -> bytes | None:
+    def _fill(self, timeout: float) -> None:
         chan = self._chan
-        while True:
-            nl = self._buf.find(b"\n")
-            if nl >= 0:
-                line = bytes(self._buf[: nl + 1])
-                del self._buf[: nl + 1]
-                return line
-            if self._eof:
-                if self._buf:
-                    line = bytes(self._buf)
-                    self._buf.clear()
-                    return line
-                return b""
-            if len(self._buf) > MAX_LINE_BYTES:
-                raise LineTooLong(f"more than {MAX_LINE_BYTES} bytes without a newline")
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return None
-            # paramiko timeouts are per call; the deadline is ours, so wait on the channel's
-            # readiness pipe and read only what is already buffered.
-            readable, _, _ = select.select([self._fd], [], [], min(remaining, 3600.0))
-            if not readable:
-                continue
-            if chan.recv_ready():
-                self.arrived = time.monotonic()
-                self._buf += chan.recv(1 << 16)
-            elif chan.eof_received or chan.closed:
-                self.arrived = time.monotonic()
-                self._eof = True
-            else:
-                # Only stderr is pending (the pipe signals both); the log pump drains it.
-                time.sleep(0.0005)
+        # paramiko timeouts are per call; the deadline is ours, so wait on the channel's
+        # readiness pipe and read only what is already buffered.
+        readable, _, _ = select.select([self._fd], [], [], timeout)
+        if not readable:
+            return
+        if chan.recv_ready():
+            self.arrived = time.monotonic()
+            self._buf += chan.recv(1 << 16)
+        elif chan.eof_received or chan.closed:
+            self.arrived = time.monotonic()
+            self._eof = True
+        else:
+            # Only stderr is pending (the pipe signals both); the log pump drains it.
+            time.sleep(0.0005)
 
 
 @dataclass(frozen=True)
