@@ -20,6 +20,34 @@ class Lines(Protocol):
     def readline(self, deadline: float) -> bytes | None: ...
 
 
+def attempt_builder(
+    anon_id: str,
+    sent: float,
+    stage_seconds: float,
+    measure: Callable[[float], tuple[float | None, int | None]],
+    **fixed: Any,
+) -> Callable[..., ItemAttempt]:
+    """``attempt(outcome, done, **fields)`` for one item: resources measured at ``done``,
+    and the system counted as lost on a timeout or crash unless a field says otherwise."""
+
+    def attempt(outcome: str, done: float, **fields: Any) -> ItemAttempt:
+        cpu, peak = measure(done)
+        fields.setdefault("system_lost", outcome in ("timeout", "crashed"))
+        return ItemAttempt(
+            anon_id,
+            outcome,  # type: ignore[arg-type]
+            sent,
+            done,
+            stage_seconds,
+            cpu_seconds=cpu,
+            peak_rss_bytes=peak,
+            **fixed,
+            **fields,
+        )
+
+    return attempt
+
+
 def await_answer(
     reader: Lines,
     deadline: float,

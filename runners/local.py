@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from . import protocol
-from .base import ItemAttempt, ItemRequest, Outcome, Runner, StartError, StartInfo, SystemSpec
-from .exchange import await_answer
+from .base import ItemAttempt, ItemRequest, Runner, StartError, StartInfo, SystemSpec
+from .exchange import attempt_builder, await_answer
 from .lines import LineReader, LineTooLong
 from .proctree import TreeMeter, child_setup, kill_tree
 
@@ -216,19 +216,7 @@ class LocalServeRunner(_LocalRunner):
         sent = time.monotonic()
         deadline = sent + request.hang_seconds
 
-        def attempt(outcome: Outcome, done: float, **kw: Any) -> ItemAttempt:
-            cpu, peak = self._measure(done)
-            kw.setdefault("system_lost", outcome in ("timeout", "crashed"))
-            return ItemAttempt(
-                request.anon_id,
-                outcome,
-                sent,
-                done,
-                stage_seconds,
-                cpu_seconds=cpu,
-                peak_rss_bytes=peak,
-                **kw,
-            )
+        attempt = attempt_builder(request.anon_id, sent, stage_seconds, self._measure)
 
         try:
             self._write(data)

@@ -24,8 +24,8 @@ from typing import IO, Any
 import paramiko
 
 from . import protocol
-from .base import ItemAttempt, ItemRequest, Outcome, Runner, StartError, StartInfo, SystemSpec
-from .exchange import await_answer
+from .base import ItemAttempt, ItemRequest, Runner, StartError, StartInfo, SystemSpec
+from .exchange import attempt_builder, await_answer
 from .lines import LineBuffer, LineTooLong
 from .local import _LOG_MARKER, _tail
 from .ssh_link import (
@@ -293,20 +293,9 @@ class SshServeRunner(Runner):
         sent = time.monotonic()
         deadline = sent + request.hang_seconds
 
-        def attempt(outcome: Outcome, done: float, **kw: Any) -> ItemAttempt:
-            cpu, peak = self._measure(done)
-            kw.setdefault("system_lost", outcome in ("timeout", "crashed"))
-            return ItemAttempt(
-                request.anon_id,
-                outcome,
-                sent,
-                done,
-                stage_seconds,
-                cpu_seconds=cpu,
-                peak_rss_bytes=peak,
-                round_trip_seconds=self._rtt,
-                **kw,
-            )
+        attempt = attempt_builder(
+            request.anon_id, sent, stage_seconds, self._measure, round_trip_seconds=self._rtt
+        )
 
         try:
             self._write(data)

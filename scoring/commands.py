@@ -20,6 +20,7 @@ from typing import Any
 
 from .asr_align import is_cjk_char
 from .ocr import read_jsonl
+from .widths import to_halfwidth
 
 __all__ = [
     "CommandReport",
@@ -31,24 +32,6 @@ __all__ = [
 ]
 
 _WS = re.compile(r"\s+")
-
-
-def to_halfwidth(text: str) -> str:
-    """Map full-width ASCII (U+FF01..U+FF5E) and the ideographic space to ASCII.
-
-    Deliberately not NFKC, which would also rewrite other compatibility
-    characters (e.g. circled digits, CJK compatibility ideographs).
-    """
-    out = []
-    for ch in text:
-        cp = ord(ch)
-        if 0xFF01 <= cp <= 0xFF5E:
-            out.append(chr(cp - 0xFEE0))
-        elif cp == 0x3000:
-            out.append(" ")
-        else:
-            out.append(ch)
-    return "".join(out)
 
 
 def normalize_command(text: str, case_sensitive: bool = True) -> str:

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import re
 
+from .widths import to_halfwidth
+
 __all__ = [
     "CJK_LANGS",
     "is_cjk_split_char",
@@ -79,25 +81,6 @@ def tokenize_v13a(text: str, case_sensitive: bool = True) -> list[str]:
     """Split ``text`` into tokens exactly as mteval-v13a does (``-c`` by default)."""
     norm = normalize_v13a(text, case_sensitive)
     return norm.split(" ") if norm else []
-
-
-def to_halfwidth(text: str) -> str:
-    """Convert full-width ASCII variants (U+FF01..U+FF5E) and U+3000 to half width.
-
-    CWMT requires digits, letters and punctuation in Chinese output to be
-    half-width before scoring; CJK punctuation with no ASCII counterpart
-    (``。、《》「」``) is left as it is.
-    """
-    out = []
-    for ch in text:
-        code = ord(ch)
-        if 0xFF01 <= code <= 0xFF5E:
-            out.append(chr(code - 0xFEE0))
-        elif code == 0x3000:
-            out.append(" ")
-        else:
-            out.append(ch)
-    return "".join(out)
 
 
 # Ranges whose characters each make one token at character level. Ideographs
