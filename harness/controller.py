@@ -12,7 +12,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from runners import ItemAttempt, ItemRequest, Runner, StartError, SystemSpec, open_runner
+from runners import (
+    ItemAttempt,
+    ItemRequest,
+    Runner,
+    Sandbox,
+    StartError,
+    SystemSpec,
+    open_runner,
+)
 
 from .audits import audit_of, plan
 from .budgets import hang_seconds, item_budget_seconds, judge
@@ -181,6 +189,12 @@ class Controller:
         cfg = self.site.config
         sys_cfg = cfg.systems[system]
         task_cfg = cfg.tasks[task]
+        device = cfg.devices[sys_cfg.device]
+        sandbox = Sandbox(
+            enabled=getattr(device, "sandbox", True),
+            network=getattr(device, "network", False),
+            user=getattr(device, "user", "nobody"),
+        )
         return SystemSpec(
             name=system,
             task=task,
@@ -193,6 +207,7 @@ class Controller:
             env=sys_cfg.env,
             setup_seconds=task_cfg.budget.setup_seconds,
             setup_files=self.testset(task).setup_files,
+            sandbox=sandbox,
         )
 
     def run_job(self, task: str, system: str) -> JobResult:

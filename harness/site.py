@@ -77,6 +77,11 @@ class LocalDevice(_Strict):
 
     kind: Literal["local"]
     cpus: list[Annotated[int, Field(ge=0)]] | None = None
+    # Sealing (docs/security.md): off only for a system that needs what the sandbox hides;
+    # the report then marks the system unsealed.
+    sandbox: bool = True
+    network: bool = False
+    user: Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_-]*$")] = "nobody"
 
 
 class SshDevice(_Strict):

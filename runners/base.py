@@ -17,6 +17,25 @@ class StartError(RuntimeError):
 
 
 @dataclass(frozen=True)
+class Sandbox:
+    """How a local system is sealed off from the run (docs/security.md).
+
+    ``enabled`` False runs the system unsealed (the report marks it). ``user`` is who the
+    system runs as when the controller is root (never root itself). ``network`` opens the
+    network, closed by default.
+    """
+
+    enabled: bool = True
+    network: bool = False
+    user: str = "nobody"
+
+
+# Default ceilings; task kinds and devices may set their own.
+DEFAULT_MAX_OUTPUT_BYTES = 1 << 20
+DEFAULT_MAX_LOG_BYTES = 50 << 20
+
+
+@dataclass(frozen=True)
 class SystemSpec:
     """How to start one participant system for one task."""
 
@@ -33,6 +52,11 @@ class SystemSpec:
     # Files the system receives once, in hello, before any item (e.g. a face gallery to enrol):
     # name -> file. They are staged under anonymous names; the names are not secret.
     setup_files: Mapping[str, Path] = field(default_factory=dict)
+    sandbox: Sandbox = field(default_factory=Sandbox)
+    # An answer larger than this is invalid_output (an answer line, or exec mode's output file).
+    max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES
+    # The system's stderr log keeps its head and tail within this size, noting the cut.
+    max_log_bytes: int = DEFAULT_MAX_LOG_BYTES
 
 
 @dataclass(frozen=True)
