@@ -24,10 +24,11 @@ from .events import (
     SystemLost,
     SystemStarted,
 )
+from .integrity import SiteChanged
 from .journal import Journal, read_journal
 from .leaderboard import LeaderboardRow, leaderboard, site_of_run
 from .site import Budget, Site, load_site
-from .store import RunLocked, RunState, RunStore
+from .store import RunLocked, RunState, RunStore, RunStoreError, lock_run_dir
 from .tasks import TASK_KINDS, TaskKind, task_kind
 from .testsets import InvalidItem, TestItem, TestSet, load_asr_testset
 
@@ -50,6 +51,8 @@ __all__ = [
     "Notice",
     "Problem",
     "RunLocked",
+    "RunStoreError",
+    "SiteChanged",
     "RunState",
     "RunStore",
     "Site",
@@ -69,6 +72,7 @@ __all__ = [
     "leaderboard",
     "load_asr_testset",
     "load_site",
+    "lock_run_dir",
     "read_journal",
     "site_of_run",
     "task_kind",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import fcntl
 import json
 import os
@@ -27,7 +28,7 @@ from .render import ProgressListener, leaderboard_table, make_console, table
 from .report import build_report, write_csv, write_html, write_json
 from .score_cmd import add_score_parser
 from .site import load_site
-from .store import RunLocked, RunState, RunStore
+from .store import RunLocked, RunState, RunStore, RunStoreError, lock_run_dir
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -38,39 +39,73 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
+def _fresh_run_dir(run_dir: Path, console: Console) -> int | None:
+    """Move an earlier run aside for --fresh, holding its lock while doing so.
+
+    The lock is taken before anything moves, so --fresh while a controller works there
+    is refused instead of starting a second controller beside it. Returns the lock fd
+    of the new, empty run directory (or None when there was nothing to move).
+    """
+    if not (run_dir / "journal.jsonl").exists():
+        return None
+    old_lock = lock_run_dir(run_dir)
+    try:
+        archived = run_dir.with_name(f"{run_dir.name}-{time.strftime('%Y%m%d-%H%M%S')}")
+        run_dir.rename(archived)
+        new_lock = lock_run_dir(run_dir)
+    finally:
+        os.close(old_lock)
+    console.print(f"previous run moved to {archived}", markup=False)
+    return new_lock
+
+
 def cmd_run(args: argparse.Namespace, console: Console) -> int:
     """Run (or resume) every job of a site."""
     site = load_site(args.site)
     run_dir = (Path(args.runs).resolve() / site.name) if args.runs else site.run_dir
-    if args.fresh and (run_dir / "journal.jsonl").exists():
-        archived = run_dir.with_name(f"{run_dir.name}-{time.strftime('%Y%m%d-%H%M%S')}")
-        run_dir.rename(archived)
-        console.print(f"previous run moved to {archived}", markup=False)
-    store = RunStore(run_dir, secrets.token_hex(6), site.config.site.fsync_seconds)
-    signal.signal(signal.SIGTERM, _interrupt)
+    lock_fd = _fresh_run_dir(run_dir, console) if args.fresh else None
+    store = RunStore(run_dir, secrets.token_hex(6), site.config.site.fsync_seconds, lock_fd)
+    resume = f"onsite run {args.site}"
     try:
         store.keep_site_copy(site.path, site.root)
-        controller = Controller(site, store, limit=args.limit)
+        controller = Controller(
+            site, store, limit=args.limit, accept_site_change=args.accept_site_change
+        )
         controller.load_testsets()
         with ProgressListener(console) as listener:
             controller.listener = listener
             results = controller.run()
     except KeyboardInterrupt:
-        store.record("session_interrupted")
+        _quietly_record(store, "session_interrupted", reason="stopped by the operator")
         console.print(
-            f"interrupted; everything recorded is kept. Run the same command to resume: "
-            f"onsite run {args.site}",
+            f"interrupted; everything recorded is kept. Run the same command to resume: {resume}",
             markup=False,
         )
         return 130
+    except RunStoreError as exc:
+        _quietly_record(store, "session_interrupted", reason=str(exc))
+        sys.stderr.write(f"error: {exc}\n")
+        return EXIT_FAILED
+    except InputError:
+        _quietly_record(store, "session_interrupted", reason="refused: bad or changed input")
+        raise
     finally:
-        store.close()
+        try:
+            store.close()
+        except RunStoreError as exc:
+            sys.stderr.write(f"error: {exc}\n")
     console.print(f"run directory: {run_dir}", markup=False)
     console.print(leaderboard_table(leaderboard(run_dir, controller.testsets)))
     failed = [r for r in results if r.failed]
     for job in failed:
         console.print(f"job {job.task} / {job.system} failed: {job.failed}", markup=False)
     return EXIT_FAILED if failed else EXIT_OK
+
+
+def _quietly_record(store: RunStore, event: str, **fields: object) -> None:
+    """Journal how a session ended when the disk still lets us; never raise from here."""
+    with contextlib.suppress(RunStoreError, OSError, ValueError):
+        store.record(event, **fields)
 
 
 def cmd_check(args: argparse.Namespace, console: Console) -> int:
@@ -266,6 +301,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--fresh", action="store_true", help="move an earlier run aside and start again"
     )
     run.add_argument("--runs", help="put the run directory under this one instead of [site] runs")
+    run.add_argument(
+        "--accept-site-change",
+        action="store_true",
+        help="resume although the site or a test set changed since items completed "
+        "(the change is journaled and shown in the report)",
+    )
     run.set_defaults(handler=cmd_run)
 
     check = sub.add_parser("check", help="dry run: start each system and try a few items")
@@ -302,10 +343,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `onsite` console script."""
-    args = build_parser().parse_args(argv)
-    console = make_console()
+    # SIGTERM ends a run as Ctrl-C does: journaled, resumable, no traceback.
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        args = build_parser().parse_args(argv)
+        console = make_console()
+    except KeyboardInterrupt:
+        return 130
     try:
         return int(args.handler(args, console))
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted\n")
+        return 130
     except InputError as exc:
         # Plain writes: an error line must never be re-wrapped or coloured.
         for problem in exc.problems:

@@ -10,6 +10,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from runners import (
@@ -24,6 +25,7 @@ from runners import (
 
 from .audits import audit_of, plan
 from .budgets import hang_seconds, item_budget_seconds, judge
+from .errors import Problem
 from .events import (
     ItemFinished,
     JobFinished,
@@ -32,6 +34,16 @@ from .events import (
     Notice,
     SystemLost,
     SystemStarted,
+)
+from .integrity import (
+    SiteChanged,
+    combined_digest,
+    contain_testset,
+    job_settings,
+    settings_changes,
+    site_change_problem,
+    testset_file_hashes,
+    testset_problems,
 )
 from .report.manifest import write_manifest
 from .site import Site
@@ -69,11 +81,14 @@ class Controller:
         store: RunStore,
         listener: Listener | None = None,
         limit: int | None = None,
+        accept_site_change: bool = False,
     ) -> None:
         self.site = site
         self.store = store
         self.listener = listener or _ignore
         self.limit = limit
+        self.accept_site_change = accept_site_change
+        self._hashes: dict[str, dict[str, str]] = {}
         self._testsets: dict[str, TestSet] = {}
         self._audit_seed: int | None = None
         self._stopping = threading.Event()
@@ -90,7 +105,7 @@ class Controller:
         if task not in self._testsets:
             cfg = self.site.config.tasks[task]
             testset = task_kind(cfg.kind).load(self.site.testset_path(task), cfg)
-            self._testsets[task] = testset
+            self._testsets[task] = contain_testset(testset)
         return self._testsets[task]
 
     def load_testsets(self) -> None:
@@ -119,8 +134,11 @@ class Controller:
                 items=len(testset.items),
                 invalid=[{"item": b.id, "reason": b.reason} for b in testset.invalid],
             )
+        self._check_integrity()
         self._audit_seed = self._ensure_audit_seed()
-        write_manifest(self.store.dir, self.site, self._testsets)
+        write_manifest(self.store.dir, self.site, self._testsets, testset_hashes=self._hashes)
+        # Every job's outputs file, finished ones included, is a fresh copy of the journal.
+        self.store.rebuild_outputs(self.site.jobs())
         groups = self._by_device(jobs or self.site.jobs())
         if len(groups) == 1:
             results = [self.run_job(task, system) for task, system in groups[0]]
@@ -147,13 +165,66 @@ class Controller:
         self.store.journal.sync()
         return results
 
+    def _check_integrity(self) -> None:
+        """Refuse to go on when a test set or a job's settings changed under completed items.
+
+        The first session journals the test-set hashes and each job's settings; later
+        sessions compare. With ``accept_site_change`` a change is journaled and taken.
+        """
+        state = self.store.state
+        problems: list[Problem] = []
+        accepted: list[dict[str, Any]] = []
+        for task, testset in self._testsets.items():
+            current = testset_file_hashes(self.site.testset_path(task), testset)
+            self._hashes[task] = current
+            reference = state.testset_hashes.get(task)
+            if reference is None:
+                self.store.record("testset_hashes", task=task, files=current)
+            elif reference != current:
+                found = testset_problems(self.site, task, reference, current)
+                if self.accept_site_change:
+                    changes = [p.message for p in found]
+                    accepted.append({"task": task, "system": None, "changes": changes})
+                    self.store.record("testset_hashes", task=task, files=current)
+                else:
+                    problems.extend(found)
+        for task, system in self.site.jobs():
+            digest = combined_digest(self._hashes[task])
+            settings = job_settings(self.site, task, system, digest)
+            old = state.job_settings.get((task, system))
+            if old == settings:
+                continue
+            changes = settings_changes(old, settings) if old is not None else []
+            if changes and state.completed.get((task, system)):
+                if not self.accept_site_change:
+                    problems.append(site_change_problem(self.site, task, system, changes))
+                    continue
+                accepted.append({"task": task, "system": system, "changes": changes})
+            self.store.record("job_settings", task=task, system=system, settings=settings)
+        if problems:
+            raise SiteChanged(problems)
+        for change in accepted:
+            self.store.record("site_change_accepted", **change)
+            self.listener(
+                Notice(change["task"], "site change accepted: " + "; ".join(change["changes"]))
+            )
+
+    def _verify_testset(self, task: str) -> None:
+        """At the end of a job: the test set must still be what the run started from."""
+        current = testset_file_hashes(self.site.testset_path(task), self._testsets[task])
+        reference = self._hashes.get(task)
+        if reference is not None and current != reference:
+            problems = testset_problems(self.site, task, reference, current)
+            self.store.record("testset_changed", task=task, changes=[p.message for p in problems])
+            self.stop()
+            raise SiteChanged(problems)
+
     def _ensure_audit_seed(self) -> int | None:
         """The run's secret audit seed: drawn once, kept in the journal, reused on resume."""
         if not any(t.audit.repeats or t.audit.shuffle for t in self.site.config.tasks.values()):
             return None
-        for record in self.store.state.records:
-            if record["event"] == "audit_seed":
-                return int(record["seed"])
+        if self.store.state.audit_seed is not None:
+            return self.store.state.audit_seed
         return int(self.store.record("audit_seed", seed=secrets.randbits(63))["seed"])
 
     def _plan(self, task: str, system: str) -> list[TestItem]:
@@ -194,6 +265,7 @@ class Controller:
             enabled=getattr(device, "sandbox", True),
             network=getattr(device, "network", False),
             user=getattr(device, "user", "nobody"),
+            hidden=self._hidden_paths(system),
         )
         return SystemSpec(
             name=system,
@@ -208,7 +280,28 @@ class Controller:
             setup_seconds=task_cfg.budget.setup_seconds,
             setup_files=self.testset(task).setup_files,
             sandbox=sandbox,
+            max_output_bytes=task_cfg.max_output_bytes or task_kind(task_cfg.kind).max_output_bytes,
         )
+
+    def _hidden_paths(self, system: str) -> tuple[Path, ...]:
+        """What must not exist where a local system runs, even under its own workdir.
+
+        The run directory (journal, outputs, other items), the site file and every test
+        set; the other systems' workdirs unless they contain this one.
+        """
+        own = self.site.workdir(system)
+        paths = [self.store.dir, self.site.path, self.site.path.parent]
+        paths += [self.site.testset_path(task) for task in self.site.config.tasks]
+        paths += [self.site.workdir(other) for other in self.site.config.systems]
+        hidden: list[Path] = []
+        for path in paths:
+            path = path.resolve()
+            # A directory holding the system's own workdir cannot be hidden whole; what
+            # matters in it (run dir, test sets, site file) is listed on its own.
+            if path == own or path in own.parents or path in hidden:
+                continue
+            hidden.append(path)
+        return tuple(hidden)
 
     def run_job(self, task: str, system: str) -> JobResult:
         """Run every item of one task on one system that the journal does not show completed."""
@@ -237,6 +330,7 @@ class Controller:
             runner.stop()
         if self._stopping.is_set():
             return JobResult(task, system, len(done), len(items), "stopped")
+        self._verify_testset(task)
         return self._finish(task, system, len(items), failed)
 
     def _finish(self, task: str, system: str, total: int, failed: str | None = None) -> JobResult:
@@ -248,8 +342,15 @@ class Controller:
         self.listener(JobFinished(task, system, completed, total, failed))
         return JobResult(task, system, completed, total, failed)
 
-    def _start(self, runner: Runner, task: str, system: str, restart: bool) -> str | None:
-        """Start (or restart) the system; after START_TRIES failures return the reason."""
+    def _start(
+        self, runner: Runner, task: str, system: str, restart: bool, cause: str | None = None
+    ) -> str | None:
+        """Start (or restart) the system; after START_TRIES failures return the reason.
+
+        ``cause`` says whose failure made the restart needed: "participant" (a crash, a
+        hang, garbage) or "venue" (the link, a reset by the harness); only the
+        participant's count against the system.
+        """
         reason = ""
         for attempt in range(1, START_TRIES + 1):
             try:
@@ -268,6 +369,7 @@ class Controller:
                 task=task,
                 system=system,
                 restart=restart,
+                cause=cause if restart else None,
                 pid=info.pid,
                 name=info.name,
                 version=info.version,
@@ -315,7 +417,10 @@ class Controller:
                 if not result.system_lost:
                     continue
                 event = "system_lost"
-            restarts += 1
+            venue = event == "link_lost"
+            if not venue:
+                # The venue's failures (a lost link) never use up the participant's restarts.
+                restarts += 1
             self.store.record(
                 event,
                 task=task,
@@ -323,11 +428,15 @@ class Controller:
                 item=item.id,
                 outcome=result.outcome,
                 reason=result.message,
+                failure_class="venue" if venue else "participant",
             )
-            self.listener(SystemLost(task, system, f"{result.outcome}: {result.message}"))
+            what = "link lost (the venue's failure)" if venue else result.outcome
+            self.listener(SystemLost(task, system, f"{what}: {result.message}"))
             if restarts > max_restarts:
                 return f"more than max_restarts={max_restarts} restarts"
-            failed = self._start(runner, task, system, restart=True)
+            failed = self._start(
+                runner, task, system, restart=True, cause="venue" if venue else "participant"
+            )
             if failed:
                 return failed
         return None

@@ -19,7 +19,7 @@ from runners import ProbeResult, probe
 from .controller import Controller, JobResult
 from .events import Listener
 from .site import Site
-from .store import RunStore
+from .store import RunState, RunStore
 
 
 @dataclass(frozen=True)
@@ -60,9 +60,12 @@ def dry_run(
         store = RunStore(scratch, session="check", fsync_seconds=3600)
         try:
             controller = Controller(site, store, listener, limit=items)
+            ran = controller.run(jobs)
+            store.journal.sync()
+            state = RunState.from_journal(store.journal_path)
             results = []
-            for job in controller.run(jobs):
-                records = store.state.job_records(job.task, job.system)
+            for job in ran:
+                records = state.job_records(job.task, job.system)
                 results.append(
                     CheckResult(
                         job,

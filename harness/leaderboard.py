@@ -39,7 +39,7 @@ class LeaderboardRow:
     crashes: int
     errors: int
     invalid_outputs: int
-    restarts: int
+    restarts: int  # the participant's: after its crashes, hangs or garbage
     setup_seconds: float | None
     total_seconds: float
     total_budget_seconds: float | None
@@ -54,6 +54,10 @@ class LeaderboardRow:
     late_rate: float | None = None
     # Secondary figures, e.g. false detections or the top-10 rate.
     detail: str = ""
+    # The venue's failures (lost links, resets by the harness): shown, never charged.
+    venue_failures: int = 0
+    # Run without the sandbox (the device said sandbox = false): shown and a verdict rule.
+    unsealed: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready. The headline metric is also given under its own name (e.g. "wer"),
@@ -113,6 +117,11 @@ def leaderboard(run_dir: Path, testsets: dict[str, TestSet] | None = None) -> li
     return rows
 
 
+def _unsealed(site: Site, system: str) -> bool:
+    device = site.config.devices[site.config.systems[system].device]
+    return getattr(device, "sandbox", True) is False
+
+
 def _row(site: Site, state: RunState, testset: TestSet, task: str, system: str) -> LeaderboardRow:
     cfg = site.config.tasks[task]
     kind = task_kind(cfg.kind)
@@ -160,7 +169,9 @@ def _row(site: Site, state: RunState, testset: TestSet, task: str, system: str) 
         crashes=verdicts.count("crashed"),
         errors=verdicts.count("error"),
         invalid_outputs=verdicts.count("invalid_output"),
-        restarts=sum(1 for r in starts if r.get("restart")),
+        restarts=sum(1 for r in starts if r.get("restart") and r.get("cause") != "venue"),
+        venue_failures=sum(1 for r in state.job_records(task, system) if r["event"] == "link_lost"),
+        unsealed=_unsealed(site, system),
         setup_seconds=starts[0]["setup_seconds"] if starts else None,
         total_seconds=total_seconds,
         total_budget_seconds=total_budget,

@@ -37,7 +37,7 @@ class Budget(_Strict):
     ms_per_frame: PositiveFloat | None = None
     seconds: PositiveFloat | None = None
     setup_seconds: PositiveFloat = 120.0
-    hang_seconds: PositiveFloat | None = None
+    hang_seconds: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
     scope: Literal["item", "set"] = "item"
 
     @model_validator(mode="after")
@@ -176,12 +176,14 @@ class Task(_Strict):
     testset: str
     unit: Literal["word", "char"] = "word"
     case_sensitive: bool = False
-    sample_rates: list[Annotated[int, Field(gt=0)]] = [16000]
+    sample_rates: Annotated[list[Annotated[int, Field(gt=0)]], Field(min_length=1)] = [16000]
     budget: Budget = Budget()
     audit: Audit = Audit()
     rules: Rules = Rules()
     # Video: frames are sent at the stream's own rate whether or not the system is done.
     stream: bool = False
+    # The largest answer per item, in bytes; larger is invalid_output. Default: the kind's.
+    max_output_bytes: Annotated[int, Field(ge=64)] | None = None
     description: str = ""
 
 
@@ -316,6 +318,27 @@ _FIXES = {
     "extra_forbidden": "remove it or correct its spelling",
     "missing": "add it",
     "literal_error": "use one of the values listed",
+    "greater_than": "use a larger number",
+    "greater_than_equal": "use a larger number",
+    "less_than": "use a smaller number",
+    "less_than_equal": "use a smaller number",
+    "finite_number": "use a finite number (not inf or nan)",
+    "too_short": "give at least one value",
+    "too_long": "give fewer values",
+    "string_pattern_mismatch": "use only letters, digits, '.', '_' and '-' (start with a "
+    "letter or digit)",
+    "int_type": "write a whole number",
+    "int_parsing": "write a whole number",
+    "int_from_float": "write a whole number",
+    "float_type": "write a number",
+    "float_parsing": "write a number",
+    "bool_type": "write true or false",
+    "bool_parsing": "write true or false",
+    "string_type": 'write a quoted string, e.g. "text"',
+    "list_type": 'write a list, e.g. ["a", "b"]',
+    "dict_type": "write a table, e.g. { key = 1 }",
+    "model_type": "write a table, e.g. { key = 1 }",
+    "value_error": "see docs/site-file.md for what this key accepts",
 }
 
 _ALLOWED: dict[str, type[BaseModel]] = {
@@ -356,7 +379,7 @@ def _problem(path: Path, text: str, err: Any) -> Problem:
         )
     dotted = ".".join(str(p) for p in loc)
     message = err["msg"]
-    fix = _FIXES.get(kind, "")
+    fix = _FIXES.get(kind, "see docs/site-file.md for what this key accepts")
     if kind == "extra_forbidden":
         parent = str(loc[-2]) if len(loc) >= 2 else ""
         model = device_model or _model_for(loc[:-1])

@@ -11,12 +11,15 @@ Layout of runs/<site>/:
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import fcntl
 import json
 import os
 import shutil
 import threading
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,41 +54,72 @@ class RunLocked(RuntimeError):
     """Another controller is working in this run directory."""
 
 
+class RunStoreError(RuntimeError):
+    """The run directory cannot be written (disk full, I/O error): the run stops cleanly."""
+
+
+# Fields a controller's own state keeps of each completion: enough to resume and count,
+# never the answer itself, so its memory does not grow with the size of answers.
+_SLIM_DROP = ("output", "message")
+
+
 @dataclass
 class RunState:
-    """What the journal says has happened so far."""
+    """What the journal says has happened so far.
+
+    ``keep_records`` keeps every record (readers such as the report need them); a
+    controller replays with it off, so that its memory holds one small entry per item and
+    not the answers.
+    """
 
     completed: dict[JobKey, dict[str, dict[str, Any]]] = field(
         default_factory=lambda: defaultdict(dict)
     )
     attempts: dict[tuple[str, str, str], int] = field(default_factory=dict)
     records: list[dict[str, Any]] = field(default_factory=list)
+    keep_records: bool = True
+    # Facts a resumed controller needs without the records.
+    audit_seed: int | None = None
+    job_settings: dict[JobKey, dict[str, Any]] = field(default_factory=dict)
+    testset_hashes: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @classmethod
-    def from_journal(cls, path: Path) -> RunState:
+    def from_journal(cls, path: Path, keep_records: bool = True) -> RunState:
         """Replay a journal. The first completion of an item wins; later ones are ignored."""
-        state = cls()
+        state = cls(keep_records=keep_records)
         for record in read_journal(path):
             state.apply(record)
         return state
 
     def apply(self, record: dict[str, Any]) -> None:
         """Fold one record into the state."""
-        self.records.append(record)
+        if self.keep_records:
+            self.records.append(record)
         event = record["event"]
         if event == "dispatched":
             key = (record["task"], record["system"], record["item"])
             self.attempts[key] = max(self.attempts.get(key, 0), record["attempt"])
         elif event == "completed":
             done = self.completed[(record["task"], record["system"])]
-            done.setdefault(record["item"], record)
+            if record["item"] not in done:
+                if not self.keep_records:
+                    record = {k: v for k, v in record.items() if k not in _SLIM_DROP}
+                done[record["item"]] = record
+        elif event == "audit_seed" and self.audit_seed is None:
+            self.audit_seed = int(record["seed"])
+        elif event == "job_settings":
+            self.job_settings[(record["task"], record["system"])] = record["settings"]
+        elif event == "testset_hashes":
+            self.testset_hashes[record["task"]] = record["files"]
 
     def next_attempt(self, task: str, system: str, item: str) -> int:
         """1 for a fresh item; one more than the last dispatch for an item that was in flight."""
         return self.attempts.get((task, system, item), 0) + 1
 
     def job_records(self, task: str, system: str) -> list[dict[str, Any]]:
-        """Every record about one (task, system) job, in order."""
+        """Every record about one (task, system) job, in order (needs ``keep_records``)."""
+        if not self.keep_records:
+            raise RuntimeError("this state was replayed without its records")
         return [r for r in self.records if r.get("task") == task and r.get("system") == system]
 
 
@@ -99,22 +133,23 @@ def output_line(record: dict[str, Any]) -> dict[str, Any]:
 class RunStore:
     """Owns one run directory while a controller works in it."""
 
-    def __init__(self, run_dir: Path, session: str, fsync_seconds: float = 0.05) -> None:
+    def __init__(
+        self,
+        run_dir: Path,
+        session: str,
+        fsync_seconds: float = 0.05,
+        lock_fd: int | None = None,
+    ) -> None:
         self.dir = run_dir
-        run_dir.mkdir(parents=True, exist_ok=True)
-        self._lock_fd = os.open(run_dir / "run.lock", os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(self._lock_fd)
-            raise RunLocked(
-                f"{run_dir} is in use by another onsite controller; wait for it to finish "
-                "or stop it (a killed controller releases the lock at once)"
-            ) from None
-        os.ftruncate(self._lock_fd, 0)
-        os.write(self._lock_fd, f"{os.getpid()}\n".encode())
-        self.state = RunState.from_journal(self.journal_path)
-        self.journal = Journal(self.journal_path, session, fsync_seconds)
+            run_dir.mkdir(parents=True, exist_ok=True)
+            self._lock_fd = lock_fd if lock_fd is not None else lock_run_dir(run_dir)
+            self.state = RunState.from_journal(self.journal_path, keep_records=False)
+            self.journal = Journal(self.journal_path, session, fsync_seconds)
+            # Inputs a killed controller left staged are nobody's now.
+            shutil.rmtree(self.stage_dir, ignore_errors=True)
+        except OSError as exc:
+            raise _store_error(exc, run_dir) from exc
         self._outputs: dict[JobKey, int] = {}
         # Jobs on different devices record from their own threads.
         self._lock = threading.Lock()
@@ -145,28 +180,63 @@ class RunStore:
             encoding="utf-8",
         )
 
-    def open_outputs(self, task: str, system: str) -> None:
-        """Rewrite a job's outputs file from the journal, then keep it open for appends.
+    def rebuild_outputs(self, jobs: Iterable[JobKey]) -> None:
+        """Rewrite every given job's outputs file from the journal, in one streaming pass.
 
-        Rebuilding is what makes "each item exactly once" hold whatever moment
-        the last controller died at: an output line is only ever a copy of a
-        journal record.
+        Rebuilding at every start, finished jobs included, is what makes "each item
+        exactly once" hold whatever moment the last controller died at and whatever
+        happened to the files since: an output line is only ever a copy of a journal
+        record. The journal is streamed, so answers are never all in memory.
         """
+        wanted = set(jobs)
+        try:
+            files: dict[JobKey, Any] = {}
+            for task, system in wanted:
+                path = self.outputs_path(task, system)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                files[(task, system)] = open(path.with_suffix(".jsonl.tmp"), "wb")
+            try:
+                seen: set[tuple[str, str, str]] = set()
+                for record in read_journal(self.journal_path):
+                    if record["event"] != "completed":
+                        continue
+                    job = (record["task"], record["system"])
+                    key = (*job, record["item"])
+                    if job in files and key not in seen:
+                        seen.add(key)
+                        files[job].write(orjson.dumps(output_line(record)) + b"\n")
+                for fh in files.values():
+                    fh.flush()
+                    os.fsync(fh.fileno())
+            finally:
+                for fh in files.values():
+                    fh.close()
+            for task, system in wanted:
+                path = self.outputs_path(task, system)
+                os.replace(path.with_suffix(".jsonl.tmp"), path)
+        except OSError as exc:
+            raise _store_error(exc, self.dir) from exc
+
+    def open_outputs(self, task: str, system: str) -> None:
+        """Keep a job's outputs file open for appends (rebuild_outputs wrote it at start)."""
         path = self.outputs_path(task, system)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".jsonl.tmp")
-        with open(tmp, "wb") as fh:
-            for record in self.state.completed.get((task, system), {}).values():
-                fh.write(orjson.dumps(output_line(record)) + b"\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-        self._outputs[(task, system)] = os.open(path, os.O_WRONLY | os.O_APPEND)
+        if not path.exists():
+            self.rebuild_outputs([(task, system)])
+        try:
+            self._outputs[(task, system)] = os.open(path, os.O_WRONLY | os.O_APPEND)
+        except OSError as exc:
+            raise _store_error(exc, self.dir) from exc
 
     def record(self, event: str, **fields: Any) -> dict[str, Any]:
-        """Journal an event, fold it into the state, and copy completions to the outputs file."""
+        """Journal an event, fold it into the state, and copy completions to the outputs file.
+
+        Raises RunStoreError when the run directory cannot be written (disk full).
+        """
         with self._lock:
-            return self._record(event, fields)
+            try:
+                return self._record(event, fields)
+            except OSError as exc:
+                raise _store_error(exc, self.dir) from exc
 
     def _record(self, event: str, fields: dict[str, Any]) -> dict[str, Any]:
         record = self.journal.append(event, **fields)
@@ -181,9 +251,57 @@ class RunStore:
         return record
 
     def close(self) -> None:
-        """Sync the journal, close outputs and release the lock."""
+        """Sync the journal and the outputs, close them and release the lock.
+
+        Raises RunStoreError if the disk refused the last writes; the lock is released
+        whatever happens.
+        """
+        failure: OSError | None = None
         for out in self._outputs.values():
+            try:
+                os.fsync(out)
+            except OSError as exc:
+                failure = failure or exc
             os.close(out)
         self._outputs.clear()
-        self.journal.close()
-        os.close(self._lock_fd)
+        try:
+            self.journal.close()
+        except OSError as exc:
+            failure = failure or exc
+        with contextlib.suppress(OSError):
+            os.close(self._lock_fd)
+        if failure is not None:
+            raise _store_error(failure, self.dir) from failure
+
+
+def lock_run_dir(run_dir: Path) -> int:
+    """Take the run directory's controller lock (a flock on run.lock) and return its fd.
+
+    Raises RunLocked when another controller holds it. The kernel releases the lock
+    when the holder dies, however it dies.
+    """
+    run_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(run_dir / "run.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise RunLocked(
+            f"{run_dir} is in use by another onsite controller; wait for it to finish "
+            "or stop it (a killed controller releases the lock at once)"
+        ) from None
+    os.ftruncate(fd, 0)
+    os.write(fd, f"{os.getpid()}\n".encode())
+    return fd
+
+
+_FULL = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is exceeded"}
+
+
+def _store_error(exc: OSError, run_dir: Path) -> RunStoreError:
+    what = _FULL.get(exc.errno or 0, exc.strerror or str(exc))
+    where = exc.filename or run_dir
+    return RunStoreError(
+        f"cannot write the run directory: {what} ({where}); free space there (or fix the "
+        "error), then run the same command to resume: everything recorded is kept"
+    )

@@ -68,6 +68,9 @@ class TaskKind:
     detail: Callable[[Mapping[str, Any]], str] = lambda scores: ""
     # Checks an output needs its item for (e.g. one NER tag per token sent).
     check_item: Callable[[TestItem, Mapping[str, Any]], str | None] | None = None
+    # The largest answer a system may send for one item (the task's max_output_bytes
+    # overrides it); larger is invalid_output, so no system can flood the controller.
+    max_output_bytes: int = 1 << 20
 
 
 def _pct(value: Any) -> str:
@@ -403,6 +406,7 @@ def _ms_per_unit(item: TestItem, seconds: float) -> float | None:
 TASK_KINDS: dict[str, TaskKind] = {
     "asr": TaskKind(
         name="asr",
+        max_output_bytes=256 << 10,
         load=lambda root, task: load_asr_testset(root, task.sample_rates),
         check_output=_check_text,
         score=_score_asr,
@@ -414,6 +418,7 @@ TASK_KINDS: dict[str, TaskKind] = {
     ),
     "command": TaskKind(
         name="command",
+        max_output_bytes=64 << 10,
         load=lambda root, task: load_command_testset(root, task.sample_rates),
         check_output=_check_text,
         score=_score_command,
@@ -423,6 +428,7 @@ TASK_KINDS: dict[str, TaskKind] = {
     ),
     "kws": TaskKind(
         name="kws",
+        max_output_bytes=256 << 10,
         load=_load_kws,
         check_output=_check_slots,
         score=_score_kws,
@@ -433,6 +439,7 @@ TASK_KINDS: dict[str, TaskKind] = {
     ),
     "ocr": TaskKind(
         name="ocr",
+        max_output_bytes=64 << 10,
         load=_load_ocr,
         check_output=_check_candidates,
         score=_score_ocr,
@@ -463,6 +470,7 @@ TASK_KINDS: dict[str, TaskKind] = {
     ),
     "face-verify": TaskKind(
         name="face-verify",
+        max_output_bytes=64 << 10,
         load=_load_pairs,
         check_output=_check_score,
         score=_score_pairs,

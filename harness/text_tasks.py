@@ -573,6 +573,7 @@ def _score_ir(testset: TestSet, task: Task, outputs: Outputs, _: Any) -> dict[st
 TEXT_TASK_KINDS: dict[str, TaskKind] = {
     "mt": TaskKind(
         name="mt",
+        max_output_bytes=4 << 20,
         load=_load_mt,
         check_output=_check_mt,
         score=_score_mt,
@@ -587,6 +588,7 @@ TEXT_TASK_KINDS: dict[str, TaskKind] = {
     ),
     "cws": TaskKind(
         name="cws",
+        max_output_bytes=4 << 20,
         load=_load_cws,
         check_output=_check_segmented,
         score=_score_cws,
@@ -600,6 +602,7 @@ TEXT_TASK_KINDS: dict[str, TaskKind] = {
     ),
     "ner": TaskKind(
         name="ner",
+        max_output_bytes=4 << 20,
         load=_load_ner,
         check_output=_check_tags,
         score=_score_ner,
@@ -611,6 +614,7 @@ TEXT_TASK_KINDS: dict[str, TaskKind] = {
     ),
     "pos": TaskKind(
         name="pos",
+        max_output_bytes=4 << 20,
         load=_load_pos,
         check_output=_check_pos,
         score=_score_pos,
@@ -625,6 +629,7 @@ TEXT_TASK_KINDS: dict[str, TaskKind] = {
     ),
     "textcat": TaskKind(
         name="textcat",
+        max_output_bytes=64 << 10,
         load=_load_textcat,
         check_output=_check_categories,
         score=_score_textcat,
@@ -637,6 +642,7 @@ TEXT_TASK_KINDS: dict[str, TaskKind] = {
     ),
     "ir": TaskKind(
         name="ir",
+        max_output_bytes=8 << 20,
         load=_load_ir,
         check_output=_check_results,
         score=_score_ir,

@@ -28,6 +28,9 @@ class Sandbox:
     enabled: bool = True
     network: bool = False
     user: str = "nobody"
+    # Paths that must not exist inside even when they lie under a bound directory
+    # (the run directory, test sets, the site file under a workdir of the repository root).
+    hidden: tuple[Path, ...] = ()
 
 
 # Default ceilings; task kinds and devices may set their own.

@@ -22,6 +22,7 @@ from typing import Any
 
 import psutil
 
+from ..integrity import combined_digest, sha256_file, testset_file_hashes
 from ..journal import read_journal
 from ..site import LocalDevice, Site
 from ..testsets import TestSet
@@ -41,16 +42,6 @@ KEY_PACKAGES = (
     "paramiko",
     "pyserial",
 )
-_CHUNK = 1 << 20
-
-
-def sha256_file(path: Path) -> str:
-    """Hex SHA-256 of a file's bytes, read in chunks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def sha256_text(text: str) -> str:
@@ -92,37 +83,6 @@ def controller_info() -> dict[str, Any]:
         "python_implementation": platform.python_implementation(),
         "packages": _package_versions(),
     }
-
-
-def _testset_files(root: Path, testset: TestSet | None) -> dict[str, str]:
-    """Every file under the test-set directory, plus item files kept elsewhere."""
-    files: dict[Path, None] = {}
-    if root.is_dir():
-        for dirpath, dirnames, filenames in os.walk(root):
-            dirnames.sort()
-            for name in filenames:
-                files[Path(dirpath) / name] = None
-    if testset is not None:
-        for item in testset.items:
-            for path in item.files.values():
-                files[Path(path)] = None
-        for path in testset.setup_files.values():
-            files[Path(path)] = None
-    out = {}
-    for path in sorted(files, key=str):
-        if not path.is_file():
-            continue
-        try:
-            key = str(path.relative_to(root))
-        except ValueError:
-            key = str(path)
-        out[key] = sha256_file(path)
-    return out
-
-
-def _combined(hashes: Mapping[str, str]) -> str:
-    # One digest for the whole set: stable under file order, sensitive to names.
-    return sha256_text("".join(f"{name}\0{digest}\n" for name, digest in sorted(hashes.items())))
 
 
 def _command_files(command: list[str], workdir: Path) -> dict[str, str]:
@@ -190,8 +150,13 @@ def build_manifest(
     site: Site,
     testsets: Mapping[str, TestSet] | None = None,
     extra: Mapping[str, Any] | None = None,
+    testset_hashes: Mapping[str, Mapping[str, str]] | None = None,
 ) -> dict[str, Any]:
-    """The manifest as a dict (what `write_manifest` writes)."""
+    """The manifest as a dict (what `write_manifest` writes).
+
+    ``testset_hashes`` (task -> file -> SHA-256) saves hashing the sets again when the
+    controller has just done it.
+    """
     # Imported here: harness/__init__ may one day import this package.
     from .. import __version__
 
@@ -201,8 +166,11 @@ def build_manifest(
     sets: dict[str, Any] = {}
     for task in site.config.tasks:
         root = site.testset_path(task)
-        files = _testset_files(root, testsets.get(task))
-        sets[task] = {"root": str(root), "sha256": _combined(files), "files": files}
+        if testset_hashes is not None and task in testset_hashes:
+            files = dict(testset_hashes[task])
+        else:
+            files = testset_file_hashes(root, testsets.get(task))
+        sets[task] = {"root": str(root), "sha256": combined_digest(files), "files": files}
     seeds = _journal_seeds(Path(run_dir)) | dict(extra.pop("seeds", {}) or {})
     return {
         "schema": SCHEMA,
@@ -221,6 +189,7 @@ def write_manifest(
     site: Site,
     testsets: Mapping[str, TestSet] | None = None,
     extra: Mapping[str, Any] | None = None,
+    testset_hashes: Mapping[str, Mapping[str, str]] | None = None,
 ) -> Path:
     """Write ``<run_dir>/manifest.json`` (atomically) and return its path.
 
@@ -228,7 +197,7 @@ def write_manifest(
     found in the journal (the audit seed).
     """
     run_dir = Path(run_dir)
-    data = build_manifest(run_dir, site, testsets, extra)
+    data = build_manifest(run_dir, site, testsets, extra, testset_hashes)
     path = run_dir / MANIFEST_NAME
     run_dir.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")

@@ -147,6 +147,22 @@ def judge_job(
             continue
         count = getattr(row, attribute)
         lines.append(RuleLine(f"{name} within limit", count <= limit, f"{count} (limit {limit})"))
+    if row.unsealed:
+        lines.append(
+            RuleLine(
+                "run sealed",
+                False,
+                "unsealed: its device has sandbox = false, so the system could see the run",
+            )
+        )
+    if row.venue_failures:
+        lines.append(
+            RuleLine(
+                "venue failures not charged",
+                True,
+                f"{row.venue_failures} lost link(s) or resets by the harness, re-sent",
+            )
+        )
     given = row.audits if audits is None else audits
     lines.extend(audit_line(line) for line in given)
     return JobVerdict(row.task, row.system, tuple(lines))

@@ -1,0 +1,213 @@
+"""What keeps a run honest across sessions: the test set is what it was, and each job runs
+under the settings its completed items ran under.
+
+The first session journals the SHA-256 of every test-set file (``testset_hashes``) and
+each job's effective settings (``job_settings``). Every later session start, and the end
+of every job, checks the files again; a resumed session compares each job's settings.
+A difference stops the run with the list of what changed, unless the operator accepts it
+(``--accept-site-change``), which is journaled and shown in the report.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from .errors import InputError, Problem
+from .site import Site
+from .testsets import InvalidItem, TestSet
+
+_CHUNK = 1 << 20
+
+
+class SiteChanged(InputError):
+    """A resumed run's site or test set differs from what its completed items ran under."""
+
+
+def sha256_file(path: Path) -> str:
+    """Hex SHA-256 of a file's bytes, read in chunks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def testset_file_hashes(root: Path, testset: TestSet | None) -> dict[str, str]:
+    """SHA-256 of every file under the test-set directory, plus item files kept elsewhere.
+
+    Keys are paths relative to the test-set directory where they lie inside it.
+    """
+    files: dict[Path, None] = {}
+    if root.is_dir():
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames.sort()
+            for name in filenames:
+                files[Path(dirpath) / name] = None
+    if testset is not None:
+        for item in testset.items:
+            for path in item.files.values():
+                files[Path(path)] = None
+        for path in testset.setup_files.values():
+            files[Path(path)] = None
+    out = {}
+    for path in sorted(files, key=str):
+        if not path.is_file():
+            continue
+        try:
+            key = str(path.relative_to(root))
+        except ValueError:
+            key = str(path)
+        out[key] = sha256_file(path)
+    return out
+
+
+def combined_digest(hashes: Mapping[str, str]) -> str:
+    """One digest for a whole set of file hashes: stable under order, sensitive to names."""
+    text = "".join(f"{name}\0{digest}\n" for name, digest in sorted(hashes.items()))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def testset_changes(reference: Mapping[str, str], current: Mapping[str, str]) -> list[str]:
+    """Human lines naming each file added, removed or changed since the reference hashes."""
+    lines = []
+    for name in sorted(set(reference) | set(current)):
+        if name not in current:
+            lines.append(f"{name}: removed")
+        elif name not in reference:
+            lines.append(f"{name}: added")
+        elif reference[name] != current[name]:
+            lines.append(f"{name}: content changed")
+    return lines
+
+
+def testset_problems(
+    site: Site, task: str, reference: Mapping[str, str], current: Mapping[str, str]
+) -> list[Problem]:
+    """A Problem per changed file of one task's test set, naming the file and the way out."""
+    root = site.testset_path(task)
+    return [
+        Problem(
+            root / line.partition(":")[0],
+            f"tasks.{task}.testset",
+            f"the test set changed since this run's first session ({line.partition(': ')[2]})",
+            "restore the file (the manifest of the first session has its SHA-256), or start "
+            "a new run with --fresh, or accept the change with --accept-site-change",
+        )
+        for line in testset_changes(reference, current)
+    ]
+
+
+def job_settings(site: Site, task: str, system: str, testset_sha256: str) -> dict[str, Any]:
+    """Every setting of one job that changes what its items mean or how they are judged."""
+    cfg = site.config
+    task_cfg = cfg.tasks[task]
+    sys_cfg = cfg.systems[system]
+    device = cfg.devices[sys_cfg.device]
+    settings = {
+        "kind": task_cfg.kind,
+        "testset": task_cfg.testset,
+        "testset_sha256": testset_sha256,
+        "unit": task_cfg.unit,
+        "case_sensitive": task_cfg.case_sensitive,
+        "sample_rates": list(task_cfg.sample_rates),
+        "stream": task_cfg.stream,
+        "budget": task_cfg.budget.model_dump(),
+        "audit": task_cfg.audit.model_dump(),
+        "max_output_bytes": task_cfg.max_output_bytes,
+        "command": list(sys_cfg.command),
+        "mode": sys_cfg.mode,
+        "workdir": sys_cfg.workdir,
+        "env": dict(sys_cfg.env),
+        "device": sys_cfg.device,
+        "device_settings": device.model_dump(),
+    }
+    # Round-tripped through JSON so it compares equal to what the journal gives back.
+    return dict(json.loads(json.dumps(settings)))
+
+
+def settings_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """``key: old -> new`` for each setting that differs (nested tables by dotted key)."""
+    lines: list[str] = []
+
+    def walk(prefix: str, a: Any, b: Any) -> None:
+        if isinstance(a, dict) and isinstance(b, dict):
+            for key in sorted(set(a) | set(b)):
+                walk(f"{prefix}.{key}" if prefix else key, a.get(key), b.get(key))
+        elif a != b:
+            lines.append(f"{prefix}: {json.dumps(a)} -> {json.dumps(b)}")
+
+    walk("", dict(old), dict(new))
+    return lines
+
+
+def site_change_problem(site: Site, task: str, system: str, changes: list[str]) -> Problem:
+    """The refusal for one job whose settings changed after items completed under them."""
+    return Problem(
+        site.path,
+        f"tasks.{task} / systems.{system}",
+        "changed since items of this job completed: " + "; ".join(changes),
+        "undo the change to resume; or start a new run with `onsite run --fresh`; or keep "
+        "the completed items and go on under the new settings with --accept-site-change "
+        "(journaled, and shown in the report)",
+    )
+
+
+def _escapes(root: Path, path: Path) -> bool:
+    # Lexical: a test set may link its files elsewhere on purpose; "../" in a listing may not.
+    normal = Path(os.path.normpath(root / path))
+    return normal != root and root not in normal.parents
+
+
+def contain_testset(testset: TestSet) -> TestSet:
+    """The test set with every item whose id or file leaves the test-set directory refused.
+
+    Ids become file names (audit copies, staged names) and paths are opened on the
+    controller: neither may point outside the directory the organizer named.
+    """
+    root = Path(os.path.normpath(testset.root))
+    keep = []
+    refused = []
+    for item in testset.items:
+        bad_id = (
+            item.id in ("", ".", "..")
+            or any(c in item.id for c in "/\\\0")
+            or any(ord(c) < 32 for c in item.id)
+        )
+        outside = [str(p) for p in item.files.values() if _escapes(root, Path(p))]
+        if bad_id:
+            refused.append(
+                InvalidItem(item.id, None, "the item id is not a plain name (no '/', '..')")
+            )
+        elif outside:
+            refused.append(
+                InvalidItem(
+                    item.id,
+                    Path(outside[0]),
+                    f"its file {outside[0]} is outside the test-set directory {root}",
+                )
+            )
+        else:
+            keep.append(item)
+    if not refused:
+        return testset
+    return replace(testset, items=tuple(keep), invalid=testset.invalid + tuple(refused))
+
+
+__all__ = [
+    "SiteChanged",
+    "combined_digest",
+    "contain_testset",
+    "job_settings",
+    "settings_changes",
+    "sha256_file",
+    "site_change_problem",
+    "testset_changes",
+    "testset_file_hashes",
+    "testset_problems",
+]
