@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import fcntl
 import json
 import os
@@ -33,6 +34,8 @@ from .store import RunLocked, RunState, RunStore, RunStoreError, lock_run_dir
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
+# Errors of the disk under the run directory: the run stops cleanly and can resume.
+_DISK_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS}
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
@@ -82,7 +85,11 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
             markup=False,
         )
         return 130
-    except RunStoreError as exc:
+    except (RunStoreError, OSError) as exc:
+        if isinstance(exc, OSError):
+            if exc.errno not in _DISK_ERRORS:
+                raise
+            exc = RunStoreError.from_os_error(exc, run_dir)
         _quietly_record(store, "session_interrupted", reason=str(exc))
         sys.stderr.write(f"error: {exc}\n")
         return EXIT_FAILED

@@ -174,7 +174,8 @@ def leaderboard_table(rows: Sequence[LeaderboardRow]) -> Table:
         "counts as wrong; for WER its words count as deletions). speed: mean, p95, max per "
         "item in the unit shown (rtf = processing / audio seconds; chars/second over the "
         "set). over: answers past the item budget; t/o: timeouts; err: error answers; "
-        "inval: invalid outputs",
+        "inval: invalid outputs; restart: the participant's (+Nv: the venue's lost links, "
+        "never charged)",
         box=box.SIMPLE_HEAD,
         pad_edge=False,
     )
@@ -185,7 +186,7 @@ def leaderboard_table(rows: Sequence[LeaderboardRow]) -> Table:
     for row in rows:
         out.add_row(
             row.task,
-            row.system,
+            row.system + (" (unsealed)" if row.unsealed else ""),
             f"{row.completed}/{row.items}",
             str(row.scored),
             f"{_METRIC_NAMES.get(row.metric, row.metric)} {_pct(row.score)}",
@@ -199,7 +200,7 @@ def leaderboard_table(rows: Sequence[LeaderboardRow]) -> Table:
             str(row.crashes),
             str(row.errors),
             str(row.invalid_outputs),
-            str(row.restarts),
+            str(row.restarts) + (f" +{row.venue_failures}v" if row.venue_failures else ""),
             _num(row.setup_seconds),
             _set_budget(row),
         )

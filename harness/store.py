@@ -57,6 +57,11 @@ class RunLocked(RuntimeError):
 class RunStoreError(RuntimeError):
     """The run directory cannot be written (disk full, I/O error): the run stops cleanly."""
 
+    @classmethod
+    def from_os_error(cls, exc: OSError, run_dir: Path) -> RunStoreError:
+        """The one-line message for an operating-system error in the run directory."""
+        return _store_error(exc, run_dir)
+
 
 # Fields a controller's own state keeps of each completion: enough to resume and count,
 # never the answer itself, so its memory does not grow with the size of answers.
@@ -174,11 +179,15 @@ class RunStore:
 
     def keep_site_copy(self, site_path: Path, site_root: Path) -> None:
         """Keep the site file beside the run so reports read what the run used."""
-        shutil.copyfile(site_path, self.dir / "site.toml")
-        (self.dir / "run.json").write_text(
-            json.dumps({"site_file": str(site_path), "site_root": str(site_root)}, indent=2) + "\n",
-            encoding="utf-8",
-        )
+        try:
+            shutil.copyfile(site_path, self.dir / "site.toml")
+            (self.dir / "run.json").write_text(
+                json.dumps({"site_file": str(site_path), "site_root": str(site_root)}, indent=2)
+                + "\n",
+                encoding="utf-8",
+            )
+        except OSError as exc:
+            raise _store_error(exc, self.dir) from exc
 
     def rebuild_outputs(self, jobs: Iterable[JobKey]) -> None:
         """Rewrite every given job's outputs file from the journal, in one streaming pass.

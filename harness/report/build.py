@@ -119,6 +119,8 @@ class ReportData:
     systems: tuple[SystemReport, ...]
     weights: Mapping[str, float]
     manifest: Mapping[str, Any] | None
+    # Site or test-set changes the operator accepted on resume (--accept-site-change).
+    site_changes: tuple[Mapping[str, Any], ...] = ()
 
     def jobs(self) -> list[JobReport]:
         """Every job, task by task."""
@@ -130,6 +132,7 @@ class ReportData:
             "site": self.site,
             "run_dir": self.run_dir,
             "sessions": [asdict(s) for s in self.sessions],
+            "site_changes": [dict(c) for c in self.site_changes],
             "weights": dict(self.weights),
             "tasks": [
                 {
@@ -291,4 +294,14 @@ def build_report(
         systems=tuple(systems),
         weights=w,
         manifest=manifest,
+        site_changes=tuple(
+            {
+                "task": r.get("task"),
+                "system": r.get("system"),
+                "changes": list(r.get("changes", [])),
+                "wall": r.get("wall"),
+            }
+            for r in state.records
+            if r["event"] == "site_change_accepted"
+        ),
     )

@@ -459,9 +459,21 @@ def _header(data: ReportData) -> str:
         left=4,
     )
     weights = ", ".join(f"{k} {v:g}" for k, v in data.weights.items())
+    changes = ""
+    if data.site_changes:
+        changes = "<h2>Accepted site changes</h2>" + _table(
+            ["when", "task", "system", "what changed"],
+            [
+                [_e(_when(c.get("wall"))), _e(c.get("task") or "-"),
+                 _e(c.get("system") or "(test set)"), _e("; ".join(c.get("changes", [])))]
+                for c in data.site_changes
+            ],
+            left=4,
+            cls="changes",
+        )  # fmt: skip
     summary = _table(
         ["task", "system", "verdict", "running score"],
-        [[_e(j.row.task), _e(j.row.system),
+        [[_e(j.row.task), _e(j.row.system) + (" <b>unsealed</b>" if j.row.unsealed else ""),
           f'<span class="{j.verdict.label}">{j.verdict.label}</span>',
           f"{j.running.score:.2f}"] for j in data.jobs()],
         left=3, cls="summary",
@@ -471,6 +483,7 @@ def _header(data: ReportData) -> str:
         f"<p class='muted'>Run directory <code>{_e(data.run_dir)}</code>. Times are the "
         "controller's; rates are shown as percentages.</p>",
         sessions,
+        changes,
         summary,
         "<p>Running score = 100 − weight<sub>speed</sub> × mean budget usage (each item's "
         f"seconds / budget, capped at {USAGE_CAP:g}) − Σ weight × events per 100 items, "

@@ -2,11 +2,11 @@
 
 The plan comes from the FAKE_PLAN environment variable: JSON mapping the
 item's audio length in frames (the one thing that survives anonymous staging)
-to a behaviour: {"delay": s, "text": str, "do": "crash" | "hang" | "garbage"
-| "error" | "bad_output" | "wrong_id"}. FAKE_START may be "crash", "hang" or
-"garbage" to misbehave before ready. FAKE_LOG names a file that receives every
-message the harness sent, one JSON line each. Standard library only, so the
-fake starts fast and cannot import the harness by accident.
+to a behaviour: {"delay": s, "text": str, "repeat": n (the text n times),
+"do": "crash" | "hang" | "garbage" | "error" | "bad_output" | "wrong_id"}.
+FAKE_START may be "crash", "hang" or "garbage" to misbehave before ready.
+FAKE_LOG names a file that receives every message the harness sent, one JSON
+line each. Standard library only, so the fake starts fast and cannot import the harness by accident.
 """
 
 from __future__ import annotations
@@ -106,7 +106,8 @@ def main() -> None:
             if action == "wrong_id":
                 send({"op": "result", "id": "not-" + message["id"], "output": {"text": ""}})
                 continue
-            output = behaviour.get("output", {"text": behaviour.get("text", "")})
+            text = behaviour.get("text", "") * int(behaviour.get("repeat", 1))
+            output = behaviour.get("output", {"text": text})
             send({"op": "result", "id": message["id"], "output": output})
         elif op == "bye":
             return
