@@ -126,7 +126,8 @@ def _row(site: Site, state: RunState, testset: TestSet, task: str, system: str) 
     cfg = site.config.tasks[task]
     kind = task_kind(cfg.kind)
     completed = state.completed.get((task, system), {})
-    records = [r for r in completed.values() if r["item"] in testset.references()]
+    known = {item.id for item in testset.items}
+    records = [r for r in completed.values() if r["item"] in known]
     verdicts = [r["verdict"] for r in records]
     answered = [r for r in records if r["verdict"] in _ANSWERED]
     outputs = {r["item"]: r["output"] for r in answered}
