@@ -38,7 +38,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -555,6 +555,16 @@ def score_mt(
             )
     hyps = [tokenize(s.hyp, lang) for s in segments]
     refs = [[tokenize(r, lang) for r in s.refs] for s in segments]
+    for seg, seg_refs in zip(segments, refs, strict=True):
+        if not any(seg_refs):
+            # mteval stops here ("Illegal division by zero"); any number
+            # would be an artifact (smoothing gives a hypothesis BLEU 0.5).
+            raise ValueError(
+                f"segment {seg.doc_id}/{seg.seg_id}"
+                + (f" (line {seg.line})" if seg.line else "")
+                + " has only empty references, which mteval cannot score "
+                "(Illegal division by zero); give a reference text or leave the segment out"
+            )
     info = ngram_info(r for seg_refs in refs for r in seg_refs)
     seg_scores: list[MtSegmentScore] = []
     for seg, hyp, seg_refs in zip(segments, hyps, refs, strict=True):
@@ -806,6 +816,12 @@ def score_mt_files(
         "ref_files": [str(p) for p in refs],
         "format": hyp_file.kind,
     }
+    if report.system.ngrams.totals[0] == 0:
+        # mteval dies on log(0) here; onsite reports BLEU 0 and NIST 0.
+        info["warnings"] = [
+            "every hypothesis segment is empty: mteval stops with 'Can't take log of 0'; "
+            "onsite reports BLEU 0 and NIST 0 (no n-gram matched)"
+        ]
     if hyp_file.system is not None:
         info["system"] = hyp_file.system.to_dict()
     return MtReport(
@@ -813,8 +829,33 @@ def score_mt_files(
     ).to_dict()
 
 
+def as_sgml_text(text: str) -> str:
+    """`text` as it stands inside mteval's SGML: ``&``, ``<``, ``>`` escaped.
+
+    mteval reads only SGML and decodes ``&quot; &amp; &lt; &gt;`` (and drops
+    ``<skipped>``) in that raw text, once. Escaping plain text first makes
+    the tokeniser's decoding give the text back literally, as mteval sees
+    a plain file wrapped by a standard SGML writer; escaping the XML
+    parser's output gives back the raw markup text mteval reads (the
+    parser already decoded it once). mteval's decoding runs one entity
+    after the other, so a literal ``&lt;`` or ``&gt;`` still reads as
+    ``<`` or ``>``, exactly as in mteval.
+    """
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def _pair(hyp_file: MtFile, ref_sets: Sequence[MtFile]) -> list[MtSegment]:
-    """Pair hypothesis segments with one text from each reference set."""
+    """Pair hypothesis segments with one text from each reference set.
+
+    Texts are handed on as mteval's SGML holds them (`as_sgml_text`).
+    """
+    return [
+        replace(s, hyp=as_sgml_text(s.hyp), refs=tuple(as_sgml_text(r) for r in s.refs))
+        for s in _pair_texts(hyp_file, ref_sets)
+    ]
+
+
+def _pair_texts(hyp_file: MtFile, ref_sets: Sequence[MtFile]) -> list[MtSegment]:
     hyp_segs = hyp_file.segments
     if hyp_file.kind == "xml" and all(r.kind == "xml" for r in ref_sets):
         for ref in ref_sets:
