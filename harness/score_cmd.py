@@ -75,7 +75,12 @@ def _asr_report(args: argparse.Namespace) -> AsrReport:
     check_ids(refs, hyps, Path(args.ref), Path(args.hyp))
     conditions = read_conditions(Path(args.conditions), refs) if args.conditions else None
     return score_asr(
-        refs, hyps, unit=args.unit, case_sensitive=args.case_sensitive, conditions=conditions
+        refs,
+        hyps,
+        unit=args.unit,
+        case_sensitive=args.case_sensitive,
+        conditions=conditions,
+        unicode=args.unicode,
     )
 
 
@@ -366,6 +371,12 @@ _FAMILIES: dict[str, _Family] = {
             _arg("--hyp", required=True, help="hypotheses (trn or Kaldi text)"),
             _arg("--unit", choices=("word", "char"), default="word"),
             _arg("--case-sensitive", action="store_true"),
+            _arg(
+                "--unicode",
+                action="store_true",
+                help="Unicode-aware tokens instead of sclite's: any Unicode space splits, "
+                "str.lower folds, char mode splits CJK only, `foo*` stays as written",
+            ),
             _arg("--conditions", help="'<utt-id>\\t<label>' lines (e.g. SNR): WER per label"),
         ),
         plot=_plot_asr,

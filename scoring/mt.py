@@ -555,16 +555,6 @@ def score_mt(
             )
     hyps = [tokenize(s.hyp, lang) for s in segments]
     refs = [[tokenize(r, lang) for r in s.refs] for s in segments]
-    for seg, seg_refs in zip(segments, refs, strict=True):
-        if not any(seg_refs):
-            # mteval stops here ("Illegal division by zero"); any number
-            # would be an artifact (smoothing gives a hypothesis BLEU 0.5).
-            raise ValueError(
-                f"segment {seg.doc_id}/{seg.seg_id}"
-                + (f" (line {seg.line})" if seg.line else "")
-                + " has only empty references, which mteval cannot score "
-                "(Illegal division by zero); give a reference text or leave the segment out"
-            )
     info = ngram_info(r for seg_refs in refs for r in seg_refs)
     seg_scores: list[MtSegmentScore] = []
     for seg, hyp, seg_refs in zip(segments, hyps, refs, strict=True):
@@ -810,6 +800,7 @@ def score_mt_files(
             f"score with lang={declared!r} (character level for zh/ja)",
         )
     segments = _pair(hyp_file, ref_sets)
+    _refuse_empty_references(segments, lang)
     report = score_mt(segments, lang, gtm_exponent)
     info: dict[str, Any] = {
         "hyp_file": str(hyp),
@@ -827,6 +818,22 @@ def score_mt_files(
     return MtReport(
         report.lang, report.n_refs, report.system, report.documents, report.segments, info
     ).to_dict()
+
+
+def _refuse_empty_references(segments: Sequence[MtSegment], lang: str) -> None:
+    """FormatError-free ValueError for a segment whose references are all empty.
+
+    mteval stops there ("Illegal division by zero"); `score_mt` would give
+    an artifact (smoothing makes a hypothesis ``a b`` score BLEU 0.5).
+    """
+    for seg in segments:
+        if not any(tokenize(r, lang) for r in seg.refs):
+            raise ValueError(
+                f"segment {seg.doc_id}/{seg.seg_id}"
+                + (f" (line {seg.line})" if seg.line else "")
+                + " has only empty references, which mteval cannot score "
+                "(Illegal division by zero); give a reference text or leave the segment out"
+            )
 
 
 def as_sgml_text(text: str) -> str:
