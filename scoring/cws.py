@@ -101,12 +101,44 @@ def read_lines(path: str | os.PathLike[str], encoding: str = "utf-8") -> list[st
                 lineno,
                 f"not valid {encoding} (byte 0x{raw[exc.start]:02x} at byte {exc.start + 1} "
                 "of the line)",
-                f"re-save the file as {encoding}, e.g. `iconv -f GB18030 -t UTF-8`",
+                f"re-save the file as {encoding}, e.g. "
+                f"`iconv -f {likely_encoding(data)} -t {encoding.upper()}`",
             ) from None
         if lineno == 1 and text.startswith(_BOM):
             text = text[len(_BOM) :]
         out.append(text.rstrip("\r"))
     return out
+
+
+def likely_encoding(data: bytes) -> str:
+    """The iconv name of the encoding `data` most likely is in, for a hint.
+
+    GB18030/GBK text is mostly byte pairs with both bytes at 0xA1 or above
+    (the GB2312 rows); Latin-1 text has single high bytes between ASCII
+    letters. Only meant to pick the example in an error message.
+    """
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "UTF-16"
+    high = paired = 0
+    k = 0
+    while k < len(data):
+        if data[k] < 0x80:
+            k += 1
+            continue
+        if k + 1 < len(data) and data[k] >= 0x81 and data[k + 1] >= 0xA1:
+            high += 2
+            paired += 2
+            k += 2
+        else:
+            high += 1
+            k += 1
+    if high and paired >= 0.8 * high:
+        try:
+            data.decode("gb18030")
+        except UnicodeDecodeError:
+            return "LATIN1"
+        return "GB18030"
+    return "LATIN1"
 
 
 def split_words(line: str, script_quirks: bool = False) -> list[str]:
