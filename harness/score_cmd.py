@@ -75,7 +75,12 @@ def _asr_report(args: argparse.Namespace) -> AsrReport:
     check_ids(refs, hyps, Path(args.ref), Path(args.hyp))
     conditions = read_conditions(Path(args.conditions), refs) if args.conditions else None
     return score_asr(
-        refs, hyps, unit=args.unit, case_sensitive=args.case_sensitive, conditions=conditions
+        refs,
+        hyps,
+        unit=args.unit,
+        case_sensitive=args.case_sensitive,
+        conditions=conditions,
+        unicode=args.unicode,
     )
 
 
@@ -276,7 +281,14 @@ def _mt_align(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _cws(args: argparse.Namespace) -> dict[str, Any]:
-    return score_cws_files(args.gold, args.test, args.words, accepted=args.accepted)
+    return score_cws_files(
+        args.gold,
+        args.test,
+        args.words,
+        accepted=args.accepted,
+        lcs=args.lcs,
+        script_quirks=args.sighan_quirks,
+    )
 
 
 def _ner(args: argparse.Namespace) -> dict[str, Any]:
@@ -359,6 +371,12 @@ _FAMILIES: dict[str, _Family] = {
             _arg("--hyp", required=True, help="hypotheses (trn or Kaldi text)"),
             _arg("--unit", choices=("word", "char"), default="word"),
             _arg("--case-sensitive", action="store_true"),
+            _arg(
+                "--unicode",
+                action="store_true",
+                help="Unicode-aware tokens instead of sclite's: any Unicode space splits, "
+                "str.lower folds, char mode splits CJK only, `foo*` stays as written",
+            ),
             _arg("--conditions", help="'<utt-id>\\t<label>' lines (e.g. SNR): WER per label"),
         ),
         plot=_plot_asr,
@@ -395,7 +413,12 @@ _FAMILIES: dict[str, _Family] = {
         "translation: BLEU and NIST (mteval-v13a), BLEU shortest-ref, GTM, mWER, mPER",
         (
             _arg("--hyp", required=True, help="system output: CWMT XML or one segment per line"),
-            _arg("--ref", required=True, action="append", help="a reference file (1 to 4)"),
+            _arg(
+                "--ref",
+                required=True,
+                action="append",
+                help="a reference file; repeat for more (any number, as mteval)",
+            ),
             _arg("--lang", choices=("en", "zh", "ja"), default="en", help="target language"),
             _arg("--src", help="the source XML: the output must mirror its docs and segments"),
         ),
@@ -431,6 +454,18 @@ _FAMILIES: dict[str, _Family] = {
             _arg("--test", required=True, help="system segmentation"),
             _arg("--words", help="the training word list, for OOV and IV figures"),
             _arg("--accepted", help="judged review file: pieces accepted as correct"),
+            _arg(
+                "--lcs",
+                action="store_true",
+                help="match a true longest common subsequence instead of GNU diff's choice "
+                "(the script's numbers are the default)",
+            ),
+            _arg(
+                "--sighan-quirks",
+                action="store_true",
+                help="also reproduce the script's slips: an empty word before a leading "
+                "U+3000, `chop` of a word list's last byte when it lacks a final newline",
+            ),
         ),
     ),
     "ner": _Family(
@@ -537,6 +572,18 @@ def _cell(value: Any) -> Any:
     return f"{value:.6g}" if isinstance(value, float) else value
 
 
+def _os_error(exc: OSError) -> str:
+    """An unreadable path, with the fix: the bare errno text names no remedy."""
+    where = exc.filename if exc.filename is not None else "?"
+    if isinstance(exc, FileNotFoundError):
+        return f"{where}: no such file; check the path (relative paths start at {Path.cwd()})"
+    if isinstance(exc, IsADirectoryError):
+        return f"{where}: is a directory; give the file inside it"
+    if isinstance(exc, PermissionError):
+        return f"{where}: permission denied; make the file readable (chmod a+r)"
+    return f"{where}: {exc.strerror or exc}; check that the path is a readable file"
+
+
 def cmd_score(args: argparse.Namespace, console: Console) -> int:
     """Run one family's scorer and print its figures."""
     family = _FAMILIES[args.family]
@@ -545,9 +592,12 @@ def cmd_score(args: argparse.Namespace, console: Console) -> int:
         if getattr(args, "plot", None):
             files = family.plot(args, Path(args.plot))  # type: ignore[misc]
             sys.stderr.write(f"wrote {files.png} and {files.svg}\n")
-    except (FormatError, ValueError, OSError) as exc:
-        # The readers name the file and line; an unreadable path arrives as OSError.
+    except (FormatError, ValueError) as exc:
+        # The readers name the file and line.
         sys.stderr.write(f"error: {exc}\n")
+        return 2
+    except OSError as exc:
+        sys.stderr.write(f"error: {_os_error(exc)}\n")
         return 2
     if args.json:
         sys.stdout.write(json.dumps(result, ensure_ascii=False, indent=2) + "\n")

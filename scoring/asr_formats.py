@@ -100,7 +100,9 @@ def _parse_trn(path: str | os.PathLike[str], lineno: int, text: str) -> tuple[st
             "trn line with an empty id `()`",
             "put the utterance id inside the final parentheses",
         )
-    return utt_id, stripped[:open_at].strip()
+    # Only space and tab separate sclite's words, so other blanks (NBSP,
+    # U+3000) at either end are left for the tokeniser to keep as text.
+    return utt_id, stripped[:open_at].strip(" \t")
 
 
 def _parse_kaldi(text: str) -> tuple[str, str]:

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import FormatError
+from .gnu_diff import render_sdiff_row, sdiff_rows
 
 __all__ = [
     "CwsScore",
@@ -100,7 +101,8 @@ def read_lines(path: str | os.PathLike[str], encoding: str = "utf-8") -> list[st
                 lineno,
                 f"not valid {encoding} (byte 0x{raw[exc.start]:02x} at byte {exc.start + 1} "
                 "of the line)",
-                f"re-save the file as {encoding}, e.g. `iconv -f GB18030 -t UTF-8`",
+                f"re-save the file as {encoding}, e.g. "
+                f"`iconv -f {likely_encoding(data)} -t {encoding.upper()}`",
             ) from None
         if lineno == 1 and text.startswith(_BOM):
             text = text[len(_BOM) :]
@@ -108,20 +110,74 @@ def read_lines(path: str | os.PathLike[str], encoding: str = "utf-8") -> list[st
     return out
 
 
-def split_words(line: str) -> list[str]:
-    """Words of one segmented line (separators: ASCII whitespace, U+3000)."""
-    return [w for w in _SEPARATORS.split(line) if w]
+def likely_encoding(data: bytes) -> str:
+    """The iconv name of the encoding `data` most likely is in, for a hint.
+
+    GB18030/GBK text is mostly byte pairs with both bytes at 0xA1 or above
+    (the GB2312 rows); Latin-1 text has single high bytes between ASCII
+    letters. Only meant to pick the example in an error message.
+    """
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "UTF-16"
+    high = paired = 0
+    k = 0
+    while k < len(data):
+        if data[k] < 0x80:
+            k += 1
+            continue
+        if k + 1 < len(data) and data[k] >= 0x81 and data[k + 1] >= 0xA1:
+            high += 2
+            paired += 2
+            k += 2
+        else:
+            high += 1
+            k += 1
+    if high and paired >= 0.8 * high:
+        try:
+            data.decode("gb18030")
+        except UnicodeDecodeError:
+            return "LATIN1"
+        return "GB18030"
+    return "LATIN1"
 
 
-def read_segmentation(path: str | os.PathLike[str], encoding: str = "utf-8") -> list[list[str]]:
+def split_words(line: str, script_quirks: bool = False) -> list[str]:
+    """Words of one segmented line (separators: ASCII whitespace, U+3000).
+
+    With `script_quirks`, a line whose first non-blank character is U+3000
+    starts with an empty word, as in the script (it strips ASCII blanks,
+    then turns U+3000 into a space, then splits with Perl's ``split``,
+    which keeps a leading empty field).
+    """
+    words = [w for w in _SEPARATORS.split(line) if w]
+    if script_quirks and line.strip(_ASCII_SPACE).startswith("\u3000"):
+        words.insert(0, "")
+    return words
+
+
+def read_segmentation(
+    path: str | os.PathLike[str], encoding: str = "utf-8", *, script_quirks: bool = False
+) -> list[list[str]]:
     """One word list per line of a segmented file (words separated by spaces)."""
-    return [split_words(line) for line in read_lines(path, encoding)]
+    return [split_words(line, script_quirks) for line in read_lines(path, encoding)]
 
 
-def read_word_list(path: str | os.PathLike[str], encoding: str = "utf-8") -> frozenset[str]:
-    """Training word list, one word per line (blank lines ignored)."""
+def read_word_list(
+    path: str | os.PathLike[str], encoding: str = "utf-8", *, script_quirks: bool = False
+) -> frozenset[str]:
+    """Training word list, one word per line (blank lines ignored).
+
+    With `script_quirks`, a last line without a newline loses its last
+    byte, as Perl's ``chop`` makes the script do; the cut word is kept with
+    the broken byte escaped (``surrogateescape``), so it matches nothing
+    unless the cut left a valid word.
+    """
     words: set[str] = set()
-    for lineno, line in enumerate(read_lines(path, encoding), start=1):
+    lines = read_lines(path, encoding)
+    if script_quirks and lines and _last_byte(path) not in (b"", b"\n", b"\r"):
+        raw = lines[-1].encode(encoding, "surrogateescape")[:-1]
+        lines[-1] = raw.decode(encoding, "surrogateescape")
+    for lineno, line in enumerate(lines, start=1):
         word = line.strip(_ASCII_SPACE)
         if not word:
             continue
@@ -303,11 +359,15 @@ class CwsScore:
     iv_matched: int | None
     accepted_pieces: int
     warnings: tuple[str, ...]
+    # Test words counted as recognised; equal to `matched` except where the
+    # script's patterns count the two sides differently (empty words).
+    test_matched: int | None = None
 
     @property
     def precision(self) -> float:
-        """matched / test words."""
-        return _frac(self.matched, self.test_words)
+        """test words recognised / test words."""
+        hits = self.matched if self.test_matched is None else self.test_matched
+        return _frac(hits, self.test_words)
 
     @property
     def recall(self) -> float:
@@ -351,6 +411,7 @@ class CwsScore:
             "gold_words": self.gold_words,
             "test_words": self.test_words,
             "matched": self.matched,
+            "test_matched": self.matched if self.test_matched is None else self.test_matched,
             "insertions": self.insertions,
             "deletions": self.deletions,
             "substitutions": self.substitutions,
@@ -401,21 +462,85 @@ def apply_accepted(
     return out, used
 
 
+def _script_line(
+    gold: Sequence[str],
+    test: Sequence[str],
+    words: Collection[str] | None,
+    encoding: str,
+) -> tuple[int, int, int, int, int, int, int, int, int]:
+    """One line as the script counts it from ``diff -y``'s output.
+
+    Returns (insertions, deletions, substitutions, gold missed, test
+    missed, OOV, OOV missed, IV, IV missed). The rows are rendered as diff
+    prints them and read with the script's own patterns, so words spelled
+    ``|``, ``<`` or ``>``, empty words and words cut at the 61st column
+    count exactly as the script counts them.
+    """
+    gb = [w.encode(encoding, "surrogateescape") for w in gold]
+    tb = [w.encode(encoding, "surrogateescape") for w in test]
+    ins = dels = subs = gold_missed = test_missed = oov = oov_missed = iv = iv_missed = 0
+    for row in sdiff_rows(gb, tb):
+        line = render_sdiff_row(
+            row.marker,
+            None if row.left is None else gb[row.left],
+            None if row.right is None else tb[row.right],
+        )
+        if _SUB_ROW.search(line):
+            subs += 1
+        elif _INS_ROW.search(line):
+            ins += 1
+        elif _DEL_ROW.search(line):
+            dels += 1
+        first = _FIRST_WORD.match(line)
+        if first:
+            missed = _GOLD_MISSED.match(line) is not None
+            gold_missed += missed
+            if words is not None:
+                if first.group(1).decode(encoding, "surrogateescape") in words:
+                    iv += 1
+                    iv_missed += missed
+                else:
+                    oov += 1
+                    oov_missed += missed
+        test_missed += _TEST_MISSED.search(line) is not None
+    return ins, dels, subs, gold_missed, test_missed, oov, oov_missed, iv, iv_missed
+
+
+# The script's patterns over a diff -y row (Perl byte-mode \s is ASCII, as
+# in Python's bytes patterns; `$` also matches before the final newline).
+_SUB_ROW = re.compile(rb"\s\|\s")
+_INS_ROW = re.compile(rb"\s>\s")
+_DEL_ROW = re.compile(rb"\s<\s")
+_FIRST_WORD = re.compile(rb"([^\s]+)\s")
+_GOLD_MISSED = re.compile(rb"[^\s]+\s.*\s[|><]\s")
+_TEST_MISSED = re.compile(rb"\s[|><]\s.*[^\s]$")
+
+
 def score_cws(
     gold_lines: Sequence[Sequence[str]],
     test_lines: Sequence[Sequence[str]],
     words: Collection[str] | None = None,
     accepted: AcceptedPieces = frozenset(),
+    *,
+    lcs: bool = False,
+    encoding: str = "utf-8",
 ) -> CwsScore:
     """Score segmented lines (already split into words), paired by index.
 
     ``words`` is the training word list (None: no OOV/IV figures);
     ``accepted`` holds ``(gold piece, accepted segmentation)`` word tuples
     from the judges (`read_accepted_pieces`).
+
+    By default words are matched as the bakeoff script matches them: by the
+    lines GNU diff 3.8 leaves unchanged (`scoring.gnu_diff`), counted with
+    the script's patterns over diff's side-by-side rows (``encoding`` is
+    the files' encoding, which decides diff's column widths). ``lcs=True``
+    matches a true longest common subsequence instead (never fewer matches
+    than diff; ins/del/sub from `_edit_counts`).
     """
     if len(gold_lines) != len(test_lines):
         raise ValueError(f"{len(gold_lines)} gold lines but {len(test_lines)} test lines")
-    n_gold = n_test = matched = ins = dels = subs = used = 0
+    n_gold = n_test = matched = test_matched = ins = dels = subs = used = 0
     oov = oov_hit = iv = iv_hit = 0
     warnings: list[str] = []
     for lineno, (gold, test) in enumerate(zip(gold_lines, test_lines, strict=True), start=1):
@@ -428,10 +553,20 @@ def score_cws(
         if accepted:
             gold, k = apply_accepted(gold, test, accepted)
             used += k
-        pairs = match_words(gold, test)
         n_gold += len(gold)
         n_test += len(test)
+        if not lcs:
+            a, b, c, g_miss, t_miss, o, o_miss, v, v_miss = _script_line(
+                gold, test, words, encoding
+            )
+            ins, dels, subs = ins + a, dels + b, subs + c
+            matched += len(gold) - g_miss
+            test_matched += len(test) - t_miss
+            oov, oov_hit, iv, iv_hit = oov + o, oov_hit + o - o_miss, iv + v, iv_hit + v - v_miss
+            continue
+        pairs = match_words(gold, test)
         matched += len(pairs)
+        test_matched += len(pairs)
         a, b, c = _edit_counts(pairs, len(gold), len(test))
         ins, dels, subs = ins + a, dels + b, subs + c
         if words is not None:
@@ -460,6 +595,7 @@ def score_cws(
         iv_matched=iv_hit if has_list else None,
         accepted_pieces=used,
         warnings=tuple(warnings),
+        test_matched=test_matched,
     )
 
 
@@ -470,18 +606,76 @@ def score_cws_files(
     *,
     accepted: Path | str | None = None,
     encoding: str = "utf-8",
+    lcs: bool = False,
+    script_quirks: bool = False,
 ) -> dict[str, Any]:
     """Score a segmented test file against the gold file (`CwsScore.to_dict`).
 
     ``words``: training word list (one word per line); ``accepted``: a
-    judged review file (`write_cws_review`, verdicts filled in).
+    judged review file (`write_cws_review`, verdicts filled in); ``lcs``:
+    see `score_cws`. ``script_quirks`` reproduces two slips of the script
+    that are off by default (and reported in ``warnings`` when they would
+    change a number): a line starting with U+3000 gets an extra empty word,
+    and a word list without a final newline loses the last byte of its
+    last word (Perl's ``chop``).
     """
-    gold_lines = read_segmentation(gold, encoding)
-    test_lines = read_segmentation(test, encoding)
+    gold_lines = read_segmentation(gold, encoding, script_quirks=script_quirks)
+    test_lines = read_segmentation(test, encoding, script_quirks=script_quirks)
     check_line_counts(gold, test, len(gold_lines), len(test_lines))
-    word_list = None if words is None else read_word_list(words, encoding)
+    _refuse_empty(gold, gold_lines, "gold")
+    _refuse_empty(test, test_lines, "test")
+    notes: list[str] = []
+    if not script_quirks:
+        notes += _phantom_notes(gold, encoding) + _phantom_notes(test, encoding)
+    word_list = None
+    if words is not None:
+        word_list = read_word_list(words, encoding, script_quirks=script_quirks)
+        if not script_quirks and not _ends_with_newline(words):
+            notes.append(
+                f"{os.fspath(words)}: no newline after the last word; the script's `chop` "
+                "would cut its last byte (--sighan-quirks reproduces that)"
+            )
     pieces = frozenset() if accepted is None else read_accepted_pieces(accepted)
-    return score_cws(gold_lines, test_lines, word_list, pieces).to_dict()
+    out = score_cws(gold_lines, test_lines, word_list, pieces, lcs=lcs, encoding=encoding)
+    out_dict = out.to_dict()
+    out_dict["warnings"] = notes + out_dict["warnings"]
+    out_dict["matching"] = "lcs" if lcs else "gnu-diff"
+    return out_dict
+
+
+def _last_byte(path: Path | str | os.PathLike[str]) -> bytes:
+    with open(path, "rb") as fh:
+        size = fh.seek(0, os.SEEK_END)
+        if size == 0:
+            return b""
+        fh.seek(size - 1)
+        return fh.read(1)
+
+
+def _ends_with_newline(path: Path | str) -> bool:
+    return _last_byte(path) in (b"", b"\n")
+
+
+def _phantom_notes(path: Path | str, encoding: str) -> list[str]:
+    notes = []
+    for lineno, line in enumerate(read_lines(path, encoding), start=1):
+        if line.strip(_ASCII_SPACE).startswith("\u3000"):
+            notes.append(
+                f"{os.fspath(path)}:{lineno}: starts with U+3000; the script would count an "
+                "extra empty word here (--sighan-quirks reproduces that)"
+            )
+    return notes
+
+
+def _refuse_empty(path: Path | str, lines: Sequence[Sequence[str]], what: str) -> None:
+    if not any(lines):
+        raise FormatError(
+            path,
+            None,
+            f"the {what} file holds no words",
+            "give the segmented text, one sentence per line, words separated by spaces "
+            "(the script would divide by zero here)",
+        )
 
 
 # --- the HTRDP error-tolerance review ----------------------------------------
