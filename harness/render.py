@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich import box
 from rich.console import Console
@@ -20,7 +20,11 @@ from .events import (
     SystemLost,
     SystemStarted,
 )
-from .leaderboard import LeaderboardRow
+
+if TYPE_CHECKING:
+    # Only for annotations: the leaderboard loads site files (pydantic), which
+    # `onsite score` never needs.
+    from .leaderboard import LeaderboardRow
 
 _VERDICT_STYLE = {
     "ok": "green",
