@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 
 from rich import box
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from .events import (
@@ -24,6 +23,8 @@ from .events import (
 if TYPE_CHECKING:
     # Only for annotations: the leaderboard loads site files (pydantic), which
     # `onsite score` never needs.
+    from rich.progress import Progress
+
     from .leaderboard import LeaderboardRow
 
 _VERDICT_STYLE = {
@@ -69,6 +70,15 @@ class ProgressListener:
 
     def __enter__(self) -> ProgressListener:
         if not self.plain:
+            # Imported here: only run and check show progress bars.
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+            )
+
             self._progress = Progress(
                 TextColumn("{task.description}"),
                 BarColumn(),
