@@ -15,21 +15,18 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-
-from runners import list_serial_ports, probe_serial_port
-
-from . import __version__
-from .controller import Controller
-from .dryrun import dry_run, probe_devices
 from .errors import InputError
-from .leaderboard import leaderboard, site_of_run
-from .render import ProgressListener, leaderboard_table, make_console, table
-from .report import build_report, write_csv, write_html, write_json
-from .score_cmd import add_score_parser
-from .site import load_site
-from .store import RunLocked, RunState, RunStore, RunStoreError, lock_run_dir
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from .store import RunStore
+
+# Each command imports what it uses when it runs: the controller, runners,
+# report (HTML, plots) and scorers cost most of a second to import, and
+# `onsite --help`, `onsite status` or `onsite score ir` need none of them.
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -49,6 +46,8 @@ def _fresh_run_dir(run_dir: Path, console: Console) -> int | None:
     is refused instead of starting a second controller beside it. Returns the lock fd
     of the new, empty run directory (or None when there was nothing to move).
     """
+    from .store import lock_run_dir
+
     if not (run_dir / "journal.jsonl").exists():
         return None
     old_lock = lock_run_dir(run_dir)
@@ -64,6 +63,12 @@ def _fresh_run_dir(run_dir: Path, console: Console) -> int | None:
 
 def cmd_run(args: argparse.Namespace, console: Console) -> int:
     """Run (or resume) every job of a site."""
+    from .controller import Controller
+    from .leaderboard import leaderboard
+    from .render import ProgressListener, leaderboard_table
+    from .site import load_site
+    from .store import RunStore, RunStoreError
+
     site = load_site(args.site)
     run_dir = (Path(args.runs).resolve() / site.name) if args.runs else site.run_dir
     lock_fd = _fresh_run_dir(run_dir, console) if args.fresh else None
@@ -111,12 +116,18 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
 
 def _quietly_record(store: RunStore, event: str, **fields: object) -> None:
     """Journal how a session ended when the disk still lets us; never raise from here."""
+    from .store import RunStoreError
+
     with contextlib.suppress(RunStoreError, OSError, ValueError):
         store.record(event, **fields)
 
 
 def cmd_check(args: argparse.Namespace, console: Console) -> int:
     """Dry run: validate, start each system, run a few items; writes nothing to the run dir."""
+    from .dryrun import dry_run, probe_devices
+    from .render import ProgressListener, table
+    from .site import load_site
+
     site = load_site(args.site)
     console.print(f"{site.path}: valid; {len(site.jobs())} job(s)", markup=False)
     probes = probe_devices(site)
@@ -199,6 +210,10 @@ def _controller_running(run_dir: Path) -> bool:
 
 def cmd_status(args: argparse.Namespace, console: Console) -> int:
     """Where a run stands, from its journal."""
+    from .leaderboard import site_of_run
+    from .render import table
+    from .store import RunState
+
     run_dir = Path(args.run_dir)
     site = site_of_run(run_dir)
     state = RunState.from_journal(run_dir / "journal.jsonl")
@@ -238,8 +253,13 @@ def cmd_status(args: argparse.Namespace, console: Console) -> int:
 
 def cmd_report(args: argparse.Namespace, console: Console) -> int:
     """The leaderboard of a run, as a table or JSON; the full report as HTML, CSV or JSON files."""
+    from .leaderboard import leaderboard, site_of_run
+    from .render import leaderboard_table
+
     run_dir = Path(args.run_dir)
     if args.html or args.csv or args.json_file:
+        from .report import build_report, write_csv, write_html, write_json
+
         site = site_of_run(run_dir)
         data = build_report(
             run_dir,
@@ -272,6 +292,10 @@ def cmd_report(args: argparse.Namespace, console: Console) -> int:
 
 def cmd_devices(args: argparse.Namespace, console: Console) -> int:
     """List serial ports and probe each (or the given ones) with HELLO."""
+    from runners import list_serial_ports, probe_serial_port
+
+    from .render import table
+
     ports = list(args.port) or [p.device for p in list_serial_ports()]
     if not ports:
         console.print("no serial ports found; give one with --port PATH", markup=False)
@@ -293,12 +317,27 @@ def cmd_devices(args: argparse.Namespace, console: Console) -> int:
     return EXIT_OK if all(r[2] != "no answer" for r in rows) else EXIT_FAILED
 
 
+class _VersionAction(argparse.Action):
+    """``--version``: the version is looked up only when asked for (package metadata is slow)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(
+            option_strings, dest, nargs=0, default=argparse.SUPPRESS, help="show the version"
+        )
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        from . import __version__
+
+        sys.stdout.write(f"onsite {__version__}\n")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser, kept separate so tests and docs can inspect it."""
     parser = argparse.ArgumentParser(
         prog="onsite", description="On-site evaluation harness for participant systems."
     )
-    parser.add_argument("--version", action="version", version=f"onsite {__version__}")
+    parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run (or resume) the evaluation a site file describes")
@@ -344,6 +383,8 @@ def build_parser() -> argparse.ArgumentParser:
     devices.add_argument("--timeout", type=float, default=3.0, help="seconds to wait per port")
     devices.set_defaults(handler=cmd_devices)
 
+    from .score_cmd import add_score_parser
+
     add_score_parser(sub)
     return parser
 
@@ -354,6 +395,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _interrupt)
     try:
         args = build_parser().parse_args(argv)
+        from .render import make_console
+        from .store import RunLocked
+
         console = make_console()
     except KeyboardInterrupt:
         return 130

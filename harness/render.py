@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich import box
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from .events import (
@@ -20,7 +19,13 @@ from .events import (
     SystemLost,
     SystemStarted,
 )
-from .leaderboard import LeaderboardRow
+
+if TYPE_CHECKING:
+    # Only for annotations: the leaderboard loads site files (pydantic), which
+    # `onsite score` never needs.
+    from rich.progress import Progress
+
+    from .leaderboard import LeaderboardRow
 
 _VERDICT_STYLE = {
     "ok": "green",
@@ -65,6 +70,15 @@ class ProgressListener:
 
     def __enter__(self) -> ProgressListener:
         if not self.plain:
+            # Imported here: only run and check show progress bars.
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+            )
+
             self._progress = Progress(
                 TextColumn("{task.description}"),
                 BarColumn(),

@@ -8,68 +8,21 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
+if TYPE_CHECKING:
+    from rich.console import Console
 
-from scoring import (
-    AsrReport,
-    FormatError,
-    check_ids,
-    det_curve,
-    listening_plan,
-    pair_comparison,
-    read_command_file,
-    read_conditions,
-    read_detections,
-    read_face_detections,
-    read_face_references,
-    read_identification_candidates,
-    read_identification_truth,
-    read_mos_ratings,
-    read_ocr_outputs,
-    read_ocr_truth,
-    read_pair_judgements,
-    read_sentence_ids,
-    read_slot_file,
-    read_sus_responses,
-    read_transcripts,
-    read_verification_scores,
-    read_verification_truth,
-    score_asr,
-    score_commands,
-    score_detection,
-    score_identification,
-    score_mos,
-    score_ocr,
-    score_slots,
-    score_sus,
-    score_verification_pairs,
-)
-from scoring.cwmt_xml import (
-    Mismatch,
-    check_mirror,
-    check_submissions,
-    load_mt_file,
-    parse_result_name,
-    require_mirror,
-    validate_target,
-)
-from scoring.cws import score_cws_files
-from scoring.ir import score_ir_files
-from scoring.mt import score_mt_files
-from scoring.mt_human import score_human
-from scoring.ner import score_ner_file
-from scoring.plots import PlotFiles, plot_cmc, plot_det, plot_roc, plot_wer_by_condition
-from scoring.pos import score_pos_files
-from scoring.summarization import score_summarization_files
-from scoring.textcat import score_textcat_files
-from scoring.word_alignment import score_alignment_files
+    from scoring import AsrReport
+    from scoring.plots import PlotFiles
 
-from .render import table
+# Each family's function imports its own scorer when it runs, so `onsite score
+# ir` loads neither numpy, the numba aligner, matplotlib nor the other families.
 
 
 def _asr_report(args: argparse.Namespace) -> AsrReport:
+    from scoring import check_ids, read_conditions, read_transcripts, score_asr
+
     refs = read_transcripts(Path(args.ref))
     hyps = read_transcripts(Path(args.hyp))
     check_ids(refs, hyps, Path(args.ref), Path(args.hyp))
@@ -120,6 +73,8 @@ def _asr(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _plot_asr(args: argparse.Namespace, stem: Path) -> PlotFiles:
+    from scoring.plots import plot_wer_by_condition
+
     report = _asr_report(args)
     if not report.by_condition:
         raise ValueError("--plot for asr shows WER by condition: give --conditions FILE too")
@@ -129,6 +84,9 @@ def _plot_asr(args: argparse.Namespace, stem: Path) -> PlotFiles:
 
 
 def _plot_roc(args: argparse.Namespace, stem: Path) -> PlotFiles:
+    from scoring import read_verification_scores, read_verification_truth, score_verification_pairs
+    from scoring.plots import plot_roc
+
     report = score_verification_pairs(
         read_verification_scores(args.hyp), read_verification_truth(args.ref)
     )
@@ -137,6 +95,13 @@ def _plot_roc(args: argparse.Namespace, stem: Path) -> PlotFiles:
 
 
 def _plot_cmc(args: argparse.Namespace, stem: Path) -> PlotFiles:
+    from scoring import (
+        read_identification_candidates,
+        read_identification_truth,
+        score_identification,
+    )
+    from scoring.plots import plot_cmc
+
     report = score_identification(
         read_identification_candidates(args.hyp), read_identification_truth(args.ref)
     )
@@ -144,26 +109,37 @@ def _plot_cmc(args: argparse.Namespace, stem: Path) -> PlotFiles:
 
 
 def _plot_det(args: argparse.Namespace, stem: Path) -> PlotFiles:
+    from scoring import det_curve, read_detections
+    from scoring.plots import plot_det
+
     curve = det_curve(read_detections(args.hyp), args.n_true, args.n_nontarget)
     return plot_det({Path(args.hyp).stem: curve}, stem)
 
 
 def _command(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.commands import read_command_file, score_commands
+
     return score_commands(read_command_file(args.ref), read_command_file(args.hyp)).to_dict()
 
 
 def _kws(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.kws import read_slot_file, score_slots
+
     refs = read_slot_file(args.ref)
     hyps = read_slot_file(args.hyp, require_setting=False)
     return score_slots(refs, hyps).to_dict(include_sentences=args.details)
 
 
 def _ocr(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.ocr import read_ocr_outputs, read_ocr_truth, score_ocr
+
     report = score_ocr(read_ocr_truth(args.ref), read_ocr_outputs(args.hyp), seconds=args.seconds)
     return report.to_dict(include_characters=args.details)
 
 
 def _face_detect(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.faces import read_face_detections, read_face_references, score_detection
+
     detections = read_face_detections(args.hyp)
     report = score_detection(
         read_face_references(args.ref), detections.boxes, seconds=detections.seconds or None
@@ -172,6 +148,12 @@ def _face_detect(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _face_identify(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.faces import (
+        read_identification_candidates,
+        read_identification_truth,
+        score_identification,
+    )
+
     report = score_identification(
         read_identification_candidates(args.hyp), read_identification_truth(args.ref)
     )
@@ -179,6 +161,12 @@ def _face_identify(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _face_verify(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.faces import (
+        read_verification_scores,
+        read_verification_truth,
+        score_verification_pairs,
+    )
+
     report = score_verification_pairs(
         read_verification_scores(args.hyp), read_verification_truth(args.ref)
     )
@@ -186,6 +174,8 @@ def _face_verify(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _kws_det(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.kws import det_curve, read_detections
+
     detections = read_detections(args.hyp)
     try:
         curve = det_curve(detections, args.n_true, args.n_nontarget)
@@ -199,6 +189,8 @@ def _kws_det(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _tts_pair(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.tts import pair_comparison, read_pair_judgements
+
     judgements = read_pair_judgements(args.hyp)
     stats = pair_comparison(judgements, confidence=args.confidence, unit=args.unit)
     return {
@@ -211,12 +203,16 @@ def _tts_pair(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _tts_sus(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.tts import read_sus_responses, score_sus
+
     responses = read_sus_responses(args.hyp)
     scores = score_sus(responses)
     return {"blanks": len(responses), "systems": [s.to_dict() for s in scores.values()]}
 
 
 def _tts_mos(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.tts import read_mos_ratings, score_mos
+
     ratings = read_mos_ratings(args.hyp)
     scores = score_mos(ratings, confidence=args.confidence)
     return {
@@ -232,6 +228,8 @@ def _numbered(prefix: str, n: int) -> list[str]:
 
 
 def _tts_plan(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.tts import listening_plan, read_sentence_ids
+
     # A plain number is a count; anything else names a file (write ./12 for a file "12").
     count = args.sentences.isascii() and args.sentences.isdigit()
     sentences = _numbered("s", int(args.sentences)) if count else read_sentence_ids(args.sentences)
@@ -247,6 +245,9 @@ def _tts_plan(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _mt(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.cwmt_xml import load_mt_file, require_mirror
+    from scoring.mt import score_mt_files
+
     if args.src:
         source = load_mt_file(args.src, "source")
         target = load_mt_file(args.hyp, "target")
@@ -255,6 +256,16 @@ def _mt(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _mt_check(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.cwmt_xml import (
+        Mismatch,
+        check_mirror,
+        check_submissions,
+        load_mt_file,
+        parse_result_name,
+        validate_target,
+    )
+    from scoring.errors import FormatError
+
     source = load_mt_file(args.src, "source")
     problems: list[Any] = []
     files = []
@@ -273,14 +284,20 @@ def _mt_check(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _mt_human(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.mt_human import score_human
+
     return score_human(args.hyp).to_dict()
 
 
 def _mt_align(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.word_alignment import score_alignment_files
+
     return score_alignment_files(args.hyp, args.ref)
 
 
 def _cws(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.cws import score_cws_files
+
     return score_cws_files(
         args.gold,
         args.test,
@@ -292,22 +309,32 @@ def _cws(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _ner(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.ner import score_ner_file
+
     return score_ner_file(args.conll)
 
 
 def _pos(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.pos import score_pos_files
+
     return score_pos_files(args.gold, args.test, args.train)
 
 
 def _textcat(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.textcat import score_textcat_files
+
     return score_textcat_files(args.gold, args.pred, seconds=args.seconds)
 
 
 def _ir(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.ir import score_ir_files
+
     return score_ir_files(args.qrels, args.run, complete=args.complete)
 
 
 def _summarization(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.summarization import score_summarization_files
+
     return score_summarization_files(args.hyp)
 
 
@@ -586,6 +613,10 @@ def _os_error(exc: OSError) -> str:
 
 def cmd_score(args: argparse.Namespace, console: Console) -> int:
     """Run one family's scorer and print its figures."""
+    from scoring.errors import FormatError
+
+    from .render import table
+
     family = _FAMILIES[args.family]
     try:
         result = args.scorer(args)
