@@ -8,6 +8,7 @@ copies of its inputs, and a stderr log capped at ``max_log_bytes``.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import secrets
@@ -244,6 +245,7 @@ class LocalServeRunner(_LocalRunner):
         self._reader: LineReader | None = None
         self._meter: TreeMeter | None = None
         self._cpu_mark: float | None = None
+        self._system_pid: int | None = None
 
     @property
     def pid(self) -> int | None:
@@ -289,7 +291,8 @@ class LocalServeRunner(_LocalRunner):
         if not isinstance(message, protocol.Ready):
             self.kill()
             raise StartError(f"expected a ready message, got op {message.op!r}")
-        self._meter = TreeMeter(_system_process(proc.pid))
+        self._system_pid = _system_process(proc.pid)
+        self._meter = TreeMeter(self._system_pid)
         self._cpu_mark, _ = self._meter.sample(ready_at)
         return StartInfo(message.name, message.version, ready_at - t0, proc.pid)
 
@@ -325,15 +328,52 @@ class LocalServeRunner(_LocalRunner):
         except OSError:
             return self._crashed(attempt, "stdin")
         assert self._reader is not None
-        return await_answer(
+        closed: list[str] = []
+
+        def kill() -> None:
+            # Sealed, bubblewrap keeps its own copies of the pipes, so a system that closed
+            # its end looks like a hang; tell the two apart before the evidence is gone.
+            closed.extend(self._closed_pipes())
+            self.kill()
+
+        result = await_answer(
             self._reader,
             deadline,
             request.anon_id,
             request.hang_seconds,
             attempt,
-            self.kill,
+            kill,
             lambda: self._crashed(attempt, "stdout"),
         )
+        if closed and result.outcome == "timeout":
+            return dataclasses.replace(
+                result,
+                outcome="crashed",
+                message=f"closed its {' and '.join(closed)} while still running (the "
+                "protocol keeps stdin and stdout open until bye); killed",
+            )
+        return result
+
+    def _closed_pipes(self) -> list[str]:
+        """Which of its stdin and stdout the system's own process no longer holds."""
+        proc = self._proc
+        if proc is None or proc.stdin is None or self._system_pid is None:
+            return []
+        try:
+            pipe = os.fstat(proc.stdin.fileno()).st_ino, os.fstat(proc.stdout.fileno()).st_ino  # type: ignore[union-attr]
+        except (OSError, ValueError):
+            return []
+        closed = []
+        for fd, name, inode in ((0, "stdin", pipe[0]), (1, "stdout", pipe[1])):
+            try:
+                held = os.stat(f"/proc/{self._system_pid}/fd/{fd}").st_ino
+            except OSError:
+                if not os.path.exists(f"/proc/{self._system_pid}"):
+                    return []
+                held = None
+            if held != inode:
+                closed.append(name)
+        return closed
 
     def _crashed(self, attempt: Any, stream: str) -> ItemAttempt:
         """The system's end of a pipe closed: it exited, or it closed the pipe and lives on."""
@@ -398,6 +438,7 @@ class LocalServeRunner(_LocalRunner):
         self._proc = None
         self._reader = None
         self._meter = None
+        self._system_pid = None
 
 
 class LocalExecRunner(_LocalRunner):

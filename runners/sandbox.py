@@ -283,6 +283,9 @@ class SandboxCommand:
         args = [
             self.bwrap,
             "--unshare-pid",
+            # The system (or the spawner) is the namespace's first process, so no bwrap
+            # process whose command line names host paths is visible inside.
+            "--as-pid-1",
             "--unshare-ipc",
             "--unshare-uts",
             "--unshare-cgroup-try",
