@@ -12,6 +12,7 @@ import dataclasses
 import json
 import os
 import secrets
+import shutil
 import stat
 import subprocess
 import sys
@@ -131,6 +132,7 @@ class _LocalRunner(Runner):
 
     def _prepare(self) -> None:
         """Check the sandbox can be made and empty the scratch directories (every start)."""
+        self._check_program()
         if self.sealed and self._sandbox is None:
             bwrap = check_available(self.spec.sandbox)
             self._account = account(self.spec.sandbox)
@@ -148,6 +150,20 @@ class _LocalRunner(Runner):
         except OSError as exc:
             raise StartError(f"cannot prepare {self.spec.stage_dir}: {exc}") from exc
         self._setup_staged = None
+
+    def _check_program(self) -> None:
+        """A program that does not exist is said plainly, not as the wrapper's complaint."""
+        program = self.spec.command[0] if self.spec.command else ""
+        if "/" in program:
+            path = Path(program) if Path(program).is_absolute() else self.spec.workdir / program
+            found = path.is_file() and os.access(path, os.X_OK)
+        else:
+            found = shutil.which(program, path=self.env.get("PATH")) is not None
+        if not found:
+            raise StartError(
+                f"cannot start {program!r} in {self.spec.workdir}: no such executable; check "
+                "the command (a path is relative to the workdir; a name is looked up on PATH)"
+            )
 
     def _wrap(self, command: Sequence[str]) -> list[str]:
         """The command line that starts ``command`` sealed, or dying with the controller."""
@@ -219,6 +235,9 @@ class _LocalRunner(Runner):
         if self._log is not None:
             self._log.close()
             self._log = None
+        # Nothing staged outlives the system: the gallery sent in hello included.
+        with contextlib.suppress(OSError):
+            self._unstage([p for p in self.scratch.inputs.iterdir() if p.is_file()])
         self._setup_staged = None
 
 
@@ -363,17 +382,18 @@ class LocalServeRunner(_LocalRunner):
             pipe = os.fstat(proc.stdin.fileno()).st_ino, os.fstat(proc.stdout.fileno()).st_ino  # type: ignore[union-attr]
         except (OSError, ValueError):
             return []
-        closed = []
-        for fd, name, inode in ((0, "stdin", pipe[0]), (1, "stdout", pipe[1])):
-            try:
-                held = os.stat(f"/proc/{self._system_pid}/fd/{fd}").st_ino
-            except OSError:
-                if not os.path.exists(f"/proc/{self._system_pid}"):
-                    return []
-                held = None
-            if held != inode:
-                closed.append(name)
-        return closed
+        # Any descriptor counts: a system may move its protocol stream off fd 1 (so that a
+        # chatty C library cannot write to it) and still hold the pipe.
+        held: set[int] = set()
+        try:
+            for fd in os.listdir(f"/proc/{self._system_pid}/fd"):
+                with contextlib.suppress(OSError):
+                    held.add(os.stat(f"/proc/{self._system_pid}/fd/{fd}").st_ino)
+        except OSError:
+            return []
+        return [
+            name for name, inode in (("stdin", pipe[0]), ("stdout", pipe[1])) if inode not in held
+        ]
 
     def _crashed(self, attempt: Any, stream: str) -> ItemAttempt:
         """The system's end of a pipe closed: it exited, or it closed the pipe and lives on."""

@@ -17,6 +17,7 @@ from runners import (
     ItemAttempt,
     ItemRequest,
     LocalServeRunner,
+    Sandbox,
     SshServeRunner,
     StartError,
     SystemSpec,
@@ -39,6 +40,8 @@ def spec_for(root: Path, env: dict[str, str], name: str = "fake") -> SystemSpec:
         stage_dir=root / "stage" / name,
         env=env,
         setup_seconds=20.0,
+        # The local twin is unsealed: the fake logs what it received into the workdir.
+        sandbox=Sandbox(enabled=False),
     )
 
 
