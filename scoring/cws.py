@@ -5,13 +5,14 @@ Conventions, as in the bakeoff ``score`` script:
 * Gold and test files are read line by line, in step. A line is split into
   words at ASCII whitespace and at the full-width space U+3000 (the script
   turns U+3000 into a space; other Unicode spaces are *not* separators).
-* Per line, words are matched as a longest common subsequence of the two
-  word-string sequences (what the script gets from GNU ``diff`` on
-  one-word-per-line files), not by character offsets: the matched count is
-  the LCS length. "True words recognised" = gold words minus gold words on
-  changed diff lines = matched words; likewise for test words.
-* Recall = matched / gold words, precision = matched / test words,
-  F = 2PR / (P + R), all pooled over the file (micro averages).
+* Per line, the script runs GNU ``diff -y`` on the two word lists (one word
+  per line) and counts its rows with its own patterns. By default this
+  module does the same over the rows `scoring.gnu_diff` computes (a model
+  of GNU diff 3.8, checked against the real binary in the tests), so the
+  matched words are the lines diff leaves unchanged, which is not always a
+  longest common subsequence. ``lcs=True`` matches a true LCS instead.
+* Recall = gold words recognised / gold words, precision = test words
+  recognised / test words, F = 2PR / (P + R), all pooled over the file.
 * OOV = a gold word not in the training word list (exact string). OOV rate
   = OOV gold words / gold words; OOV recall = matched OOV gold words / OOV
   gold words; IV recall likewise for the other gold words.
@@ -19,6 +20,8 @@ Conventions, as in the bakeoff ``score`` script:
   script warns "possible misalignment"); such lines are listed in
   ``warnings``. Unlike the script, files with different line counts are an
   error rather than silently truncated to the shorter one.
+* Two slips of the script (an empty word before a leading U+3000, ``chop``
+  of a word list's last byte) are reproduced only with ``script_quirks``.
 
 The HTRDP error-tolerance procedure (differing pieces reviewed by judges,
 accepted pieces added to the reference) is `write_cws_review` +
