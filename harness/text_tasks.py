@@ -198,7 +198,7 @@ def _score_mt(testset: TestSet, task: Task, outputs: Outputs, _: Any) -> dict[st
 
 def _source_words(item: TestItem) -> float:
     # CJK characters count one each, other runs are whitespace words: no segmenter needed.
-    return float(len(tokenize(str(item.fields["text"]), "char", case_sensitive=True)))
+    return float(len(tokenize(str(item.fields["text"]), "char", case_sensitive=True, unicode=True)))
 
 
 # --------------------------------------------------------------------------- cws

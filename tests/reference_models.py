@@ -35,6 +35,7 @@ __all__ = [
     "ScriptDied",
     "conlleval_counts",
     "mteval_nist",
+    "mteval_tokens",
     "sclite_counts",
     "sgml_escape",
     "sighan_score",
@@ -204,7 +205,7 @@ def sgml_escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def _mteval_tokens(raw: str) -> list[str]:
+def mteval_tokens(raw: str) -> list[str]:
     """mteval-v13a NormalizeText on raw SGML text, case kept (-c)."""
     t = raw.replace("<skipped>", "").replace("-\n", "").replace("\n", " ")
     for entity, char in (("&quot;", '"'), ("&amp;", "&"), ("&lt;", "<"), ("&gt;", ">")):
@@ -223,7 +224,7 @@ def mteval_nist(hyps: Sequence[str], refs: Sequence[Sequence[str]], max_n: int =
     counts: Counter[tuple[str, ...]] = Counter()
     for ref_set in refs:
         for text in ref_set:
-            toks = _mteval_tokens(text)
+            toks = mteval_tokens(text)
             counts[()] += len(toks)
             for n in range(1, max_n + 1):
                 for i in range(len(toks) - n + 1):
@@ -233,8 +234,8 @@ def mteval_nist(hyps: Sequence[str], refs: Sequence[Sequence[str]], max_n: int =
     total = [0] * max_n
     hyp_len = ref_len = 0
     for i, h in enumerate(hyps):
-        ht = _mteval_tokens(h)
-        rts = [_mteval_tokens(r[i]) for r in refs]
+        ht = mteval_tokens(h)
+        rts = [mteval_tokens(r[i]) for r in refs]
         hyp_len += len(ht)
         ref_len += sum(len(r) for r in rts)
         for n in range(1, max_n + 1):

