@@ -212,6 +212,18 @@ def test_cws_marker_words_count_as_the_script_reads_them(tmp_path: Path) -> None
         assert (want["subst"], want["rr"], want["rp"]) == (1, 1, 2)
 
 
+def test_cws_words_at_diffs_column_limit(tmp_path: Path) -> None:
+    # A 61-column gold word leaves one blank before the marker: the script's
+    # "missed" pattern needs two, so the changed word counts as recognised.
+    gold, test = b"x" * 61 + b" a\n", b"y a\n"
+    d = _cws(tmp_path, gold, test)
+    assert (d["substitutions"], d["matched"], d["test_matched"]) == (1, 2, 1)
+    assert _cws(tmp_path, b"x" * 60 + b" a\n", test)["matched"] == 1
+    if HAVE_DIFF:
+        want = sighan_score(gold, test)
+        assert (want["subst"], want["rr"], want["rp"]) == (1, 2, 1)
+
+
 @pytest.mark.parametrize(("gold", "test"), [(b"", b""), (b"\n\n", b"\n\n"), (b"a b\n", b"\n")])
 def test_cws_files_without_words_are_refused(tmp_path: Path, gold: bytes, test: bytes) -> None:
     with pytest.raises(FormatError, match="holds no words"):
@@ -332,6 +344,19 @@ def cws_differential_case(rng: random.Random, tmp: Path, lines: int) -> None:
     assert (got["oov_words"], got["iv_words"]) == (want["oov"], want["iv"])
     assert got["oov_words"] - got["oov_matched"] == want["oov_missed"]
     assert got["iv_words"] - got["iv_matched"] == want["iv_missed"]
+
+
+def test_cws_row_shortcut_counts_as_the_rendered_rows() -> None:
+    from scoring.cws import _script_line
+
+    rng = random.Random(7)
+    pool = ["的", "的的", "我们", "a", "ab", "é", "x" * 61, "中" * 20]
+    for _ in range(300):
+        vocab = rng.sample(pool, rng.randint(1, len(pool)))
+        g = _random_words(rng, vocab, rng.randint(1, 30))
+        t = _random_words(rng, vocab, rng.randint(1, 30))
+        words = set(rng.sample(pool, 3))
+        assert _script_line(g, t, words, "utf-8") == _script_line(g, t, words, "utf-8", False)
 
 
 @needs_diff
