@@ -41,7 +41,17 @@ __all__ = [
     "sighan_score",
 ]
 
-HAVE_DIFF = shutil.which("diff") is not None
+
+def _have_diff_and_utf8_locale() -> bool:
+    # The models render diff -y as in a UTF-8 locale (wide characters take
+    # two columns), so the real diff must run in one.
+    if shutil.which("diff") is None or shutil.which("locale") is None:
+        return False
+    names = subprocess.run(["locale", "-a"], capture_output=True, text=True).stdout.split()
+    return any(n.lower().replace("-", "") == "c.utf8" for n in names)
+
+
+HAVE_DIFF = _have_diff_and_utf8_locale()
 
 
 class ScriptDied(Exception):

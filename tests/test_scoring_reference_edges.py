@@ -36,7 +36,7 @@ from tests.reference_models import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-needs_diff = pytest.mark.skipif(not HAVE_DIFF, reason="GNU diff is not installed")
+needs_diff = pytest.mark.skipif(not HAVE_DIFF, reason="needs GNU diff and the C.UTF-8 locale")
 
 
 def _asr(ref: str, hyp: str, unit: str = "word", **kw: bool) -> tuple[int, int, int, int]:
