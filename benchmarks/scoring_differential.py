@@ -16,8 +16,10 @@ named peer in the same run:
   `tests.reference_models.sclite_counts` on random text with non-ASCII
   letters, Unicode spaces, `*` and emoji. Peer: that model.
 * mteval: `score_mt_files` on plain files with entities, `<skipped>`, `<`,
-  `>` and Unicode spaces against sacrebleu BLEU (13a, exp smoothing) and
-  the NIST model. Peer: sacrebleu + the NIST model.
+  `>` and Unicode spaces against the BLEU and NIST models, and against
+  sacrebleu BLEU (13a, exp smoothing) where sacrebleu follows mteval (some
+  hypothesis has 4 tokens and some unigram matches). Peer: the models and
+  sacrebleu.
 * conlleval: `score_ner` against `tests.reference_models.conlleval_counts`
   on random IOB tags with a type `0`. Peer: that model.
 
@@ -112,7 +114,7 @@ def main() -> int:
         _run("sclite", "peer: sclite model", args.cases, lambda: edges.asr_differential_case(rng))
         _run(
             "mteval",
-            "peer: sacrebleu + NIST model",
+            "peer: mteval models + sacrebleu",
             args.cases,
             lambda: edges.mt_differential_case(rng, tmp, rng.randint(1, 20)),
         )

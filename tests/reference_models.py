@@ -8,10 +8,9 @@ as the tool does it, and shares no code with `scoring` beyond what is named:
   ``split /\\s+/``, ``chop`` of word-list lines) driving the *real* GNU
   ``diff -y`` binary, and the script's patterns over its output.
 * `conlleval_counts`: conlleval.pl's endOfChunk/startOfChunk state machine.
-* `mteval_nist` / `mteval_bleu_sacrebleu`: mteval-v13a NIST from its
-  definition, BLEU through sacrebleu (same 13a tokeniser and smoothing),
-  both over text as mteval's SGML holds it (plain text escaped by a
-  standard SGML writer).
+* `mteval_bleu` / `mteval_nist`: mteval-v13a ``bleu_score`` and
+  ``nist_score`` from their definitions, over text as mteval's SGML holds
+  it (plain text escaped by a standard SGML writer, `sgml_escape`).
 * ASR uses `tests.test_scoring_fast_align.sclite_tokenize` and
   `reference_align` (character-at-a-time tokeniser, cell-by-cell table).
 """
@@ -34,6 +33,7 @@ __all__ = [
     "HAVE_DIFF",
     "ScriptDied",
     "conlleval_counts",
+    "mteval_bleu",
     "mteval_nist",
     "mteval_tokens",
     "sclite_counts",
@@ -264,3 +264,39 @@ def mteval_nist(hyps: Sequence[str], refs: Sequence[Sequence[str]], max_n: int =
     beta = -math.log(0.5) / math.log(1.5) ** 2
     penalty = math.exp(-beta * math.log(ratio) ** 2) if 0 < ratio < 1 else (1.0 if ratio else 0.0)
     return score * penalty
+
+
+def mteval_bleu(hyps: Sequence[str], refs: Sequence[Sequence[str]]) -> float:
+    """mteval-v13a ``bleu_score`` (smoothed, closest reference length) of raw SGML texts."""
+    matched = [0] * 4
+    total = [0] * 4
+    hyp_len = ref_len = 0
+    for i, h in enumerate(hyps):
+        ht = mteval_tokens(h)
+        rts = [mteval_tokens(r[i]) for r in refs]
+        hyp_len += len(ht)
+        # closest reference length, the shorter one on a tie
+        ref_len += min((abs(len(r) - len(ht)), len(r)) for r in rts)[1]
+        for n in range(1, 5):
+            hc = Counter(tuple(ht[k : k + n]) for k in range(len(ht) - n + 1))
+            best: Counter[tuple[str, ...]] = Counter()
+            for rt in rts:
+                rc = Counter(tuple(rt[k : k + n]) for k in range(len(rt) - n + 1))
+                for g, c in rc.items():
+                    best[g] = max(best[g], c)
+            total[n - 1] += sum(hc.values())
+            matched[n - 1] += sum(min(c, best[g]) for g, c in hc.items())
+    if not hyp_len:
+        return 0.0  # exp_len_score stays 0
+    score = 0.0
+    smooth = 1
+    for n in range(4):
+        if total[n] == 0:
+            iscore = 0.0
+        elif matched[n] == 0:
+            smooth *= 2
+            iscore = math.log(1 / (smooth * total[n]))
+        else:
+            iscore = math.log(matched[n] / total[n])
+        score += iscore
+    return math.exp(score / 4) * math.exp(min(0.0, 1 - ref_len / hyp_len))
