@@ -144,25 +144,42 @@ def likely_encoding(data: bytes) -> str:
     return "LATIN1"
 
 
-def split_words(line: str, script_quirks: bool = False) -> list[str]:
+def split_words(
+    line: str, script_quirks: bool = False, ideographic_space: bool = True
+) -> list[str]:
     """Words of one segmented line (separators: ASCII whitespace, U+3000).
 
     With `script_quirks`, a line whose first non-blank character is U+3000
     starts with an empty word, as in the script (it strips ASCII blanks,
     then turns U+3000 into a space, then splits with Perl's ``split``,
-    which keeps a leading empty field).
+    which keeps a leading empty field). Without `ideographic_space`,
+    U+3000 is part of a word (`ideographic_space_separates`).
     """
+    if not ideographic_space:
+        return [w for w in _ASCII_SEPARATORS.split(line) if w]
     words = [w for w in _SEPARATORS.split(line) if w]
     if script_quirks and line.strip(_ASCII_SPACE).startswith("\u3000"):
         words.insert(0, "")
     return words
 
 
+_ASCII_SEPARATORS = re.compile("[ \t\n\r\f\v]+")
+# The script turns U+3000 into a space by its UTF-8 bytes (E3 80 80) or its
+# Big5 bytes (A1 40); in GB2312/GBK/GB18030 U+3000 is A1 A1, which it keeps.
+_GB_ENCODINGS = frozenset({"gb2312", "gbk", "gb18030", "cp936", "euc-cn", "euc_cn", "hz"})
+
+
+def ideographic_space_separates(encoding: str) -> bool:
+    """Whether the script splits words at U+3000 in files of `encoding`."""
+    return encoding.lower().replace("_", "-") not in _GB_ENCODINGS
+
+
 def read_segmentation(
     path: str | os.PathLike[str], encoding: str = "utf-8", *, script_quirks: bool = False
 ) -> list[list[str]]:
     """One word list per line of a segmented file (words separated by spaces)."""
-    return [split_words(line, script_quirks) for line in read_lines(path, encoding)]
+    space = ideographic_space_separates(encoding)
+    return [split_words(line, script_quirks, space) for line in read_lines(path, encoding)]
 
 
 def read_word_list(
@@ -673,7 +690,7 @@ def score_cws_files(
     _refuse_empty(gold, gold_lines, "gold")
     _refuse_empty(test, test_lines, "test")
     notes: list[str] = []
-    if not script_quirks:
+    if not script_quirks and ideographic_space_separates(encoding):
         notes += _phantom_notes(gold, encoding) + _phantom_notes(test, encoding)
     word_list = None
     if words is not None:

@@ -15,6 +15,7 @@ import random
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -168,7 +169,7 @@ def test_mt_takes_any_number_of_references(tmp_path: Path) -> None:
 # --- word segmentation (SIGHAN score + GNU diff 3.8) ---------------------------
 
 
-def _cws(tmp_path: Path, gold: bytes, test: bytes, words: bytes | None = None, **kw: bool):
+def _cws(tmp_path: Path, gold: bytes, test: bytes, words: bytes | None = None, **kw: Any):
     g, t = tmp_path / "gold", tmp_path / "test"
     g.write_bytes(gold)
     t.write_bytes(test)
@@ -211,6 +212,17 @@ def test_cws_marker_words_count_as_the_script_reads_them(tmp_path: Path) -> None
     if HAVE_DIFF:
         want = sighan_score(b"| a\n", b"| a\n")
         assert (want["subst"], want["rr"], want["rp"]) == (1, 1, 2)
+
+
+def test_cws_ideographic_space_in_gb18030_is_part_of_a_word(tmp_path: Path) -> None:
+    gold, test = "我们\u3000好 人\n", "我们 好 人\n"
+    d = _cws(tmp_path, gold.encode(), test.encode())
+    assert (d["gold_words"], d["matched"]) == (3, 3)
+    g = _cws(tmp_path, gold.encode("gb18030"), test.encode("gb18030"), encoding="gb18030")
+    assert (g["gold_words"], g["matched"]) == (2, 1)  # the script keeps A1 A1 inside the word
+    if HAVE_DIFF:
+        want = sighan_score(gold.encode("gb18030"), test.encode("gb18030"))
+        assert (want["true"], want["rr"]) == (2, 1)
 
 
 def test_cws_words_at_diffs_column_limit(tmp_path: Path) -> None:
