@@ -5,13 +5,14 @@ Conventions, as in the bakeoff ``score`` script:
 * Gold and test files are read line by line, in step. A line is split into
   words at ASCII whitespace and at the full-width space U+3000 (the script
   turns U+3000 into a space; other Unicode spaces are *not* separators).
-* Per line, words are matched as a longest common subsequence of the two
-  word-string sequences (what the script gets from GNU ``diff`` on
-  one-word-per-line files), not by character offsets: the matched count is
-  the LCS length. "True words recognised" = gold words minus gold words on
-  changed diff lines = matched words; likewise for test words.
-* Recall = matched / gold words, precision = matched / test words,
-  F = 2PR / (P + R), all pooled over the file (micro averages).
+* Per line, the script runs GNU ``diff -y`` on the two word lists (one word
+  per line) and counts its rows with its own patterns. By default this
+  module does the same over the rows `scoring.gnu_diff` computes (a model
+  of GNU diff 3.8, checked against the real binary in the tests), so the
+  matched words are the lines diff leaves unchanged, which is not always a
+  longest common subsequence. ``lcs=True`` matches a true LCS instead.
+* Recall = gold words recognised / gold words, precision = test words
+  recognised / test words, F = 2PR / (P + R), all pooled over the file.
 * OOV = a gold word not in the training word list (exact string). OOV rate
   = OOV gold words / gold words; OOV recall = matched OOV gold words / OOV
   gold words; IV recall likewise for the other gold words.
@@ -19,6 +20,8 @@ Conventions, as in the bakeoff ``score`` script:
   script warns "possible misalignment"); such lines are listed in
   ``warnings``. Unlike the script, files with different line counts are an
   error rather than silently truncated to the shorter one.
+* Two slips of the script (an empty word before a leading U+3000, ``chop``
+  of a word list's last byte) are reproduced only with ``script_quirks``.
 
 The HTRDP error-tolerance procedure (differing pieces reviewed by judges,
 accepted pieces added to the reference) is `write_cws_review` +
@@ -141,25 +144,42 @@ def likely_encoding(data: bytes) -> str:
     return "LATIN1"
 
 
-def split_words(line: str, script_quirks: bool = False) -> list[str]:
+def split_words(
+    line: str, script_quirks: bool = False, ideographic_space: bool = True
+) -> list[str]:
     """Words of one segmented line (separators: ASCII whitespace, U+3000).
 
     With `script_quirks`, a line whose first non-blank character is U+3000
     starts with an empty word, as in the script (it strips ASCII blanks,
     then turns U+3000 into a space, then splits with Perl's ``split``,
-    which keeps a leading empty field).
+    which keeps a leading empty field). Without `ideographic_space`,
+    U+3000 is part of a word (`ideographic_space_separates`).
     """
+    if not ideographic_space:
+        return [w for w in _ASCII_SEPARATORS.split(line) if w]
     words = [w for w in _SEPARATORS.split(line) if w]
     if script_quirks and line.strip(_ASCII_SPACE).startswith("\u3000"):
         words.insert(0, "")
     return words
 
 
+_ASCII_SEPARATORS = re.compile("[ \t\n\r\f\v]+")
+# The script turns U+3000 into a space by its UTF-8 bytes (E3 80 80) or its
+# Big5 bytes (A1 40); in GB2312/GBK/GB18030 U+3000 is A1 A1, which it keeps.
+_GB_ENCODINGS = frozenset({"gb2312", "gbk", "gb18030", "cp936", "euc-cn", "euc_cn", "hz"})
+
+
+def ideographic_space_separates(encoding: str) -> bool:
+    """Whether the script splits words at U+3000 in files of `encoding`."""
+    return encoding.lower().replace("_", "-") not in _GB_ENCODINGS
+
+
 def read_segmentation(
     path: str | os.PathLike[str], encoding: str = "utf-8", *, script_quirks: bool = False
 ) -> list[list[str]]:
     """One word list per line of a segmented file (words separated by spaces)."""
-    return [split_words(line, script_quirks) for line in read_lines(path, encoding)]
+    space = ideographic_space_separates(encoding)
+    return [split_words(line, script_quirks, space) for line in read_lines(path, encoding)]
 
 
 def read_word_list(
@@ -467,6 +487,7 @@ def _script_line(
     test: Sequence[str],
     words: Collection[str] | None,
     encoding: str,
+    shortcut: bool = True,
 ) -> tuple[int, int, int, int, int, int, int, int, int]:
     """One line as the script counts it from ``diff -y``'s output.
 
@@ -474,10 +495,14 @@ def _script_line(
     missed, OOV, OOV missed, IV, IV missed). The rows are rendered as diff
     prints them and read with the script's own patterns, so words spelled
     ``|``, ``<`` or ``>``, empty words and words cut at the 61st column
-    count exactly as the script counts them.
+    count exactly as the script counts them. With `shortcut`, lines whose
+    words the patterns cannot misread skip the rendering (same counts).
     """
     gb = [w.encode(encoding, "surrogateescape") for w in gold]
     tb = [w.encode(encoding, "surrogateescape") for w in test]
+    plain = (0 < len(w) <= _HALF_ROW and _ROW_SENSITIVE.search(w) is None for w in (*gb, *tb))
+    if shortcut and all(plain):
+        return _plain_rows(gold, test, gb, tb, words)
     ins = dels = subs = gold_missed = test_missed = oov = oov_missed = iv = iv_missed = 0
     for row in sdiff_rows(gb, tb):
         line = render_sdiff_row(
@@ -503,6 +528,46 @@ def _script_line(
                     oov += 1
                     oov_missed += missed
         test_missed += _TEST_MISSED.search(line) is not None
+    return ins, dels, subs, gold_missed, test_missed, oov, oov_missed, iv, iv_missed
+
+
+# Words of at most 60 bytes leave at least two blanks before diff -y's
+# marker column in any encoding (no character is wider than its bytes; a
+# 61-column word leaves one, and the script's "missed" pattern needs two),
+# and words without these bytes cannot make the script's patterns read
+# anything but the row's own marker.
+_HALF_ROW = 60
+_ROW_SENSITIVE = re.compile(rb"[|<>\x00-\x1f\x7f]")
+
+
+def _plain_rows(
+    gold: Sequence[str],
+    test: Sequence[str],
+    gb: Sequence[bytes],
+    tb: Sequence[bytes],
+    words: Collection[str] | None,
+) -> tuple[int, int, int, int, int, int, int, int, int]:
+    """`_script_line` for words the patterns read plainly: the marker decides."""
+    ins = dels = subs = gold_missed = test_missed = oov = oov_missed = iv = iv_missed = 0
+    for row in sdiff_rows(gb, tb):
+        missed = row.marker in "|<"
+        if row.marker == "|":
+            subs += 1
+            test_missed += 1
+        elif row.marker == ">":
+            ins += 1
+            test_missed += 1
+        elif row.marker == "<":
+            dels += 1
+        if row.left is not None:
+            gold_missed += missed
+            if words is not None:
+                if gold[row.left] in words:
+                    iv += 1
+                    iv_missed += missed
+                else:
+                    oov += 1
+                    oov_missed += missed
     return ins, dels, subs, gold_missed, test_missed, oov, oov_missed, iv, iv_missed
 
 
@@ -625,7 +690,7 @@ def score_cws_files(
     _refuse_empty(gold, gold_lines, "gold")
     _refuse_empty(test, test_lines, "test")
     notes: list[str] = []
-    if not script_quirks:
+    if not script_quirks and ideographic_space_separates(encoding):
         notes += _phantom_notes(gold, encoding) + _phantom_notes(test, encoding)
     word_list = None
     if words is not None:

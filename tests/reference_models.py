@@ -8,10 +8,9 @@ as the tool does it, and shares no code with `scoring` beyond what is named:
   ``split /\\s+/``, ``chop`` of word-list lines) driving the *real* GNU
   ``diff -y`` binary, and the script's patterns over its output.
 * `conlleval_counts`: conlleval.pl's endOfChunk/startOfChunk state machine.
-* `mteval_nist` / `mteval_bleu_sacrebleu`: mteval-v13a NIST from its
-  definition, BLEU through sacrebleu (same 13a tokeniser and smoothing),
-  both over text as mteval's SGML holds it (plain text escaped by a
-  standard SGML writer).
+* `mteval_bleu` / `mteval_nist`: mteval-v13a ``bleu_score`` and
+  ``nist_score`` from their definitions, over text as mteval's SGML holds
+  it (plain text escaped by a standard SGML writer, `sgml_escape`).
 * ASR uses `tests.test_scoring_fast_align.sclite_tokenize` and
   `reference_align` (character-at-a-time tokeniser, cell-by-cell table).
 """
@@ -34,13 +33,25 @@ __all__ = [
     "HAVE_DIFF",
     "ScriptDied",
     "conlleval_counts",
+    "mteval_bleu",
     "mteval_nist",
+    "mteval_tokens",
     "sclite_counts",
     "sgml_escape",
     "sighan_score",
 ]
 
-HAVE_DIFF = shutil.which("diff") is not None
+
+def _have_diff_and_utf8_locale() -> bool:
+    # The models render diff -y as in a UTF-8 locale (wide characters take
+    # two columns), so the real diff must run in one.
+    if shutil.which("diff") is None or shutil.which("locale") is None:
+        return False
+    names = subprocess.run(["locale", "-a"], capture_output=True, text=True).stdout.split()
+    return any(n.lower().replace("-", "") == "c.utf8" for n in names)
+
+
+HAVE_DIFF = _have_diff_and_utf8_locale()
 
 
 class ScriptDied(Exception):
@@ -204,7 +215,7 @@ def sgml_escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def _mteval_tokens(raw: str) -> list[str]:
+def mteval_tokens(raw: str) -> list[str]:
     """mteval-v13a NormalizeText on raw SGML text, case kept (-c)."""
     t = raw.replace("<skipped>", "").replace("-\n", "").replace("\n", " ")
     for entity, char in (("&quot;", '"'), ("&amp;", "&"), ("&lt;", "<"), ("&gt;", ">")):
@@ -223,7 +234,7 @@ def mteval_nist(hyps: Sequence[str], refs: Sequence[Sequence[str]], max_n: int =
     counts: Counter[tuple[str, ...]] = Counter()
     for ref_set in refs:
         for text in ref_set:
-            toks = _mteval_tokens(text)
+            toks = mteval_tokens(text)
             counts[()] += len(toks)
             for n in range(1, max_n + 1):
                 for i in range(len(toks) - n + 1):
@@ -233,8 +244,8 @@ def mteval_nist(hyps: Sequence[str], refs: Sequence[Sequence[str]], max_n: int =
     total = [0] * max_n
     hyp_len = ref_len = 0
     for i, h in enumerate(hyps):
-        ht = _mteval_tokens(h)
-        rts = [_mteval_tokens(r[i]) for r in refs]
+        ht = mteval_tokens(h)
+        rts = [mteval_tokens(r[i]) for r in refs]
         hyp_len += len(ht)
         ref_len += sum(len(r) for r in rts)
         for n in range(1, max_n + 1):
@@ -253,3 +264,39 @@ def mteval_nist(hyps: Sequence[str], refs: Sequence[Sequence[str]], max_n: int =
     beta = -math.log(0.5) / math.log(1.5) ** 2
     penalty = math.exp(-beta * math.log(ratio) ** 2) if 0 < ratio < 1 else (1.0 if ratio else 0.0)
     return score * penalty
+
+
+def mteval_bleu(hyps: Sequence[str], refs: Sequence[Sequence[str]]) -> float:
+    """mteval-v13a ``bleu_score`` (smoothed, closest reference length) of raw SGML texts."""
+    matched = [0] * 4
+    total = [0] * 4
+    hyp_len = ref_len = 0
+    for i, h in enumerate(hyps):
+        ht = mteval_tokens(h)
+        rts = [mteval_tokens(r[i]) for r in refs]
+        hyp_len += len(ht)
+        # closest reference length, the shorter one on a tie
+        ref_len += min((abs(len(r) - len(ht)), len(r)) for r in rts)[1]
+        for n in range(1, 5):
+            hc = Counter(tuple(ht[k : k + n]) for k in range(len(ht) - n + 1))
+            best: Counter[tuple[str, ...]] = Counter()
+            for rt in rts:
+                rc = Counter(tuple(rt[k : k + n]) for k in range(len(rt) - n + 1))
+                for g, c in rc.items():
+                    best[g] = max(best[g], c)
+            total[n - 1] += sum(hc.values())
+            matched[n - 1] += sum(min(c, best[g]) for g, c in hc.items())
+    if not hyp_len:
+        return 0.0  # exp_len_score stays 0
+    score = 0.0
+    smooth = 1
+    for n in range(4):
+        if total[n] == 0:
+            iscore = 0.0
+        elif matched[n] == 0:
+            smooth *= 2
+            iscore = math.log(1 / (smooth * total[n]))
+        else:
+            iscore = math.log(matched[n] / total[n])
+        score += iscore
+    return math.exp(score / 4) * math.exp(min(0.0, 1 - ref_len / hyp_len))
