@@ -52,6 +52,7 @@ def _asr(args: argparse.Namespace) -> dict[str, Any]:
         "sentences": overall.utterances,
         "sentences_correct": overall.sentences_correct,
         "sentence_correct_rate": overall.sentence_correct_rate,
+        # Per-utterance counts only go to --json: the table shows the totals.
         "utterances": [
             {
                 "id": u.id,
@@ -61,7 +62,7 @@ def _asr(args: argparse.Namespace) -> dict[str, Any]:
                 "deletions": u.deletions,
                 "insertions": u.insertions,
             }
-            for u in report.utterances
+            for u in (report.utterances if args.json else ())
         ],
         "by_condition": {k: v.to_dict() for k, v in report.by_condition.items()},
     }
