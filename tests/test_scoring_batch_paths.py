@@ -203,3 +203,44 @@ def test_commands_load_only_what_they_use(tmp_path: Path) -> None:
         "numpy",
         "scoring.mt",
     }
+    trn = _trec(tmp_path / "ref.trn", ["a b c (u1)"])
+    assert _loaded("score", "asr", "--ref", str(trn), "--hyp", str(trn)) == {
+        "numpy",
+        "numba",
+        "scoring.asr",
+    }
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"",
+        b"\n",
+        b"a b\nc\n",
+        b"a b\r\nc",
+        b"\xef\xbb\xbfa\n\xef\xbb\xbfb\n",
+        "x\x0by\u2028z\x1c\n\n w \r\r\n".encode(),
+        "中文 B-LOC\n".encode(),
+    ],
+)
+def test_streamed_text_lines_equal_the_bytewise_reading(tmp_path: Path, data: bytes) -> None:
+    from scoring import asr_formats
+    from scoring.cws import _bytewise_lines, _streamed_lines
+
+    path = tmp_path / "f.txt"
+    path.write_bytes(data)
+    assert _streamed_lines(path, "utf-8") == _bytewise_lines(path, "utf-8")
+    if data.strip():
+        assert asr_formats._streamed_lines(path) == asr_formats._bytewise_lines(path)
+
+
+def test_undecodable_lines_are_still_named(tmp_path: Path) -> None:
+    from scoring.asr_formats import read_transcripts
+    from scoring.cws import read_lines
+
+    path = tmp_path / "f.txt"
+    path.write_bytes(b"u1 a\nu2 \xff\n")
+    for read in (read_lines, read_transcripts):
+        with pytest.raises(FormatError, match="(?i)not valid UTF-8") as exc:
+            read(path)
+        assert exc.value.line == 2
