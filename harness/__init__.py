@@ -35,7 +35,8 @@ if TYPE_CHECKING:
         SystemStarted,
     )
     from .journal import Journal, read_journal
-    from .leaderboard import LeaderboardRow, leaderboard, site_of_run
+    from .leaderboard import LeaderboardRow, leaderboard
+    from .run_site import site_of_run
     from .site import Budget, Site, load_site
     from .store import RunLocked, RunState, RunStore
     from .tasks import TASK_KINDS, TaskKind, task_kind
@@ -70,7 +71,7 @@ _EXPORTS: dict[str, str] = {
     "read_journal": "journal",
     "LeaderboardRow": "leaderboard",
     "leaderboard": "leaderboard",
-    "site_of_run": "leaderboard",
+    "site_of_run": "run_site",
     "Budget": "site",
     "Site": "site",
     "load_site": "site",

@@ -194,6 +194,8 @@ def _loaded(*args: str) -> set[str]:
 
 def test_commands_load_only_what_they_use(tmp_path: Path) -> None:
     assert _loaded("--help") == set()
+    # status reads the site file (pydantic) and the journal, nothing else.
+    assert _loaded("status", str(tmp_path)) == {"pydantic"}
     assert _loaded("score", "mt", "--help") == set()
     qrels = _trec(tmp_path / "qrels", ["1 0 a 1"])
     run = _trec(tmp_path / "run", ["1 Q0 a 1 1.0 t"])
