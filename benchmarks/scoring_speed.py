@@ -1,4 +1,27 @@
-"""Character error rate over a large Chinese corpus: onsite's sclite alignment against jiwer.
+"""Scoring speed and peak memory against jiwer, sacrebleu and pytrec_eval, CLI and in process.
+
+First table, from the command line, as users call the tools: the generated
+corpora below are written to files and each job runs as a separate process,
+onsite's command and its peer's alternating, `--rounds` (3) times after one
+untimed run of each (numba's cache and the page cache warm); best wall time
+and largest peak RSS (from /usr/bin/time, Debian package `time`) per side:
+
+* WER: `onsite score asr --unit char` on Kaldi text files of ~1M Chinese
+  characters, against a ten-line script that reads the same files and calls
+  `jiwer.process_characters`.
+* BLEU: `onsite score mt --metrics bleu` on 100,000 plain-text segments with
+  one reference, against sacrebleu's own CLI `sacrebleu REF -i HYP -m bleu -b`.
+* MT, all metrics: `onsite score mt --metrics all` against the same
+  sacrebleu command (goal: within 2x its time).
+* Retrieval: `onsite score ir` on 200 topics x 1,000 documents, against a
+  script that reads the TREC files into dicts and calls pytrec_eval.
+
+Goal for the first, second and last: ratio <= 1.0 in time and in memory.
+Each side's printed score is shown so the numbers can be compared.
+
+Second table, in process and warm (`--cli-only` skips it):
+
+Character error rate over a large Chinese corpus: onsite's sclite alignment against jiwer.
 
 Data: deterministic synthetic Chinese (seeded numpy). References are
 utterances of 10-40 characters drawn from a few thousand CJK ideographs, about
@@ -40,7 +63,7 @@ Then BLEU and retrieval against their usual peers (both goal <= 1.0):
   scores must agree.
 
 Run: `.venv/bin/python benchmarks/scoring_speed.py [--chars N] [--segments N] [--refs K]
-[--skip-asr]`.
+[--rounds N] [--only WER BLEU MT retrieval] [--cli-only] [--skip-asr]`.
 """
 
 from __future__ import annotations
@@ -135,7 +158,19 @@ print(time.perf_counter() - t0)
 """
 
 
-def jit_figures() -> tuple[float, float]:
+_FIRST_CALL_MT = """
+import time
+t0 = time.perf_counter()
+import numpy as np
+from scoring._fast_mt import edit_distances, gtm_weights
+codes, off = np.array([1, 2, 2, 1], dtype=np.int32), np.array([0, 2, 4], dtype=np.int64)
+edit_distances(codes, off, 1, 1)
+gtm_weights(codes, off, 1, 1, 2.0)
+print(time.perf_counter() - t0)
+"""
+
+
+def jit_figures(snippet: str = _FIRST_CALL) -> tuple[float, float]:
     """Seconds to import and first run the aligner in a fresh process.
 
     Returns ``(cold, cached)``: with an empty numba cache (what the first
@@ -147,7 +182,7 @@ def jit_figures() -> tuple[float, float]:
         env = {**os.environ, "NUMBA_CACHE_DIR": cache_dir}
         for _ in range(2):
             out = subprocess.run(
-                [sys.executable, "-c", _FIRST_CALL],
+                [sys.executable, "-c", snippet],
                 cwd=REPO,
                 env=env,
                 check=True,
@@ -582,11 +617,12 @@ def main() -> None:
         f"{sum(map(len, hyps)):,}"
     )
 
-    cold_s, cached_s = jit_figures()
-    print(
-        f"numba import + first call in a fresh process: {cold_s:.2f} s compiling, "
-        f"{cached_s:.2f} s from its cache"
-    )
+    for what, snippet in (("sclite aligner", _FIRST_CALL), ("mWER/GTM kernels", _FIRST_CALL_MT)):
+        cold_s, cached_s = jit_figures(snippet)
+        print(
+            f"{what}: numba import + first call in a fresh process: {cold_s:.2f} s compiling, "
+            f"{cached_s:.2f} s from its cache"
+        )
 
     def run_onsite() -> Any:
         return score_asr(ref_map, hyp_map, unit="char")

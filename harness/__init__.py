@@ -36,7 +36,8 @@ if TYPE_CHECKING:
     )
     from .integrity import SiteChanged
     from .journal import Journal, read_journal
-    from .leaderboard import LeaderboardRow, leaderboard, site_of_run
+    from .leaderboard import LeaderboardRow, leaderboard
+    from .run_site import site_of_run
     from .site import Budget, Site, load_site
     from .store import RunLocked, RunState, RunStore, RunStoreError, lock_run_dir
     from .tasks import TASK_KINDS, TaskKind, task_kind
@@ -71,7 +72,7 @@ _EXPORTS: dict[str, str] = {
     "read_journal": "journal",
     "LeaderboardRow": "leaderboard",
     "leaderboard": "leaderboard",
-    "site_of_run": "leaderboard",
+    "site_of_run": "run_site",
     "Budget": "site",
     "Site": "site",
     "load_site": "site",

@@ -210,8 +210,8 @@ def _controller_running(run_dir: Path) -> bool:
 
 def cmd_status(args: argparse.Namespace, console: Console) -> int:
     """Where a run stands, from its journal."""
-    from .leaderboard import site_of_run
     from .render import table
+    from .run_site import site_of_run
     from .store import RunState
 
     run_dir = Path(args.run_dir)

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from .audits import audit_lines
-from .errors import Problem, SiteError
-from .site import Site, load_site
+from .run_site import site_of_run
+from .site import Site
 from .store import RunState
 from .tasks import headline, task_kind
 from .testsets import TestSet
@@ -82,25 +81,6 @@ def percentile(values: list[float], fraction: float) -> float | None:
     low = math.floor(position)
     high = min(low + 1, len(ordered) - 1)
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
-
-
-def site_of_run(run_dir: Path) -> Site:
-    """The site a run used: its copy in the run directory, paths resolved as the original's."""
-    copy = run_dir / "site.toml"
-    meta_path = run_dir / "run.json"
-    if not copy.is_file() or not meta_path.is_file():
-        raise SiteError(
-            [
-                Problem(
-                    run_dir,
-                    "",
-                    "not a run directory (no site.toml and run.json)",
-                    "give the directory `onsite run` wrote, e.g. runs/demo",
-                )
-            ]
-        )
-    meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    return load_site(copy, base=Path(meta["site_root"]))
 
 
 def leaderboard(run_dir: Path, testsets: dict[str, TestSet] | None = None) -> list[LeaderboardRow]:

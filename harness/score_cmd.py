@@ -57,6 +57,7 @@ def _asr(args: argparse.Namespace) -> dict[str, Any]:
         "sentences": overall.utterances,
         "sentences_correct": overall.sentences_correct,
         "sentence_correct_rate": overall.sentence_correct_rate,
+        # Per-utterance counts only go to --json: the table shows the totals.
         "utterances": [
             {
                 "id": u.id,
@@ -66,7 +67,7 @@ def _asr(args: argparse.Namespace) -> dict[str, Any]:
                 "deletions": u.deletions,
                 "insertions": u.insertions,
             }
-            for u in report.utterances
+            for u in (report.utterances if args.json else ())
         ],
         "by_condition": {k: v.to_dict() for k, v in report.by_condition.items()},
     }
@@ -252,7 +253,14 @@ def _mt(args: argparse.Namespace) -> dict[str, Any]:
         source = load_mt_file(args.src, "source")
         target = load_mt_file(args.hyp, "target")
         require_mirror(source, target)
-    return score_mt_files(Path(args.hyp), [Path(r) for r in args.ref], lang=args.lang)
+    # The table shows system and document figures: segments only go to --json.
+    return score_mt_files(
+        Path(args.hyp),
+        [Path(r) for r in args.ref],
+        lang=args.lang,
+        metrics=args.metrics,
+        with_segments=args.json,
+    )
 
 
 def _mt_check(args: argparse.Namespace) -> dict[str, Any]:
@@ -336,6 +344,25 @@ def _summarization(args: argparse.Namespace) -> dict[str, Any]:
     from scoring.summarization import score_summarization_files
 
     return score_summarization_files(args.hyp)
+
+
+# `onsite score mt --metrics`: kept here so `--help` needs no scorer import
+# (tests check it equals scoring.mt_batch.METRICS).
+MT_METRICS = ("bleu", "nist", "gtm", "mwer", "mper", "bleu_shortest")
+
+
+def _mt_metrics(text: str) -> tuple[str, ...]:
+    """``--metrics``: comma-separated MT metric names, or ``all``."""
+    names = [n.strip().lower() for n in text.split(",") if n.strip()]
+    if names == ["all"]:
+        return MT_METRICS
+    unknown = [n for n in names if n not in MT_METRICS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown metric {', '.join(unknown) or repr(text)}; give some of "
+            f"{','.join(MT_METRICS)} separated by commas, or all"
+        )
+    return tuple(dict.fromkeys(names))
 
 
 def _positive_int(text: str) -> int:
@@ -448,6 +475,13 @@ _FAMILIES: dict[str, _Family] = {
             ),
             _arg("--lang", choices=("en", "zh", "ja"), default="en", help="target language"),
             _arg("--src", help="the source XML: the output must mirror its docs and segments"),
+            _arg(
+                "--metrics",
+                type=_mt_metrics,
+                default=MT_METRICS,
+                help="comma-separated, from bleu,nist,gtm,mwer,mper,bleu_shortest; "
+                "default all (the CWMT/HTRDP set); e.g. --metrics bleu computes BLEU alone",
+            ),
         ),
         tables=("documents",),
     ),

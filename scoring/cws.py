@@ -31,6 +31,7 @@ docs/scoring-cws-ner-pos.md.
 
 from __future__ import annotations
 
+import codecs
 import os
 import re
 from collections import Counter
@@ -81,12 +82,43 @@ def _f(p: float, r: float) -> float:
 # --- reading ------------------------------------------------------------------
 
 
+# Encodings in which the byte 0x0a is always a line end, never part of a
+# character: for them a text stream splits lines exactly as the bytes do.
+_STREAMED_CODECS = frozenset({"utf-8", "gb18030", "gbk", "gb2312", "ascii"})
+
+
+def _streamed_lines(path: str | os.PathLike[str], encoding: str) -> list[str]:
+    """`read_lines` from a text stream, holding no copy of the whole file.
+
+    Lines end at "\n" alone, as in `read_lines`; UnicodeDecodeError (a
+    ValueError) when the file does not decode.
+    """
+    out: list[str] = []
+    with open(path, encoding=encoding, newline="\n") as fh:
+        for text in fh:
+            text = text[:-1] if text.endswith("\n") else text
+            if not out and text.startswith(_BOM):
+                text = text[len(_BOM) :]
+            out.append(text.rstrip("\r"))
+    return out
+
+
 def read_lines(path: str | os.PathLike[str], encoding: str = "utf-8") -> list[str]:
     """All lines of a text file, decoded line by line so errors name the line.
 
     A UTF-8 BOM on line 1 and a trailing CR are dropped; a final newline does
     not start an extra line.
     """
+    if codecs.lookup(encoding).name in _STREAMED_CODECS:
+        try:
+            return _streamed_lines(path, encoding)
+        except UnicodeDecodeError:
+            pass  # read again as bytes, line by line, to name the line and byte
+    return _bytewise_lines(path, encoding)
+
+
+def _bytewise_lines(path: str | os.PathLike[str], encoding: str) -> list[str]:
+    """`read_lines` from the file's bytes, naming the first line that does not decode."""
     with open(path, "rb") as fh:
         data = fh.read()
     raw_lines = data.split(b"\n")

@@ -280,8 +280,8 @@ _DOCNO = itemgetter(2)
 
 def _topic_runs(
     chunks: Iterator[list[list[str]]], value_column: int, convert: Callable[[str], Any]
-) -> Iterator[tuple[str, list[tuple[str, Any]]]]:
-    """(topic, [(docno, value), ...]) for each run of consecutive lines of one topic.
+) -> Iterator[tuple[str, int, Iterator[tuple[str, Any]]]]:
+    """(topic, n, (docno, value) pairs) for each run of n consecutive lines of one topic.
 
     A topic whose lines straddle two chunks comes out twice in a row.
     """
@@ -297,7 +297,7 @@ def _topic_runs(
                 values = list(map(convert, map(value, lines)))
             except ValueError:
                 raise _NotQuick from None
-            yield topic, list(zip(map(_DOCNO, lines), values, strict=True))
+            yield topic, len(lines), zip(map(_DOCNO, lines), values, strict=True)
 
 
 def _collect(
@@ -306,8 +306,8 @@ def _collect(
     """topic -> docno -> value; `_NotQuick` when empty or a (topic, docno) repeats."""
     out: dict[str, dict[str, Any]] = {}
     n_rows = 0
-    for topic, pairs in _topic_runs(chunks, value_column, convert):
-        n_rows += len(pairs)
+    for topic, n, pairs in _topic_runs(chunks, value_column, convert):
+        n_rows += n
         out.setdefault(topic, {}).update(pairs)
     if not n_rows or sum(map(len, out.values())) != n_rows:
         raise _NotQuick
@@ -625,12 +625,12 @@ def _score_run_stream(
     # The collector's passes over each chunk's freshly split lines cost more
     # than scoring them; nothing here makes a reference cycle.
     with _gc_paused():
-        for run_topic, pairs in _topic_runs(_quick_chunks(run, 6), 4, float):
+        for run_topic, n, pairs in _topic_runs(_quick_chunks(run, 6), 4, float):
             if run_topic != topic:
                 finish()
                 topic, scores, n_rows = run_topic, {}, 0
             scores.update(pairs)
-            n_rows += len(pairs)
+            n_rows += n
         finish()
     if topic is None:
         raise _NotQuick

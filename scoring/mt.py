@@ -37,7 +37,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -772,7 +772,12 @@ def corpus_bleu(
 
 
 def score_mt_files(
-    hyp: Path, refs: Sequence[Path], lang: str = "en", gtm_exponent: float = 1.0
+    hyp: Path,
+    refs: Sequence[Path],
+    lang: str = "en",
+    gtm_exponent: float = 1.0,
+    metrics: Collection[str] | None = None,
+    with_segments: bool = True,
 ) -> dict[str, Any]:
     """Score a hypothesis file against reference files (CWMT XML or plain text).
 
@@ -781,7 +786,15 @@ def score_mt_files(
     paired by (docid, segment id) after checking the hypothesis mirrors each
     reference file; otherwise segments are paired in file order. Returns
     ``MtReport.to_dict()``: fractions for BLEU/GTM/mWER/mPER, raw NIST.
+
+    `metrics` (names of `scoring.mt_batch.METRICS`, default all) limits what
+    is computed and reported; `with_segments=False` leaves out the
+    per-segment scores. The numbers are `score_mt`'s, computed for the whole
+    set at once (`scoring.mt_batch`).
     """
+    from .mt_batch import METRICS, score_mt_batch, select_metrics
+
+    chosen = tuple(METRICS if metrics is None else metrics)
     hyp = Path(hyp)
     if not refs:
         raise FormatError(hyp, None, "no reference file given", "pass at least one reference")
@@ -801,7 +814,7 @@ def score_mt_files(
         )
     segments = _pair(hyp_file, ref_sets)
     _refuse_empty_references(segments, lang)
-    report = score_mt(segments, lang, gtm_exponent)
+    report = score_mt_batch(segments, lang, gtm_exponent, chosen, with_segments)
     info: dict[str, Any] = {
         "hyp_file": str(hyp),
         "ref_files": [str(p) for p in refs],
@@ -815,9 +828,18 @@ def score_mt_files(
         ]
     if hyp_file.system is not None:
         info["system"] = hyp_file.system.to_dict()
-    return MtReport(
+    out = MtReport(
         report.lang, report.n_refs, report.system, report.documents, report.segments, info
     ).to_dict()
+    if set(chosen) != set(METRICS):
+        out = select_metrics(out, chosen)
+        out["metrics"] = list(chosen)
+        for key in ("documents", "segments"):
+            out[key] = [select_metrics(item, chosen) for item in out[key]]
+    if not with_segments:
+        del out["segments"]
+        out["n_segments"] = len(segments)
+    return out
 
 
 def _refuse_empty_references(segments: Sequence[MtSegment], lang: str) -> None:
