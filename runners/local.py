@@ -544,7 +544,7 @@ class LocalExecRunner(_LocalRunner):
             return ItemAttempt(
                 request.anon_id,
                 outcome,  # type: ignore[arg-type]
-                sent,
+                fields.pop("started", sent),
                 done,
                 stage_seconds,
                 **fields,
@@ -579,8 +579,15 @@ class LocalExecRunner(_LocalRunner):
         fields: dict[str, Any] = {
             "cpu_seconds": reply["cpu"],
             "peak_rss_bytes": reply["maxrss"],
-            "spawn_seconds": max(0.0, reply["spawned"] - sent),
+            "spawn_seconds": max(0.0, reply["spawned"] - reply["started"]),
         }
+        # The spawner read the shared monotonic clock right before posix_spawn and right
+        # after the exit woke it: the item's own span without the two pipe hops (the
+        # controller's overhead). The system cannot reach the spawner (not dumpable, no
+        # handle on its pipes); a span outside the controller's own is not believed.
+        if sent <= reply["started"] <= reply["exited"] <= done:
+            fields["started"] = reply["started"]
+            done = reply["exited"]
         code = os.waitstatus_to_exitcode(reply["status"])
         if code != 0:
             return attempt(

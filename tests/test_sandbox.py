@@ -14,9 +14,10 @@ from pathlib import Path
 import psutil
 import pytest
 
+from harness import Controller, RunStore, load_site
 from runners import ItemRequest, LocalServeRunner, Sandbox, StartError, SystemSpec
 from runners.sandbox import account
-from tests.conftest import REPO, make_testset
+from tests.conftest import REPO, make_testset, read_outputs, write_site
 
 HOSTILE = [sys.executable, str(REPO / "tests" / "systems" / "hostile.py")]
 ALLOWED_ENV = {"PWD", "PATH", "HOME", "TMPDIR", "LANG", "PYTHONUNBUFFERED"} | {
@@ -285,3 +286,38 @@ def test_unreadable_workdir_is_refused_with_the_fix(venue: Venue) -> None:
             runner.start()
     finally:
         venue.workdir.chmod(0o755)
+
+
+def test_through_the_controller_a_snooping_system_sees_nothing(
+    tmp_path: Path, listener, monkeypatch
+) -> None:
+    port, connections = listener
+    monkeypatch.setenv("ONSITE_TEST_SECRET", "hunter2")
+    testset = make_testset(tmp_path / "set", [("u1", 1600, "secret words")])
+    (tmp_path / "sys").mkdir()
+    site_path = write_site(
+        tmp_path / "site.toml",
+        testset,
+        {
+            "snoop": {
+                "command": HOSTILE,
+                "workdir": "sys",
+                "env": {"HOSTILE": "snoop", "HOSTILE_PORT": str(port)},
+            }
+        },
+    )
+    site = load_site(site_path)
+    store = RunStore(site.run_dir, "test", fsync_seconds=0)
+    try:
+        results = Controller(site, store).run()
+    finally:
+        store.close()
+    assert [r.failed for r in results] == [None]
+    (row,) = read_outputs(site.run_dir, "asr", "snoop")
+    seen = row["output"]
+    assert seen["found"] == [] and seen["inputs"] == []
+    assert set(seen["env"]) <= ALLOWED_ENV
+    assert "hunter2" not in str(seen)
+    assert seen["network"].startswith("refused") and connections == []
+    if os.geteuid() == 0:
+        assert seen["uid"] == 65534

@@ -176,6 +176,7 @@ def main() -> None:
                 output = {"lines": n}
             else:
                 output = {}
+            output.setdefault("text", "")
             send({"op": "result", "id": message["id"], "output": output})
         elif message["op"] == "bye":
             return
