@@ -149,17 +149,21 @@ class _LocalRunner(Runner):
             raise StartError(f"cannot prepare {self.spec.stage_dir}: {exc}") from exc
         self._setup_staged = None
 
-    def _wrap(self, command: Sequence[str]) -> list[str]:
+    def _wrap(self, command: Sequence[str], pdeathsig: bool) -> list[str]:
         """The command line that starts ``command`` sealed, or dying with the controller."""
         if self._sandbox is not None:
             return self._sandbox.argv(command)
+        if not pdeathsig:
+            return list(command)
         return ["/usr/bin/setpriv", "--pdeathsig", "KILL", "--", *command]
 
-    def _spawn(self, command: Sequence[str], **popen: Any) -> subprocess.Popen[bytes]:
+    def _spawn(
+        self, command: Sequence[str], pdeathsig: bool = True, **popen: Any
+    ) -> subprocess.Popen[bytes]:
         cwd = None if self.sealed else self.spec.workdir
         try:
             return spawn(  # type: ignore[no-any-return]
-                self._wrap(command),
+                self._wrap(command, pdeathsig),
                 self.cpus,
                 cwd=cwd,
                 env=self.env,
@@ -355,25 +359,37 @@ class LocalServeRunner(_LocalRunner):
         return result
 
     def _closed_pipes(self) -> list[str]:
-        """Which of its stdin and stdout the system's own process no longer holds."""
+        """Which of its stdin and stdout pipes no process of the system holds any more.
+
+        Any descriptor counts (a system may move the protocol off fd 1 to keep library
+        chatter out of it), in the system's process or any it started.
+        """
         proc = self._proc
-        if proc is None or proc.stdin is None or self._system_pid is None:
+        if proc is None or proc.stdin is None or proc.stdout is None:
+            return []
+        if self._system_pid is None:
             return []
         try:
-            pipe = os.fstat(proc.stdin.fileno()).st_ino, os.fstat(proc.stdout.fileno()).st_ino  # type: ignore[union-attr]
-        except (OSError, ValueError):
+            wanted = {
+                "stdin": f"pipe:[{os.fstat(proc.stdin.fileno()).st_ino}]",
+                "stdout": f"pipe:[{os.fstat(proc.stdout.fileno()).st_ino}]",
+            }
+            root = psutil.Process(self._system_pid)
+            pids = [root.pid, *(p.pid for p in root.children(recursive=True))]
+        except (OSError, ValueError, psutil.Error):
             return []
-        closed = []
-        for fd, name, inode in ((0, "stdin", pipe[0]), (1, "stdout", pipe[1])):
+        held: set[str] = set()
+        for pid in pids:
             try:
-                held = os.stat(f"/proc/{self._system_pid}/fd/{fd}").st_ino
+                names = os.listdir(f"/proc/{pid}/fd")
             except OSError:
-                if not os.path.exists(f"/proc/{self._system_pid}"):
-                    return []
-                held = None
-            if held != inode:
-                closed.append(name)
-        return closed
+                continue
+            for name in names:
+                try:
+                    held.add(os.readlink(f"/proc/{pid}/fd/{name}"))
+                except OSError:
+                    continue
+        return [stream for stream, target in wanted.items() if target not in held]
 
     def _crashed(self, attempt: Any, stream: str) -> ItemAttempt:
         """The system's end of a pipe closed: it exited, or it closed the pipe and lives on."""
@@ -474,8 +490,11 @@ class LocalExecRunner(_LocalRunner):
 
     def _start_spawner(self) -> None:
         script = str(TOOLS_DIR / _SPAWNER.name) if self.sealed else str(_SPAWNER)
+        # Unsealed, the spawner is not killed with the controller but sees its stdin end,
+        # and kills the item it runs before it goes (a SIGKILL would leave the item behind).
         proc = self._spawn(
             [sys.executable, "-I", "-S", script],
+            pdeathsig=False,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             bufsize=0,

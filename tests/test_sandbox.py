@@ -222,6 +222,14 @@ def test_system_that_closes_its_stdin_is_reported_as_such(venue: Venue) -> None:
     assert "None" not in attempt.message
 
 
+def test_slow_system_that_moved_its_stdout_is_a_timeout(venue: Venue) -> None:
+    spec = venue.spec({"HOSTILE": "slow"})
+    with LocalServeRunner(spec) as runner:
+        runner.start()
+        attempt = runner.run_item(venue.request("u1", "a1", hang=1.0))
+    assert attempt.outcome == "timeout", attempt.message
+
+
 def test_unsealed_system_that_closes_its_stdin(venue: Venue) -> None:
     spec = venue.spec({"HOSTILE": "closestdin"}, Sandbox(enabled=False))
     with LocalServeRunner(spec) as runner:
@@ -322,3 +330,25 @@ def test_through_the_controller_a_snooping_system_sees_nothing(
     assert seen["network"].startswith("refused") and connections == []
     if os.geteuid() == 0:
         assert seen["uid"] == 65534
+
+
+def test_missing_or_broken_bubblewrap_is_refused_with_the_ways_forward(
+    venue: Venue, monkeypatch, tmp_path: Path
+) -> None:
+    import runners.sandbox as sandbox_module
+
+    monkeypatch.setattr(sandbox_module, "bwrap_path", lambda: None)
+    with pytest.raises(StartError, match="not installed") as missing:
+        LocalServeRunner(venue.spec({"HOSTILE": "snoop"})).start()
+    assert "sandbox = false" in str(missing.value) and "bubblewrap" in str(missing.value)
+
+    # A bwrap that cannot create namespaces (as where user namespaces are disabled).
+    fake = tmp_path / "bwrap"
+    fake.write_text(
+        "#!/bin/sh\necho 'bwrap: No permissions to creating new namespace' >&2\nexit 1\n"
+    )
+    fake.chmod(0o755)
+    monkeypatch.setattr(sandbox_module, "bwrap_path", lambda: str(fake))
+    with pytest.raises(StartError, match="cannot create its namespaces") as broken:
+        LocalServeRunner(venue.spec({"HOSTILE": "snoop"})).start()
+    assert "No permissions" in str(broken.value) and "user namespaces" in str(broken.value)
