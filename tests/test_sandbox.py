@@ -263,9 +263,11 @@ def test_staged_inputs_are_read_only_copies_and_stage_is_emptied_at_start(
     leftover = spec.stage_dir / "in" / "old-input.wav"
     leftover.parent.mkdir(parents=True)
     leftover.write_bytes(b"from a killed session")
+    older = spec.stage_dir / "0123abcd-audio.wav"
+    older.write_bytes(b"staged by an older version")
     with LocalServeRunner(spec) as runner:
         runner.start()
-        assert not leftover.exists()
+        assert not leftover.exists() and not older.exists()
         inputs, staged = runner._stage(venue.request("u1", "a1"))
         try:
             path = staged[0]
