@@ -12,6 +12,7 @@ import dataclasses
 import json
 import os
 import secrets
+import shutil
 import stat
 import subprocess
 import sys
@@ -220,10 +221,13 @@ class _LocalRunner(Runner):
                 path.unlink()
 
     def _close_log(self) -> None:
+        """After the system is gone: close the log, remove its inputs and scratch."""
         if self._log is not None:
             self._log.close()
             self._log = None
         self._setup_staged = None
+        with contextlib.suppress(OSError):
+            self.scratch.clear()
 
 
 def _system_process(pid: int) -> int:
@@ -256,9 +260,25 @@ class LocalServeRunner(_LocalRunner):
         """The process id of the system's outermost process (bubblewrap's when sealed)."""
         return self._proc.pid if self._proc is not None else None
 
+    def _check_program(self) -> None:
+        """Refuse a program that is not there, in the words of a failed exec.
+
+        Sealed, the failure would otherwise surface as the sandbox's exit code 127.
+        """
+        program = self.spec.command[0] if self.spec.command else ""
+        if "/" in program:
+            found = os.access(self.spec.workdir / program, os.X_OK)
+        else:
+            found = shutil.which(program, path=self.env["PATH"]) is not None
+        if not found:
+            raise StartError(
+                f"cannot start {program!r} in {self.spec.workdir}: No such file or directory"
+            )
+
     def start(self) -> StartInfo:
         spec = self.spec
         self._prepare()
+        self._check_program()
         self._mark_log(f"starting {' '.join(spec.command)}")
         setup_files = self._stage_setup_files()
         t0 = time.monotonic()

@@ -68,6 +68,12 @@ class ScratchDirs:
         """The four directories of one system's stage directory."""
         return cls(stage_dir / "in", stage_dir / "out", stage_dir / "home", stage_dir / "tmp")
 
+    def clear(self) -> None:
+        """Remove them: nothing of the system stays in the run directory after it stops."""
+        for path in (self.inputs, self.outputs, self.home, self.tmp):
+            if path.exists() or path.is_symlink():
+                _remove(path)
+
     def reset(self, owner: Account | None) -> None:
         """Empty and recreate them: nothing of an earlier session or start survives.
 
