@@ -23,9 +23,11 @@ from .base import (
     SystemSpec,
 )
 from .local import LocalExecRunner, LocalServeRunner
+from .logcap import LogCap
 from .proctree import TreeMeter, kill_tree
 from .protocol import PROTOCOL_VERSION, ProtocolError, parse_message
 from .registry import device_kinds, open_runner, register
+from .sandbox import check_available as check_sandbox
 from .serial_runner import SerialOptions, SerialRunner
 from .ssh import ProbeResult, SshServeRunner, probe
 from .ssh_link import SshOptions
@@ -36,6 +38,7 @@ __all__ = [
     "ItemRequest",
     "LocalExecRunner",
     "LocalServeRunner",
+    "LogCap",
     "Mode",
     "Outcome",
     "ProbeResult",
@@ -53,6 +56,7 @@ __all__ = [
     "SystemSpec",
     "TreeMeter",
     "device_kinds",
+    "check_sandbox",
     "kill_tree",
     "list_serial_ports",
     "open_runner",

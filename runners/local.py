@@ -132,7 +132,6 @@ class _LocalRunner(Runner):
 
     def _prepare(self) -> None:
         """Check the sandbox can be made and empty the scratch directories (every start)."""
-        self._check_program()
         if self.sealed and self._sandbox is None:
             bwrap = check_available(self.spec.sandbox)
             self._account = account(self.spec.sandbox)
@@ -151,31 +150,21 @@ class _LocalRunner(Runner):
             raise StartError(f"cannot prepare {self.spec.stage_dir}: {exc}") from exc
         self._setup_staged = None
 
-    def _check_program(self) -> None:
-        """A program that does not exist is said plainly, not as the wrapper's complaint."""
-        program = self.spec.command[0] if self.spec.command else ""
-        if "/" in program:
-            path = Path(program) if Path(program).is_absolute() else self.spec.workdir / program
-            found = path.is_file() and os.access(path, os.X_OK)
-        else:
-            found = shutil.which(program, path=self.env.get("PATH")) is not None
-        if not found:
-            raise StartError(
-                f"cannot start {program!r} in {self.spec.workdir}: no such executable; check "
-                "the command (a path is relative to the workdir; a name is looked up on PATH)"
-            )
-
-    def _wrap(self, command: Sequence[str]) -> list[str]:
+    def _wrap(self, command: Sequence[str], pdeathsig: bool) -> list[str]:
         """The command line that starts ``command`` sealed, or dying with the controller."""
         if self._sandbox is not None:
             return self._sandbox.argv(command)
+        if not pdeathsig:
+            return list(command)
         return ["/usr/bin/setpriv", "--pdeathsig", "KILL", "--", *command]
 
-    def _spawn(self, command: Sequence[str], **popen: Any) -> subprocess.Popen[bytes]:
+    def _spawn(
+        self, command: Sequence[str], pdeathsig: bool = True, **popen: Any
+    ) -> subprocess.Popen[bytes]:
         cwd = None if self.sealed else self.spec.workdir
         try:
             return spawn(  # type: ignore[no-any-return]
-                self._wrap(command),
+                self._wrap(command, pdeathsig),
                 self.cpus,
                 cwd=cwd,
                 env=self.env,
@@ -232,13 +221,13 @@ class _LocalRunner(Runner):
                 path.unlink()
 
     def _close_log(self) -> None:
+        """After the system is gone: close the log, remove its inputs and scratch."""
         if self._log is not None:
             self._log.close()
             self._log = None
-        # Nothing staged outlives the system: the gallery sent in hello included.
-        with contextlib.suppress(OSError):
-            self._unstage([p for p in self.scratch.inputs.iterdir() if p.is_file()])
         self._setup_staged = None
+        with contextlib.suppress(OSError):
+            self.scratch.clear()
 
 
 def _system_process(pid: int) -> int:
@@ -271,9 +260,25 @@ class LocalServeRunner(_LocalRunner):
         """The process id of the system's outermost process (bubblewrap's when sealed)."""
         return self._proc.pid if self._proc is not None else None
 
+    def _check_program(self) -> None:
+        """Refuse a program that is not there, in the words of a failed exec.
+
+        Sealed, the failure would otherwise surface as the sandbox's exit code 127.
+        """
+        program = self.spec.command[0] if self.spec.command else ""
+        if "/" in program:
+            found = os.access(self.spec.workdir / program, os.X_OK)
+        else:
+            found = shutil.which(program, path=self.env["PATH"]) is not None
+        if not found:
+            raise StartError(
+                f"cannot start {program!r} in {self.spec.workdir}: No such file or directory"
+            )
+
     def start(self) -> StartInfo:
         spec = self.spec
         self._prepare()
+        self._check_program()
         self._mark_log(f"starting {' '.join(spec.command)}")
         setup_files = self._stage_setup_files()
         t0 = time.monotonic()
@@ -374,26 +379,37 @@ class LocalServeRunner(_LocalRunner):
         return result
 
     def _closed_pipes(self) -> list[str]:
-        """Which of its stdin and stdout the system's own process no longer holds."""
+        """Which of its stdin and stdout pipes no process of the system holds any more.
+
+        Any descriptor counts (a system may move the protocol off fd 1 to keep library
+        chatter out of it), in the system's process or any it started.
+        """
         proc = self._proc
-        if proc is None or proc.stdin is None or self._system_pid is None:
+        if proc is None or proc.stdin is None or proc.stdout is None:
+            return []
+        if self._system_pid is None:
             return []
         try:
-            pipe = os.fstat(proc.stdin.fileno()).st_ino, os.fstat(proc.stdout.fileno()).st_ino  # type: ignore[union-attr]
-        except (OSError, ValueError):
+            wanted = {
+                "stdin": f"pipe:[{os.fstat(proc.stdin.fileno()).st_ino}]",
+                "stdout": f"pipe:[{os.fstat(proc.stdout.fileno()).st_ino}]",
+            }
+            root = psutil.Process(self._system_pid)
+            pids = [root.pid, *(p.pid for p in root.children(recursive=True))]
+        except (OSError, ValueError, psutil.Error):
             return []
-        # Any descriptor counts: a system may move its protocol stream off fd 1 (so that a
-        # chatty C library cannot write to it) and still hold the pipe.
-        held: set[int] = set()
-        try:
-            for fd in os.listdir(f"/proc/{self._system_pid}/fd"):
-                with contextlib.suppress(OSError):
-                    held.add(os.stat(f"/proc/{self._system_pid}/fd/{fd}").st_ino)
-        except OSError:
-            return []
-        return [
-            name for name, inode in (("stdin", pipe[0]), ("stdout", pipe[1])) if inode not in held
-        ]
+        held: set[str] = set()
+        for pid in pids:
+            try:
+                names = os.listdir(f"/proc/{pid}/fd")
+            except OSError:
+                continue
+            for name in names:
+                try:
+                    held.add(os.readlink(f"/proc/{pid}/fd/{name}"))
+                except OSError:
+                    continue
+        return [stream for stream, target in wanted.items() if target not in held]
 
     def _crashed(self, attempt: Any, stream: str) -> ItemAttempt:
         """The system's end of a pipe closed: it exited, or it closed the pipe and lives on."""
@@ -494,8 +510,11 @@ class LocalExecRunner(_LocalRunner):
 
     def _start_spawner(self) -> None:
         script = str(TOOLS_DIR / _SPAWNER.name) if self.sealed else str(_SPAWNER)
+        # Unsealed, the spawner is not killed with the controller but sees its stdin end,
+        # and kills the item it runs before it goes (a SIGKILL would leave the item behind).
         proc = self._spawn(
             [sys.executable, "-I", "-S", script],
+            pdeathsig=False,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             bufsize=0,
@@ -564,7 +583,7 @@ class LocalExecRunner(_LocalRunner):
             return ItemAttempt(
                 request.anon_id,
                 outcome,  # type: ignore[arg-type]
-                sent,
+                fields.pop("started", sent),
                 done,
                 stage_seconds,
                 **fields,
@@ -599,8 +618,15 @@ class LocalExecRunner(_LocalRunner):
         fields: dict[str, Any] = {
             "cpu_seconds": reply["cpu"],
             "peak_rss_bytes": reply["maxrss"],
-            "spawn_seconds": max(0.0, reply["spawned"] - sent),
+            "spawn_seconds": max(0.0, reply["spawned"] - reply["started"]),
         }
+        # The spawner read the shared monotonic clock right before posix_spawn and right
+        # after the exit woke it: the item's own span without the two pipe hops (the
+        # controller's overhead). The system cannot reach the spawner (not dumpable, no
+        # handle on its pipes); a span outside the controller's own is not believed.
+        if sent <= reply["started"] <= reply["exited"] <= done:
+            fields["started"] = reply["started"]
+            done = reply["exited"]
         code = os.waitstatus_to_exitcode(reply["status"])
         if code != 0:
             return attempt(

@@ -68,15 +68,24 @@ class ScratchDirs:
         """The four directories of one system's stage directory."""
         return cls(stage_dir / "in", stage_dir / "out", stage_dir / "home", stage_dir / "tmp")
 
+    def clear(self) -> None:
+        """Remove them: nothing of the system stays in the run directory after it stops."""
+        for path in (self.inputs, self.outputs, self.home, self.tmp):
+            if path.exists() or path.is_symlink():
+                _remove(path)
+
     def reset(self, owner: Account | None) -> None:
         """Empty and recreate them: nothing of an earlier session or start survives.
 
         Inputs stay owned by the controller (the system only reads them); the others
         belong to the system's account so that it can write there.
         """
+        stage = self.inputs.parent
+        if stage.is_dir():
+            # Everything, including what a killed session left (staged inputs, scratch).
+            for child in stage.iterdir():
+                _remove(child)
         for path in (self.inputs, self.outputs, self.home, self.tmp):
-            if path.exists() or path.is_symlink():
-                _remove(path)
             path.mkdir(parents=True)
         self.inputs.chmod(0o755)
         for path in (self.outputs, self.home, self.tmp):

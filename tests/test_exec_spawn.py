@@ -4,6 +4,7 @@ sealed and unsealed, and the recorded cost of starting each item."""
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -141,3 +142,29 @@ def test_stop_leaves_no_spawner(tmp_path: Path, sealed: bool) -> None:
     runner.stop()
     _, alive = psutil.wait_procs(tree, timeout=5)
     assert not alive
+
+
+def test_items_die_with_a_killed_controller(tmp_path: Path, sealed: bool) -> None:
+    script = f"""
+import sys
+from pathlib import Path
+sys.path.insert(0, {str(REPO)!r})
+from tests.test_exec_spawn import make_spec, request
+from runners import LocalExecRunner
+tmp = Path({str(tmp_path)!r})
+runner = LocalExecRunner(make_spec(tmp, "grandchild", {sealed!r}))
+runner.start()
+runner.run_item(request(tmp, "a1", hang=120))
+"""
+    controller = subprocess.Popen([sys.executable, "-c", script])
+    marker = tmp_path / "run" / "stage" / "ex" / "home" / "grandchild"
+    deadline = time.monotonic() + 60
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert marker.exists(), "the item never started"
+    controller.kill()
+    controller.wait()
+    time.sleep(0.5)
+    size = marker.stat().st_size
+    time.sleep(0.5)
+    assert marker.stat().st_size == size, "the item outlived its controller"

@@ -14,9 +14,10 @@ from pathlib import Path
 import psutil
 import pytest
 
+from harness import Controller, RunStore, load_site
 from runners import ItemRequest, LocalServeRunner, Sandbox, StartError, SystemSpec
 from runners.sandbox import account
-from tests.conftest import REPO, make_testset
+from tests.conftest import REPO, make_testset, read_outputs, write_site
 
 HOSTILE = [sys.executable, str(REPO / "tests" / "systems" / "hostile.py")]
 ALLOWED_ENV = {"PWD", "PATH", "HOME", "TMPDIR", "LANG", "PYTHONUNBUFFERED"} | {
@@ -176,7 +177,8 @@ def test_setsid_daemon_is_gone_with_the_system(venue: Venue) -> None:
     runner.start()
     try:
         attempt = runner.run_item(venue.request("u1", "a1"))
-        assert attempt.output == {"marker": "/onsite/home/marker", "started": True}
+        assert attempt.output is not None and attempt.output["started"] is True
+        assert attempt.output["marker"] == "/onsite/home/marker"
         marker = spec.stage_dir / "home" / "marker"
         size = marker.stat().st_size
         time.sleep(0.3)
@@ -220,6 +222,14 @@ def test_system_that_closes_its_stdin_is_reported_as_such(venue: Venue) -> None:
     assert "None" not in attempt.message
 
 
+def test_slow_system_that_moved_its_stdout_is_a_timeout(venue: Venue) -> None:
+    spec = venue.spec({"HOSTILE": "slow"})
+    with LocalServeRunner(spec) as runner:
+        runner.start()
+        attempt = runner.run_item(venue.request("u1", "a1", hang=1.0))
+    assert attempt.outcome == "timeout", attempt.message
+
+
 def test_unsealed_system_that_closes_its_stdin(venue: Venue) -> None:
     spec = venue.spec({"HOSTILE": "closestdin"}, Sandbox(enabled=False))
     with LocalServeRunner(spec) as runner:
@@ -253,9 +263,11 @@ def test_staged_inputs_are_read_only_copies_and_stage_is_emptied_at_start(
     leftover = spec.stage_dir / "in" / "old-input.wav"
     leftover.parent.mkdir(parents=True)
     leftover.write_bytes(b"from a killed session")
+    older = spec.stage_dir / "0123abcd-audio.wav"
+    older.write_bytes(b"staged by an older version")
     with LocalServeRunner(spec) as runner:
         runner.start()
-        assert not leftover.exists()
+        assert not leftover.exists() and not older.exists()
         inputs, staged = runner._stage(venue.request("u1", "a1"))
         try:
             path = staged[0]
@@ -285,3 +297,60 @@ def test_unreadable_workdir_is_refused_with_the_fix(venue: Venue) -> None:
             runner.start()
     finally:
         venue.workdir.chmod(0o755)
+
+
+def test_through_the_controller_a_snooping_system_sees_nothing(
+    tmp_path: Path, listener, monkeypatch
+) -> None:
+    port, connections = listener
+    monkeypatch.setenv("ONSITE_TEST_SECRET", "hunter2")
+    testset = make_testset(tmp_path / "set", [("u1", 1600, "secret words")])
+    (tmp_path / "sys").mkdir()
+    site_path = write_site(
+        tmp_path / "site.toml",
+        testset,
+        {
+            "snoop": {
+                "command": HOSTILE,
+                "workdir": "sys",
+                "env": {"HOSTILE": "snoop", "HOSTILE_PORT": str(port)},
+            }
+        },
+    )
+    site = load_site(site_path)
+    store = RunStore(site.run_dir, "test", fsync_seconds=0)
+    try:
+        results = Controller(site, store).run()
+    finally:
+        store.close()
+    assert [r.failed for r in results] == [None]
+    (row,) = read_outputs(site.run_dir, "asr", "snoop")
+    seen = row["output"]
+    assert seen["found"] == [] and seen["inputs"] == []
+    assert set(seen["env"]) <= ALLOWED_ENV
+    assert "hunter2" not in str(seen)
+    assert seen["network"].startswith("refused") and connections == []
+    if os.geteuid() == 0:
+        assert seen["uid"] == 65534
+
+
+def test_missing_or_broken_bubblewrap_is_refused_with_the_ways_forward(
+    venue: Venue, monkeypatch, tmp_path: Path
+) -> None:
+    import runners.sandbox as sandbox_module
+
+    monkeypatch.setattr(sandbox_module, "bwrap_path", lambda: None)
+    with pytest.raises(StartError, match="not installed") as missing:
+        LocalServeRunner(venue.spec({"HOSTILE": "snoop"})).start()
+    assert "sandbox = false" in str(missing.value) and "bubblewrap" in str(missing.value)
+
+    # A bwrap that cannot create namespaces (as where user namespaces are disabled).
+    fake = tmp_path / "bwrap"
+    fake.write_text(
+        "#!/bin/sh\necho 'bwrap: No permissions to creating new namespace' >&2\nexit 1\n"
+    )
+    fake.chmod(0o755)
+    monkeypatch.setattr(sandbox_module, "bwrap_path", lambda: str(fake))
+    with pytest.raises(StartError, match="cannot create its namespaces") as broken:
+        LocalServeRunner(venue.spec({"HOSTILE": "snoop"})).start()
+    assert "No permissions" in str(broken.value) and "user namespaces" in str(broken.value)

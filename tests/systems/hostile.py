@@ -10,6 +10,8 @@ can assert that it found nothing of the run:
 - forkbomb: fork HOSTILE_FORKS children that sleep; answer how many forks succeeded.
 - closestdin: close stdin after the handshake and keep running.
 - stderr: write HOSTILE_STDERR_BYTES to stderr per item, numbered lines.
+- slow: move the protocol off fd 1 (as systems do to keep library chatter out of it),
+  then never answer: a hang, not a closed stdout.
 """
 
 from __future__ import annotations
@@ -140,6 +142,9 @@ def forkbomb() -> dict:
 def main() -> None:
     mode = os.environ.get("HOSTILE", "snoop")
     out = sys.stdout
+    if mode == "slow":
+        out = os.fdopen(os.dup(1), "w")
+        os.dup2(2, 1)
 
     def send(message: dict) -> None:
         out.write(json.dumps(message) + "\n")
@@ -162,6 +167,9 @@ def main() -> None:
                 output = daemon()
             elif mode == "forkbomb":
                 output = forkbomb()
+            elif mode == "slow":
+                time.sleep(3600)
+                output = {}
             elif mode == "stderr":
                 size = int(os.environ.get("HOSTILE_STDERR_BYTES", "100000"))
                 n = 0
@@ -176,6 +184,7 @@ def main() -> None:
                 output = {"lines": n}
             else:
                 output = {}
+            output.setdefault("text", "")
             send({"op": "result", "id": message["id"], "output": output})
         elif message["op"] == "bye":
             return
