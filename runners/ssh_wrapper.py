@@ -11,9 +11,10 @@ relay reaches end of file) while the system is still running: it then gives the 
 ``grace`` seconds and kills everything of the start.
 
 Per system the remote workdir holds ``.onsite/<slug>/``: ``<token>.sid`` (the system's
-session and process group id), the two FIFOs, and the inputs staged for the current
-item. A later controller (after a crash, or a reconnect) reads the tokens left there,
-kills what still runs under them, and removes the directory before sending anything.
+session and process group id), the two FIFOs, and ``<token>/`` with the inputs staged
+for the current item, which the wrapper removes when the system ends. A later
+controller (after a crash, or a reconnect) reads the tokens left there, kills what still
+runs under them, and removes the directory before sending anything.
 """
 
 from __future__ import annotations
@@ -73,10 +74,14 @@ def check_env_names(env: Mapping[str, str]) -> None:
             )
 
 
+def system_slug(task: str, system: str) -> str:
+    """The name of one system's directory under ``<workdir>/.onsite``."""
+    return _SLUG_UNSAFE.sub("_", f"{task}.{system}").strip(".") or "system"
+
+
 def system_dir(workdir: str, task: str, system: str) -> str:
     """The remote directory of one system's state files and staged inputs."""
-    slug = _SLUG_UNSAFE.sub("_", f"{task}.{system}").strip(".") or "system"
-    return posixpath.join(workdir, ".onsite", slug)
+    return posixpath.join(workdir, ".onsite", system_slug(task, system))
 
 
 def _split(token: str) -> str:
@@ -130,7 +135,7 @@ while IFS= read -r m <&6; do
 done
 sid=; {{ read -r sid <"$d/$t.sid"; }} 2>/dev/null
 onsite_kill "$t" "$sid"
-rm -f "$d/$t.in" "$d/$t.ctl" "$d/$t.sid"
+rm -rf "$d/$t" "$d/$t.in" "$d/$t.ctl" "$d/$t.sid"
 exit "$rc"
 """
     # Run under sh whatever the account's login shell is.
@@ -143,32 +148,39 @@ def kill_command(sysdir: str, token: str, sid: int | None) -> str:
     script = f"""{_KILL_FUNCTIONS}
 t={_split(token)}
 onsite_kill "$t" {q(str(sid) if sid else "")}
-rm -f {q(sysdir)}/"$t".*
+rm -rf {q(sysdir)}/"$t" {q(sysdir)}/"$t".*
 exit 0
 """
     return f"sh -c {q(script)}"
 
 
-def prepare_command(workdir: str, sysdir: str) -> str:
-    """Kill what earlier starts of this system left running, empty its directory, recreate it.
+def stage_dir(sysdir: str, token: str) -> str:
+    """The remote directory of the inputs staged for one start."""
+    return posixpath.join(sysdir, token)
+
+
+def prepare_command(workdir: str, slug: str, token: str) -> str:
+    """Kill what earlier starts of this system left running, empty its directory, recreate it
+    with the stage directory of the start to come.
 
     Prints ``onsite-workdir <absolute path>``; exits 3 when the workdir cannot be written.
     """
     q = shlex.quote
     script = f"""{_KILL_FUNCTIONS}
-w={q(workdir)}; d={q(sysdir)}
+w={q(workdir)}; t={q(token)}
+mkdir -p "$w" 2>/dev/null; cd "$w" 2>/dev/null || {{
+  echo "the remote workdir $w cannot be created or entered" >&2; exit 3; }}
+w=$(pwd -P); d="$w/.onsite/"{q(slug)}
 for f in "$d"/*.sid "$d"/*.ctl "$d"/*.in; do
   [ -e "$f" ] || continue
-  t=${{f##*/}}; t=${{t%.*}}
-  onsite_kill "$t" ""
+  t0=${{f##*/}}; t0=${{t0%.*}}
+  onsite_kill "$t0" ""
 done
 rm -rf "$d"
-mkdir -p "$w" 2>/dev/null && cd "$w" 2>/dev/null || {{
-  echo "the remote workdir $w cannot be created or entered" >&2; exit 3; }}
-{{ mkdir -p "$d" 2>/dev/null || mkdir -p "$d" 2>/dev/null; }} && f="$d/.write-test" &&
+{{ mkdir -p "$d/$t" 2>/dev/null || mkdir -p "$d/$t" 2>/dev/null; }} && f="$d/.write-test" &&
   : >"$f" 2>/dev/null && rm -f "$f" || {{
   echo "the remote workdir $w is not writable" >&2; exit 3; }}
-echo "onsite-workdir $(pwd -P)"
+echo "onsite-workdir $w"
 """
     return f"sh -c {q(script)}"
 
