@@ -34,14 +34,19 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Never the scanning shell itself or its parent (a login shell that did not exec us).
 _KILL_FUNCTIONS = r"""
 onsite_scan() {
-  onsite_t=$1; onsite_s=" $2 "; onsite_hit=
-  for onsite_d in /proc/[0-9]*; do
-    onsite_p=${onsite_d#/proc/}
-    case " $$ $PPID " in *" $onsite_p "*) continue ;; esac
-    grep -qsF "$onsite_t" "$onsite_d/environ" "$onsite_d/cmdline" || continue
+  onsite_s=" $2 "; onsite_hit=
+  # One grep over every process; the token comes on its stdin, never in its command line.
+  onsite_g=$(printf '%s\n' "$1" |
+    ONSITE_SESSION= grep -lsF -f - /proc/[0-9]*/environ /proc/[0-9]*/cmdline)
+  for onsite_f in $onsite_g; do
+    onsite_p=${onsite_f#/proc/}; onsite_p=${onsite_p%%/*}
+    case " $$ $PPID $onsite_hit " in *" $onsite_p "*) continue ;; esac
+    # The pipeline's own processes match too (forks of a marked shell), and are gone now.
+    [ -d "/proc/$onsite_p" ] || continue
     onsite_hit="$onsite_hit $onsite_p"
     onsite_s="$onsite_s$onsite_p "
   done
+  case $onsite_s in *[0-9]*) ;; *) return 0 ;; esac
   for onsite_d in /proc/[0-9]*; do
     onsite_p=${onsite_d#/proc/}
     case " $$ $PPID $onsite_hit " in *" $onsite_p "*) continue ;; esac
