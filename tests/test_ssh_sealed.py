@@ -476,3 +476,20 @@ def test_link_lost_is_not_called_a_crash(tmp_path: Path, sshd: Sshd) -> None:
         info = runner.restart()
         survivors = [p.pid for p in marked(marker)]
         assert survivors == [info.pid], "what the lost link left is killed at the restart"
+
+
+def test_a_system_that_needs_its_profile_sources_it(tmp_path: Path, sshd: Sshd) -> None:
+    """As docs/ssh.md shows: the command sources the profile itself, then execs the system."""
+    marker, out, command = hostile_setup(tmp_path)
+    wav = make_testset(tmp_path / "set", [("a", 1600, "")]) / "a.wav"
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    (remote / "team.profile").write_text("TEAM_FROM_PROFILE=yes; export TEAM_FROM_PROFILE\n")
+    line = ". ./team.profile && exec " + " ".join(command)
+    spec = hostile_spec(tmp_path, ["sh", "-c", line])
+    with runner_for(sshd, spec, remote) as runner:
+        runner.start()
+        runner.run_item(ItemRequest("p1", {"audio": wav}, {"do": "daemons"}, 1.5))
+    env = json.loads((out / "env.json").read_text())
+    assert env["TEAM_FROM_PROFILE"] == "yes"
+    assert not [k for k in env if k.startswith("SSH_")]
