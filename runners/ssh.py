@@ -132,7 +132,8 @@ class SshServeRunner(Runner):
         self._sftp: paramiko.SFTPClient | None = None
         self._has_sftp = True
         self._remote_dir = self.options.workdir
-        self._system_dir = system_dir(self._remote_dir, spec.task, spec.name)
+        self._slug = system_slug(spec.task, spec.name, str(spec.log_path.absolute()))
+        self._system_dir = system_dir(self._remote_dir, self._slug)
         self._meter: RemoteMeter | None = None
         self._chan: paramiko.Channel | None = None
         self._reader: _ChannelLines | None = None
@@ -459,8 +460,7 @@ class SshServeRunner(Runner):
         make the stage directory of the start with this token."""
         transport = self._transport
         assert transport is not None
-        slug = system_slug(self.spec.task, self.spec.name)
-        script = prepare_command(self.options.workdir, slug, token or "none")
+        script = prepare_command(self.options.workdir, self._slug, token or "none")
         try:
             status, out, err = run_remote(transport, script, _REMOTE_OP_SECONDS)
         except (OSError, EOFError, paramiko.SSHException) as exc:
@@ -481,7 +481,7 @@ class SshServeRunner(Runner):
         self._orphaned = False
         self._staged.clear()
         self._remote_dir = found[-1][len(_WORKDIR_PREFIX) :]
-        self._system_dir = system_dir(self._remote_dir, self.spec.task, self.spec.name)
+        self._system_dir = system_dir(self._remote_dir, self._slug)
 
     def _drop_connection(self) -> None:
         for closable in (self._meter, self._sftp, self._client):

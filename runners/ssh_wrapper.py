@@ -19,6 +19,7 @@ runs under them, and removes the directory before sending anything.
 
 from __future__ import annotations
 
+import hashlib
 import posixpath
 import re
 import shlex
@@ -79,14 +80,21 @@ def check_env_names(env: Mapping[str, str]) -> None:
             )
 
 
-def system_slug(task: str, system: str) -> str:
-    """The name of one system's directory under ``<workdir>/.onsite``."""
-    return _SLUG_UNSAFE.sub("_", f"{task}.{system}").strip(".") or "system"
+def system_slug(task: str, system: str, owner: str) -> str:
+    """The name of one system's directory under ``<workdir>/.onsite``.
+
+    ``owner`` names the controller's run (the system's local log path): a resumed run
+    finds and cleans what its earlier sessions left, while ``onsite check`` (its own
+    scratch run) never touches the systems of a run in progress on the same machine.
+    """
+    digest = hashlib.sha256(owner.encode()).hexdigest()[:10]
+    name = _SLUG_UNSAFE.sub("_", f"{task}.{system}").strip(".") or "system"
+    return f"{name}.{digest}"
 
 
-def system_dir(workdir: str, task: str, system: str) -> str:
+def system_dir(workdir: str, slug: str) -> str:
     """The remote directory of one system's state files and staged inputs."""
-    return posixpath.join(workdir, ".onsite", system_slug(task, system))
+    return posixpath.join(workdir, ".onsite", slug)
 
 
 def _split(token: str) -> str:

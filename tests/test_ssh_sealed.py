@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import stat
 import subprocess
@@ -90,7 +91,7 @@ DRIVER = textwrap.dedent(
     conf = json.loads(sys.argv[1])
     spec = SystemSpec(
         name="hostile", task="asr", kind="asr", mode="serve", command=tuple(conf["command"]),
-        workdir=Path(conf["root"]), log_path=Path(conf["root"]) / "driver.log",
+        workdir=Path(conf["root"]), log_path=Path(conf["root"]) / "logs" / "hostile.log",
         stage_dir=Path(conf["root"]) / "stage", setup_seconds=20.0,
     )
     runner = SshServeRunner(spec, conf["options"])
@@ -493,3 +494,65 @@ def test_a_system_that_needs_its_profile_sources_it(tmp_path: Path, sshd: Sshd) 
     env = json.loads((out / "env.json").read_text())
     assert env["TEAM_FROM_PROFILE"] == "yes"
     assert not [k for k in env if k.startswith("SSH_")]
+
+
+def carrying(name: str, value: str) -> list[psutil.Process]:
+    """Live processes whose environment has name=value."""
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            if proc.status() != psutil.STATUS_ZOMBIE and proc.environ().get(name) == value:
+                found.append(proc)
+        except psutil.Error:
+            continue
+    return found
+
+
+def test_a_process_storm_is_killed_whole(tmp_path: Path, sshd: Sshd) -> None:
+    """A system that keeps forking (orphans, setsid'd ones) until it is killed: none survive."""
+    mark = f"storm-{os.getpid()}-{time.monotonic_ns()}"
+    storm = (
+        "i=0; while [ $i -lt 3000 ]; do (sleep 1000 &); setsid sleep 1000 & "
+        "i=$((i+1)); sleep 0.005; done"
+    )
+    _, out, command = hostile_setup(tmp_path)
+    wav = make_testset(tmp_path / "set", [("a", 1600, "")]) / "a.wav"
+    line = f"sh -c {shlex.quote(storm)} & exec " + " ".join(command)
+    spec = hostile_spec(tmp_path, ["sh", "-c", line], env={"STORM_MARK": mark})
+    with runner_for(sshd, spec, tmp_path / "remote") as runner:
+        runner.start()
+        assert wait_until(lambda: len(carrying("STORM_MARK", mark)) > 100, 20.0)
+        attempt = runner.run_item(ItemRequest("f1", {"audio": wav}, {"do": "daemons"}, 1.0))
+        assert attempt.outcome == "timeout"
+        assert carrying("STORM_MARK", mark) == []
+
+
+def test_sighup_to_the_wrapper_kills_the_system(tmp_path: Path, sshd: Sshd) -> None:
+    marker, out, command = hostile_setup(tmp_path)
+    spec = hostile_spec(tmp_path, command)
+    with runner_for(sshd, spec, tmp_path / "remote") as runner:
+        info = runner.start()
+        assert info.pid is not None
+        wrapper = psutil.Process(info.pid).parent()
+        while wrapper.parent().cmdline()[-1:] == ["onsite-wrapper"]:
+            wrapper = wrapper.parent()
+        assert wrapper.cmdline()[-1] == "onsite-wrapper"
+        wrapper.send_signal(signal.SIGHUP)
+        assert wait_until(lambda: not marked(marker), 15.0)
+
+
+def test_a_check_run_leaves_the_systems_of_a_live_run_alone(tmp_path: Path, sshd: Sshd) -> None:
+    """Same task and system on the same machine, another run (onsite check's scratch run):
+    its start must not kill the live run's system."""
+    marker, out, command = hostile_setup(tmp_path)
+    live = hostile_spec(tmp_path / "run", command)
+    check = hostile_spec(tmp_path / "scratch", command)
+    remote = tmp_path / "remote"
+    with runner_for(sshd, live, remote) as first:
+        live_info = first.start()
+        with runner_for(sshd, check, remote) as second:
+            second.start()
+            assert psutil.pid_exists(live_info.pid or 0)
+            assert psutil.Process(live_info.pid or 0).status() != "zombie"
+        assert len(marked(marker)) == 1, "the check's system is gone, the live one runs"
+    assert not marked(marker)
