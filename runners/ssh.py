@@ -700,7 +700,10 @@ def _probe_remote(client: paramiko.SSHClient, opts: SshOptions, results: list[Pr
         'w=$1; mkdir -p "$w" 2>/dev/null && cd "$w" 2>/dev/null || '
         '{ echo "cannot create or enter $w" >&2; exit 3; }; '
         'f=".onsite-probe-$$"; : >"$f" 2>/dev/null && rm -f "$f" || '
-        '{ echo "cannot write in $w" >&2; exit 3; }; pwd -P'
+        '{ echo "cannot write in $w" >&2; exit 3; }; '
+        'mkfifo "$f" 2>/dev/null && rm -f "$f" || '
+        '{ echo "cannot make a FIFO in $w (the system gets its stdin through one)" >&2; exit 3; }; '
+        "pwd -P"
     )
     status, out, err = run_remote(
         transport, f"sh -c {shlex.quote(check)} onsite-probe {shlex.quote(opts.workdir)}"
