@@ -49,7 +49,9 @@ from .ssh_wrapper import (
     cleanup_command,
     kill_command,
     prepare_command,
+    stage_dir,
     system_dir,
+    system_slug,
     wrapper_command,
 )
 
@@ -130,7 +132,8 @@ class SshServeRunner(Runner):
         self._sftp: paramiko.SFTPClient | None = None
         self._has_sftp = True
         self._remote_dir = self.options.workdir
-        self._system_dir = system_dir(self._remote_dir, spec.task, spec.name)
+        self._slug = system_slug(spec.task, spec.name, str(spec.log_path.absolute()))
+        self._system_dir = system_dir(self._remote_dir, self._slug)
         self._meter: RemoteMeter | None = None
         self._chan: paramiko.Channel | None = None
         self._reader: _ChannelLines | None = None
@@ -173,8 +176,12 @@ class SshServeRunner(Runner):
 
     @property
     def remote_stage_dir(self) -> str:
-        """The remote directory of this system's state files and staged inputs."""
-        return self._system_dir
+        """The remote directory of the current start's staged inputs."""
+        return self._stage_dir
+
+    @property
+    def _stage_dir(self) -> str:
+        return stage_dir(self._system_dir, self._token or "none")
 
     def start(self) -> StartInfo:
         spec = self.spec
@@ -183,11 +190,11 @@ class SshServeRunner(Runner):
         self._ensure_connected()
         # Before anything is sent: kill what an earlier start (ours, or a controller that
         # died) left running on the machine, and remove the files it staged.
-        self._prepare_remote()
+        self._token = secrets.token_hex(16)
+        self._prepare_remote(self._token)
         assert self._transport is not None
         self._mark_log(f"starting {' '.join(spec.command)} on {self.options.address}")
         setup_files = self._stage_setup_files()
-        self._token = secrets.token_hex(16)
         try:
             command = wrapper_command(
                 self._remote_dir,
@@ -266,7 +273,7 @@ class SshServeRunner(Runner):
         staged: list[str] = []
         try:
             for key, source in request.files.items():
-                remote = posixpath.join(self._system_dir, f"{request.anon_id}-{key}{source.suffix}")
+                remote = posixpath.join(self._stage_dir, f"{request.anon_id}-{key}{source.suffix}")
                 self._staged.add(remote)
                 staged.append(remote)
                 self._put(source, remote)
@@ -443,18 +450,17 @@ class SshServeRunner(Runner):
             self._has_sftp = False
         # Leftovers from a connection that died: the system it ran and the inputs staged for it.
         if self._orphaned or self._staged:
-            try:
-                self._prepare_remote()
-            except StartError:
-                pass
+            with contextlib.suppress(StartError):
+                self._prepare_remote(None)
         self._rtt_at = float("-inf")
         self._maybe_measure_rtt()
 
-    def _prepare_remote(self) -> None:
-        """Kill what earlier starts of this system left, empty its remote directory."""
+    def _prepare_remote(self, token: str | None) -> None:
+        """Kill what earlier starts of this system left, empty its remote directory, and
+        make the stage directory of the start with this token."""
         transport = self._transport
         assert transport is not None
-        script = prepare_command(self.options.workdir, self._system_dir)
+        script = prepare_command(self.options.workdir, self._slug, token or "none")
         try:
             status, out, err = run_remote(transport, script, _REMOTE_OP_SECONDS)
         except (OSError, EOFError, paramiko.SSHException) as exc:
@@ -475,7 +481,7 @@ class SshServeRunner(Runner):
         self._orphaned = False
         self._staged.clear()
         self._remote_dir = found[-1][len(_WORKDIR_PREFIX) :]
-        self._system_dir = system_dir(self._remote_dir, self.spec.task, self.spec.name)
+        self._system_dir = system_dir(self._remote_dir, self._slug)
 
     def _drop_connection(self) -> None:
         for closable in (self._meter, self._sftp, self._client):
@@ -541,7 +547,7 @@ class SshServeRunner(Runner):
         token = secrets.token_hex(4)
         try:
             for n, (name, source) in enumerate(self.spec.setup_files.items()):
-                remote = posixpath.join(self._system_dir, f"setup-{token}-{n}{source.suffix}")
+                remote = posixpath.join(self._stage_dir, f"setup-{token}-{n}{source.suffix}")
                 self._staged.add(remote)
                 self._put(source, remote)
                 staged[name] = remote
@@ -694,7 +700,10 @@ def _probe_remote(client: paramiko.SSHClient, opts: SshOptions, results: list[Pr
         'w=$1; mkdir -p "$w" 2>/dev/null && cd "$w" 2>/dev/null || '
         '{ echo "cannot create or enter $w" >&2; exit 3; }; '
         'f=".onsite-probe-$$"; : >"$f" 2>/dev/null && rm -f "$f" || '
-        '{ echo "cannot write in $w" >&2; exit 3; }; pwd -P'
+        '{ echo "cannot write in $w" >&2; exit 3; }; '
+        'mkfifo "$f" 2>/dev/null && rm -f "$f" || '
+        '{ echo "cannot make a FIFO in $w (the system gets its stdin through one)" >&2; exit 3; }; '
+        "pwd -P"
     )
     status, out, err = run_remote(
         transport, f"sh -c {shlex.quote(check)} onsite-probe {shlex.quote(opts.workdir)}"

@@ -11,13 +11,15 @@ relay reaches end of file) while the system is still running: it then gives the 
 ``grace`` seconds and kills everything of the start.
 
 Per system the remote workdir holds ``.onsite/<slug>/``: ``<token>.sid`` (the system's
-session and process group id), the two FIFOs, and the inputs staged for the current
-item. A later controller (after a crash, or a reconnect) reads the tokens left there,
-kills what still runs under them, and removes the directory before sending anything.
+session and process group id), the two FIFOs, and ``<token>/`` with the inputs staged
+for the current item, which the wrapper removes when the system ends. A later
+controller (after a crash, or a reconnect) reads the tokens left there, kills what still
+runs under them, and removes the directory before sending anything.
 """
 
 from __future__ import annotations
 
+import hashlib
 import posixpath
 import re
 import shlex
@@ -33,14 +35,19 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Never the scanning shell itself or its parent (a login shell that did not exec us).
 _KILL_FUNCTIONS = r"""
 onsite_scan() {
-  onsite_t=$1; onsite_s=" $2 "; onsite_hit=
-  for onsite_d in /proc/[0-9]*; do
-    onsite_p=${onsite_d#/proc/}
-    case " $$ $PPID " in *" $onsite_p "*) continue ;; esac
-    grep -qsF "$onsite_t" "$onsite_d/environ" "$onsite_d/cmdline" || continue
+  onsite_s=" $2 "; onsite_hit=
+  # One grep over every process; the token comes on its stdin, never in its command line.
+  onsite_g=$(printf '%s\n' "$1" |
+    ONSITE_SESSION= grep -lsF -f - /proc/[0-9]*/environ /proc/[0-9]*/cmdline)
+  for onsite_f in $onsite_g; do
+    onsite_p=${onsite_f#/proc/}; onsite_p=${onsite_p%%/*}
+    case " $$ $PPID $onsite_hit " in *" $onsite_p "*) continue ;; esac
+    # The pipeline's own processes match too (forks of a marked shell), and are gone now.
+    [ -d "/proc/$onsite_p" ] || continue
     onsite_hit="$onsite_hit $onsite_p"
     onsite_s="$onsite_s$onsite_p "
   done
+  case $onsite_s in *[0-9]*) ;; *) return 0 ;; esac
   for onsite_d in /proc/[0-9]*; do
     onsite_p=${onsite_d#/proc/}
     case " $$ $PPID $onsite_hit " in *" $onsite_p "*) continue ;; esac
@@ -73,9 +80,20 @@ def check_env_names(env: Mapping[str, str]) -> None:
             )
 
 
-def system_dir(workdir: str, task: str, system: str) -> str:
+def system_slug(task: str, system: str, owner: str) -> str:
+    """The name of one system's directory under ``<workdir>/.onsite``.
+
+    ``owner`` names the controller's run (the system's local log path): a resumed run
+    finds and cleans what its earlier sessions left, while ``onsite check`` (its own
+    scratch run) never touches the systems of a run in progress on the same machine.
+    """
+    digest = hashlib.sha256(owner.encode()).hexdigest()[:10]
+    name = _SLUG_UNSAFE.sub("_", f"{task}.{system}").strip(".") or "system"
+    return f"{name}.{digest}"
+
+
+def system_dir(workdir: str, slug: str) -> str:
     """The remote directory of one system's state files and staged inputs."""
-    slug = _SLUG_UNSAFE.sub("_", f"{task}.{system}").strip(".") or "system"
     return posixpath.join(workdir, ".onsite", slug)
 
 
@@ -130,7 +148,7 @@ while IFS= read -r m <&6; do
 done
 sid=; {{ read -r sid <"$d/$t.sid"; }} 2>/dev/null
 onsite_kill "$t" "$sid"
-rm -f "$d/$t.in" "$d/$t.ctl" "$d/$t.sid"
+rm -rf "$d/$t" "$d/$t.in" "$d/$t.ctl" "$d/$t.sid"
 exit "$rc"
 """
     # Run under sh whatever the account's login shell is.
@@ -143,32 +161,39 @@ def kill_command(sysdir: str, token: str, sid: int | None) -> str:
     script = f"""{_KILL_FUNCTIONS}
 t={_split(token)}
 onsite_kill "$t" {q(str(sid) if sid else "")}
-rm -f {q(sysdir)}/"$t".*
+rm -rf {q(sysdir)}/"$t" {q(sysdir)}/"$t".*
 exit 0
 """
     return f"sh -c {q(script)}"
 
 
-def prepare_command(workdir: str, sysdir: str) -> str:
-    """Kill what earlier starts of this system left running, empty its directory, recreate it.
+def stage_dir(sysdir: str, token: str) -> str:
+    """The remote directory of the inputs staged for one start."""
+    return posixpath.join(sysdir, token)
+
+
+def prepare_command(workdir: str, slug: str, token: str) -> str:
+    """Kill what earlier starts of this system left running, empty its directory, recreate it
+    with the stage directory of the start to come.
 
     Prints ``onsite-workdir <absolute path>``; exits 3 when the workdir cannot be written.
     """
     q = shlex.quote
     script = f"""{_KILL_FUNCTIONS}
-w={q(workdir)}; d={q(sysdir)}
+w={q(workdir)}; t={q(token)}
+mkdir -p "$w" 2>/dev/null; cd "$w" 2>/dev/null || {{
+  echo "the remote workdir $w cannot be created or entered" >&2; exit 3; }}
+w=$(pwd -P); d="$w/.onsite/"{q(slug)}
 for f in "$d"/*.sid "$d"/*.ctl "$d"/*.in; do
   [ -e "$f" ] || continue
-  t=${{f##*/}}; t=${{t%.*}}
-  onsite_kill "$t" ""
+  t0=${{f##*/}}; t0=${{t0%.*}}
+  onsite_kill "$t0" ""
 done
 rm -rf "$d"
-mkdir -p "$w" 2>/dev/null && cd "$w" 2>/dev/null || {{
-  echo "the remote workdir $w cannot be created or entered" >&2; exit 3; }}
-{{ mkdir -p "$d" 2>/dev/null || mkdir -p "$d" 2>/dev/null; }} && f="$d/.write-test" &&
+{{ mkdir -p "$d/$t" 2>/dev/null || mkdir -p "$d/$t" 2>/dev/null; }} && f="$d/.write-test" &&
   : >"$f" 2>/dev/null && rm -f "$f" || {{
   echo "the remote workdir $w is not writable" >&2; exit 3; }}
-echo "onsite-workdir $(pwd -P)"
+echo "onsite-workdir $w"
 """
     return f"sh -c {q(script)}"
 

@@ -119,7 +119,8 @@ def test_same_answers_as_the_local_runner(tmp_path: Path, sshd: Sshd) -> None:
                 assert audio.is_absolute() and not audio.exists(), "staged inputs are removed"
                 assert message["input"]["sample_rate"] == 16000
                 if kind == "ssh":
-                    assert audio.parent == remote / ".onsite" / "asr.fake"
+                    assert audio.parent.parent.parent == remote / ".onsite"
+                    assert audio.parent.parent.name.startswith("asr.fake.")
                     assert audio.name == f"{message['id']}-audio.wav"
         if kind == "ssh":
             assert list(remote.iterdir()) == [], "nothing staged is left in the remote workdir"
