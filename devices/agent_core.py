@@ -24,7 +24,7 @@ from .hooks import Recognizer
 from .wire import DeviceState, ErrorCode, FrameType, JobKind
 
 DEFAULT_MAX_PAYLOAD = 1024
-DEFAULT_WINDOW = 8
+DEFAULT_WINDOW = 64
 DEFAULT_MAX_INPUT = 16 * 1024 * 1024
 RESULT_RETRIES = 30
 
@@ -65,6 +65,8 @@ class AgentSettings:
     max_payload: int = DEFAULT_MAX_PAYLOAD
     window: int = DEFAULT_WINDOW
     max_input: int = DEFAULT_MAX_INPUT
+    # Keep DATA beyond a gap (READY flag bit 1); False behaves as a go-back-N device.
+    selective: bool = True
 
 
 class AgentCore:
@@ -92,7 +94,9 @@ class AgentCore:
         self._state = DeviceState.IDLE
         self._job = wire.NO_JOB
         self._begin: wire.Begin | None = None
-        self._buf = bytearray()
+        self._buf = bytearray()  # the input, total_length bytes; valid up to _received
+        self._received = 0
+        self._ahead: list[tuple[int, int]] = []  # byte ranges kept beyond a gap
         self._final: tuple[int, bytes] | None = None  # RESULT or ERROR awaiting RESULT_ACK
         self._final_due = 0.0
         self._final_tries = 0
@@ -124,12 +128,16 @@ class AgentCore:
     def _receive(self, data: bytes) -> None:
         bad_before = self._decoder.bad
         for frame in self._decoder.feed(data):
+            if len(frame.payload) > self.settings.max_payload:
+                # Longer than READY allowed: a real device's buffer could not hold it.
+                self._decoder.bad += 1
+                continue
             self._handle(frame)
         if self._decoder.bad > bad_before:
             self.bad_frames += self._decoder.bad - bad_before
             # A corrupt frame during a transfer is most likely DATA: ask for it again now.
             if self._state == DeviceState.RECEIVING:
-                self._send(FrameType.NAK, wire.pack_job_offset(self._job, len(self._buf)))
+                self._send(FrameType.NAK, wire.pack_job_offset(self._job, self._received))
 
     def _handle(self, frame: wire.Frame) -> None:
         self._last_seq = frame.seq
@@ -170,12 +178,15 @@ class AgentCore:
         self._job = begin.job
         self._begin = begin
         self._buf = bytearray()
+        self._received = 0
+        self._ahead = []
         self._final = None
         refusal = self._refusal(begin)
         if refusal is not None:
             self._finish(wire.FrameType.ERROR, wire.pack_error(begin.job, *refusal))
             return
         self._state = DeviceState.RECEIVING
+        self._buf = bytearray(begin.total_length)
         if begin.total_length == 0:
             self._complete()
         else:
@@ -210,34 +221,53 @@ class AgentCore:
                 self._repeat_progress()
             return
         assert self._begin is not None
-        received = len(self._buf)
-        if offset == received and chunk:
-            if received + len(chunk) > self._begin.total_length:
-                self._finish(
-                    FrameType.ERROR,
-                    wire.pack_error(job, ErrorCode.BAD_REQUEST, "DATA beyond total_length"),
-                )
-                return
-            self._buf += chunk
-            if len(self._buf) < self._begin.total_length:
-                self._send(FrameType.ACK, wire.pack_job_offset(job, len(self._buf)))
-            elif zlib.crc32(self._buf) != self._begin.crc32:
-                # Every frame passed its CRC but the whole does not: start the input again.
-                self._buf = bytearray()
-                self._send(FrameType.NAK, wire.pack_job_offset(job, 0))
-            else:
-                self._complete()
-        elif offset < received:
+        total = self._begin.total_length
+        if offset + len(chunk) > total:
+            self._finish(
+                FrameType.ERROR,
+                wire.pack_error(job, ErrorCode.BAD_REQUEST, "DATA beyond total_length"),
+            )
+            return
+        received = self._received
+        if not chunk or offset + len(chunk) <= received:
+            # A duplicate: say again how far we are.
             self._send(FrameType.ACK, wire.pack_job_offset(job, received))
-        else:
-            # A gap: a frame before this one was lost.
+            return
+        if offset > received:
+            # A gap: a frame before this one was lost. Keep this one (selective
+            # retransmission) and ask for the missing bytes.
+            if self.settings.selective:
+                self._buf[offset : offset + len(chunk)] = chunk
+                self._ahead.append((offset, offset + len(chunk)))
             self._send(FrameType.NAK, wire.pack_job_offset(job, received))
+            return
+        self._buf[offset : offset + len(chunk)] = chunk
+        received = offset + len(chunk)
+        # Frames kept beyond the gap may now join up.
+        grown = True
+        while grown:
+            grown = False
+            for start, end in self._ahead:
+                if start <= received < end:
+                    received = end
+                    grown = True
+        self._ahead = [(a, b) for a, b in self._ahead if b > received]
+        self._received = received
+        if received < total:
+            self._send(FrameType.ACK, wire.pack_job_offset(job, received))
+        elif zlib.crc32(self._buf) != self._begin.crc32:
+            # Every frame passed its CRC but the whole does not: start the input again.
+            self._received = 0
+            self._ahead = []
+            self._send(FrameType.NAK, wire.pack_job_offset(job, 0))
+        else:
+            self._complete()
 
     def _repeat_progress(self) -> None:
         """Answer a repeated BEGIN or DATA: the host missed our last answer."""
         assert self._begin is not None
         if self._state == DeviceState.RECEIVING:
-            self._send(FrameType.ACK, wire.pack_job_offset(self._job, len(self._buf)))
+            self._send(FrameType.ACK, wire.pack_job_offset(self._job, self._received))
         elif self._state in (DeviceState.PROCESSING, DeviceState.DONE):
             total = self._begin.total_length
             self._send(FrameType.COMPLETE, wire.pack_job_offset(self._job, total))
@@ -320,13 +350,16 @@ class AgentCore:
         self._job = wire.NO_JOB
         self._begin = None
         self._buf = bytearray()
+        self._received = 0
+        self._ahead = []
         self._final = None
 
     def _ready_payload(self) -> bytes:
         rec = self.recognizer
         return wire.Ready(
             version=wire.PROTOCOL_VERSION,
-            flags=wire.READY_FLAG_PING_WHILE_BUSY,
+            flags=wire.READY_FLAG_PING_WHILE_BUSY
+            | (wire.READY_FLAG_SELECTIVE if self.settings.selective else 0),
             max_payload=self.settings.max_payload,
             window=self.settings.window,
             boot_id=self.boot_id,

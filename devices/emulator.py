@@ -309,10 +309,15 @@ class Emulator:
 
     # --- the line ----------------------------------------------------------------------------
 
-    def _pace(self, free_at: float, nbytes: int) -> float:
-        """Sleep until ``nbytes`` have crossed the line; return when the line is free again."""
+    def _pace(self, free_at: float, nbytes: int, backlog: bool) -> float:
+        """Sleep until ``nbytes`` have crossed the line; return when the line is free again.
+
+        With ``backlog`` the bytes were already waiting when the line became free,
+        so they follow the previous ones without a gap even if this thread woke late:
+        the line keeps its rate however the threads are scheduled.
+        """
         now = time.monotonic()
-        start = free_at if now - free_at < _IDLE_SECONDS else now
+        start = free_at if backlog or now - free_at < _IDLE_SECONDS else now
         end = start + nbytes * 10 / self.baud
         if end > now:
             time.sleep(end - now)
@@ -324,6 +329,7 @@ class Emulator:
     def _uplink(self) -> None:
         free_at = 0.0
         size = self._slice()
+        backlog = False
         while not self._stop.is_set():
             try:
                 ready, _, _ = select.select([self._master], [], [], 0.05)
@@ -334,7 +340,8 @@ class Emulator:
                 if self._stop.wait(0.05):
                     return
                 continue
-            free_at = self._pace(free_at, len(data))
+            free_at = self._pace(free_at, len(data), backlog)
+            backlog = len(data) == size
             self._bytes_up += len(data)
             data = self._noise_up.apply(data)
             with self._boot_lock:
@@ -344,11 +351,14 @@ class Emulator:
     def _downlink(self) -> None:
         free_at = 0.0
         size = self._slice()
+        backlog = False
         while not self._stop.is_set():
             data = self._tx.take(size, 0.05)
             if not data:
+                backlog = False
                 continue
-            free_at = self._pace(free_at, len(data))
+            free_at = self._pace(free_at, len(data), backlog)
+            backlog = len(data) == size
             self._bytes_down += len(data)
             data = self._noise_down.apply(data)
             view = memoryview(data)

@@ -97,6 +97,9 @@ class ItemAttempt:
     system_lost: bool = False
     # The link to the device failed, not the system: the item is run again, not judged.
     link_lost: bool = False
+    # Serial devices: the frame that confirmed the input had arrived, which started the
+    # processing clock ("complete", "ack" or "answer"); None for other runners.
+    clock_start: str | None = None
 
     @property
     def seconds(self) -> float:

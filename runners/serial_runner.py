@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -146,7 +146,11 @@ class SerialRunner(Runner):
         except (serial.SerialException, ValueError) as exc:
             raise StartError(f"cannot open serial port {self._port_path}: {exc}") from exc
         self._serial = handle
-        self._link = DeviceLink(handle, opts.baud, opts.silence_seconds, opts.max_window)
+        # The answer ceiling travels in HELLO (RESULT payload: 4 bytes of job and code + text).
+        host_max = min(wire.MAX_PAYLOAD, self.spec.max_output_bytes + 4)
+        self._link = DeviceLink(
+            handle, opts.baud, opts.silence_seconds, opts.max_window, host_max_payload=host_max
+        )
         self._link.counters = self.counters
         return self._link
 
@@ -242,6 +246,8 @@ class SerialRunner(Runner):
             raise RuntimeError("run_item before start")
         t_stage = time.monotonic()
         before = self.counters.copy()
+        # Measured again for this item: BEGIN's answer, then each PONG while it is processed.
+        link.round_trip_seconds = None
 
         def attempt(
             outcome: Outcome, sent: float, done: float, stage: float, **kw: Any
@@ -274,6 +280,8 @@ class SerialRunner(Runner):
             transfer = link.transfer(job, wire.JobKind.ITEM, pcm, rate)
         except DeviceRefused as exc:
             now = time.monotonic()
+            if exc.code == wire.ErrorCode.NOT_SET_UP:
+                return self._setup_lost(attempt, now, now - t_stage, str(exc))
             return attempt("error", now, now, now - t_stage, message=str(exc))
         except LinkInterrupted:
             now = time.monotonic()
@@ -281,8 +289,10 @@ class SerialRunner(Runner):
         except LinkLost as exc:
             now = time.monotonic()
             return self._lost(attempt, now, now, now - t_stage, f"during transfer: {exc}")
-        sent = transfer.complete_at
+        # The clock starts when the input had reached the device, not when COMPLETE said so.
+        sent = transfer.clock_start
         stage_seconds = sent - t_stage
+        clock_kw: dict[str, Any] = {"clock_start": transfer.clock_event}
         ping = self.options.ping_seconds if ready.ping_while_busy else None
         try:
             answer = link.wait_answer(job, sent + request.hang_seconds, ping)
@@ -295,6 +305,7 @@ class SerialRunner(Runner):
                 stage_seconds,
                 message=f"no RESULT within hang_seconds={request.hang_seconds:g}; reset",
                 system_lost=True,
+                **clock_kw,
             )
             self.kill()
             return result
@@ -303,6 +314,15 @@ class SerialRunner(Runner):
             return attempt("crashed", sent, now, stage_seconds, message="interrupted")
         except LinkLost as exc:
             return self._lost(attempt, sent, time.monotonic(), stage_seconds, str(exc))
+        if answer.invalid is not None:
+            return attempt(
+                "invalid_output",
+                sent,
+                answer.arrived,
+                stage_seconds,
+                message=answer.invalid,
+                **clock_kw,
+            )
         if answer.error is not None:
             return attempt(
                 "error",
@@ -310,8 +330,43 @@ class SerialRunner(Runner):
                 answer.arrived,
                 stage_seconds,
                 message=f"device error {answer.error_code}: {answer.error}",
+                **clock_kw,
             )
-        return attempt("result", sent, answer.arrived, stage_seconds, output={"text": answer.text})
+        return attempt(
+            "result", sent, answer.arrived, stage_seconds, output={"text": answer.text}, **clock_kw
+        )
+
+    def _setup_lost(self, attempt: Any, now: float, stage: float, why: str) -> ItemAttempt:
+        """The device forgot its setup (a reboot whose READY was lost): the venue's failure.
+
+        Handshake and SETUP again at once, and hand the item back as link_lost so
+        the controller sends it again as the next attempt without judging it.
+        """
+        self._log(f"the device lost its setup ({why}); HELLO and SETUP again")
+        result = attempt(
+            "crashed",
+            now,
+            now,
+            stage,
+            message=f"link lost: the device lost its setup ({why}); handshake repeated",
+            link_lost=True,
+        )
+        link = self._link
+        try:
+            assert link is not None
+            deadline = time.monotonic() + self.options.boot_timeout
+            self._ready = link.hello(deadline)
+            vocabulary = wire.vocabulary_bytes(self._vocabulary())
+            deadline = time.monotonic() + self.spec.setup_seconds
+            answer = link.run_job(wire.JobKind.SETUP, vocabulary, 0, deadline)
+            if answer.error is not None:
+                raise LinkLost(f"SETUP refused: error {answer.error_code}: {answer.error}")
+        except (LinkLost, LinkInterrupted, TimeoutError, OSError, serial.SerialException) as exc:
+            # No session now: let the controller restart the system the usual way.
+            self._log(f"handshake after a lost setup failed: {exc}")
+            self._reset_device()
+            return replace(result, system_lost=True)
+        return result
 
     def _lost(self, attempt: Any, sent: float, done: float, stage: float, why: str) -> ItemAttempt:
         """The device stopped answering: reset it (soft, then hard) and report the link lost."""
