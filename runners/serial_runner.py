@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -50,6 +51,8 @@ class SerialOptions:
     # Agent module to run under devices.emulator instead of opening a real port.
     emulate: str | None = None
     emulate_args: tuple[str, ...] = ()
+    # A device program speaking the protocol on "{port}", run behind the emulated line.
+    emulate_command: tuple[str, ...] = ()
     # No frame at all from a working device for this long means the link is lost.
     silence_seconds: float = 3.0
     ping_seconds: float = 0.5
@@ -69,16 +72,22 @@ class SerialOptions:
                 f"known: {', '.join(sorted(known))}"
             )
         values = dict(options)
-        if "emulate_args" in values:
-            values["emulate_args"] = tuple(str(a) for a in values["emulate_args"])
+        for key in ("emulate_args", "emulate_command"):
+            if key in values:
+                values[key] = tuple(str(a) for a in values[key])
         vocab = values.get("vocabulary")
         if isinstance(vocab, list | tuple):
             values["vocabulary"] = tuple(str(v) for v in vocab)
         opts = cls(**values)
         if opts.reset not in ("dtr", "rts", "none"):
             raise ValueError(f'reset must be "dtr", "rts" or "none", got {opts.reset!r}')
-        if not opts.port and not opts.emulate:
-            raise ValueError('a serial device needs port = "/dev/ttyUSB0" (or emulate = ...)')
+        if not opts.port and not opts.emulate and not opts.emulate_command:
+            raise ValueError(
+                'a serial device needs port = "/dev/ttyUSB0" (or emulate = ..., or '
+                'emulate_command = ["./mydevice", "{port}"])'
+            )
+        if opts.emulate_command and not any("{port}" in a for a in opts.emulate_command):
+            raise ValueError('emulate_command must name the device\'s tty as "{port}"')
         if opts.baud <= 0 or opts.boot_timeout <= 0:
             raise ValueError("baud and boot_timeout must be positive")
         return opts
@@ -137,7 +146,7 @@ class SerialRunner(Runner):
         if self._link is not None:
             return self._link
         opts = self.options
-        if opts.emulate and self._emulator is None:
+        if (opts.emulate or opts.emulate_command) and self._emulator is None:
             self._port_path = self._start_emulator()
         try:
             handle = serial.serial_for_url(
@@ -156,7 +165,6 @@ class SerialRunner(Runner):
 
     def _start_emulator(self) -> str:
         opts = self.options
-        assert opts.emulate
         root = Path(__file__).resolve().parents[1]
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(
@@ -166,8 +174,11 @@ class SerialRunner(Runner):
             sys.executable,
             "-m",
             "devices.emulator",
-            "--agent",
-            opts.emulate,
+            *(
+                ["--agent", opts.emulate]
+                if opts.emulate
+                else ["--command", shlex.join(opts.emulate_command)]
+            ),
             "--baud",
             str(opts.baud),
             *opts.emulate_args,
@@ -190,7 +201,8 @@ class SerialRunner(Runner):
             proc.kill()
             proc.wait()
             raise StartError(
-                f"the emulator for {opts.emulate} did not start; see {self.spec.log_path}"
+                f"the emulator for {opts.emulate or shlex.join(opts.emulate_command)} did not "
+                f"start; see {self.spec.log_path}"
             )
         self._emulator = proc
         return line
