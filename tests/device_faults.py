@@ -83,3 +83,59 @@ class GilHolder(ChecksumRecognizer):
         # PyDLL keeps the GIL held for the whole C call; usleep stands for the decoder.
         ctypes.PyDLL(None).usleep(int(self.seconds * 1e6))
         return super().recognize(pcm, sample_rate)
+
+
+class AcksGaps(AgentCore):
+    """Answers a DATA beyond a gap with ACK instead of NAK (and drops it)."""
+
+    def _on_data(self, frame: wire.Frame, job: int, offset: int, chunk: bytes) -> None:
+        if job == self._job and offset > self._received:
+            self._send(FrameType.ACK, wire.pack_job_offset(job, self._received))
+            return
+        super()._on_data(frame, job, offset, chunk)
+
+
+class SilentOnCorruptFrames(AgentCore):
+    """Drops corrupt frames without the NAK that asks for them again."""
+
+    def _send(self, ftype: int, payload: bytes, flush: bool = False) -> None:
+        if ftype == FrameType.NAK and self._decoder.bad > getattr(self, "_seen_bad", 0):
+            self._seen_bad = self._decoder.bad
+            return
+        super()._send(ftype, payload, flush)
+
+
+class RestartsOnRepeatedBegin(AgentCore):
+    """Treats a repeated BEGIN as a new transfer and starts the input again."""
+
+    def _on_begin(self, frame: wire.Frame, begin: wire.Begin) -> None:
+        self._begin = None
+        super()._on_begin(frame, begin)
+
+
+class WrongIdleJob(AgentCore):
+    """Reports job 0 instead of 0xFFFF in PONG when it has no job."""
+
+    def _send(self, ftype: int, payload: bytes, flush: bool = False) -> None:
+        if ftype == FrameType.PONG and self._job == wire.NO_JOB:
+            state, job, echo = wire.unpack_pong(payload)
+            payload = wire.pack_pong(state, 0, echo)
+        super()._send(ftype, payload, flush)
+
+
+class NeverRepeats(AgentCore):
+    """Sends its answer once and never again."""
+
+    def _retransmit_final(self) -> None:
+        if self._final is not None and self._final_tries >= 1:
+            return
+        super()._retransmit_final()
+
+
+class KeepsSetupOnReset(AgentCore):
+    """RESET does not make it forget its setup."""
+
+    def _drop_session(self) -> None:
+        set_up = self._set_up
+        super()._drop_session()
+        self._set_up = set_up
