@@ -97,6 +97,7 @@ class AgentCore:
         self._buf = bytearray()  # the input, total_length bytes; valid up to _received
         self._received = 0
         self._ahead: list[tuple[int, int]] = []  # byte ranges kept beyond a gap
+        self._refused = False  # the current job was answered with a refusal ERROR
         self._final: tuple[int, bytes] | None = None  # RESULT or ERROR awaiting RESULT_ACK
         self._final_due = 0.0
         self._final_tries = 0
@@ -171,9 +172,15 @@ class AgentCore:
     # --- transfers ---------------------------------------------------------------------------
 
     def _on_begin(self, frame: wire.Frame, begin: wire.Begin) -> None:
-        if begin.job == self._job and self._begin is not None and self._begin == begin:
-            # A repeated BEGIN: our answer was lost. Say where we are.
-            self._repeat_progress()
+        repeat = self._begin is not None and self._begin == begin
+        if repeat and self._state != DeviceState.IDLE:
+            # A repeated BEGIN (all 16 bytes equal): our answer was lost. Say where we are;
+            # a refused job gets its ERROR again.
+            if self._refused:
+                self._final_due = self.clock()
+                self._retransmit_final()
+            else:
+                self._repeat_progress()
             return
         self._job = begin.job
         self._begin = begin
@@ -182,6 +189,7 @@ class AgentCore:
         self._ahead = []
         self._final = None
         refusal = self._refusal(begin)
+        self._refused = refusal is not None
         if refusal is not None:
             self._finish(wire.FrameType.ERROR, wire.pack_error(begin.job, *refusal))
             return
@@ -206,6 +214,8 @@ class AgentCore:
                 return ErrorCode.BAD_REQUEST, "16-bit PCM needs an even number of bytes"
         elif begin.kind != JobKind.SETUP:
             return ErrorCode.BAD_REQUEST, f"unknown transfer kind {begin.kind}"
+        if begin.total_length == 0 and begin.crc32 != 0:
+            return ErrorCode.BAD_REQUEST, "an empty input has CRC-32 0"
         if begin.total_length > self.settings.max_input:
             return (
                 ErrorCode.TOO_LARGE,
