@@ -115,14 +115,7 @@ class _Flight:
     seq: int
     resent: bool = False
     arrival: float = 0.0  # when its latest copy will have crossed the line
-
-
-def _covering(flights: dict[int, _Flight], offset: int) -> _Flight | None:
-    """The frame in flight that carries byte ``offset``."""
-    for flight in flights.values():
-        if flight.offset <= offset < flight.end:
-            return flight
-    return None
+    held: bool = False  # the device answered its latest copy: it keeps it beyond a gap
 
 
 class _ClockStart:
@@ -452,6 +445,7 @@ class DeviceLink:
         next_new = 0  # go-back-N: the next byte to send; selective: the first never sent
         high = 0  # the highest byte ever sent, to count retransmitted bytes
         flights: dict[int, _Flight] = {}  # unacknowledged DATA frames by offset
+        by_seq: dict[int, int] = {}  # seq of a DATA copy -> its frame's offset
         rewind_seq = self._seq  # go-back-N: the first frame sent in the current pass
         stalls = 0
         last_arrival = self._line_free
@@ -473,17 +467,23 @@ class DeviceLink:
                     stalls = 0
                     progress_at = self.clock()
                 if selective:
-                    lost = _covering(flights, offset)
-                    if (
-                        lost is not None
-                        and lost.seq != frame.ack
-                        and _newer_or_same(frame.ack, lost.seq)
-                    ):
-                        # The device read a frame we sent after our latest copy of the one
-                        # it lacks, so that copy was lost. (An older answer is old news.)
+                    # Every DATA gets exactly one ACK or NAK carrying its seq in `ack`: that
+                    # frame is held by the device. Frames we sent before it that are neither
+                    # held nor acknowledged were lost (or their answer was): send them again.
+                    held = flights.get(by_seq.pop(frame.ack, -1))
+                    if held is not None and held.seq == frame.ack:
+                        held.held = True
+                    lost = [
+                        f
+                        for f in flights.values()
+                        if not f.held and f.seq != frame.ack and _newer_or_same(frame.ack, f.seq)
+                    ]
+                    for flight in sorted(lost, key=lambda f: f.offset):
                         self.counters.naks += frame.type == FrameType.NAK
-                        sizer.lost(lost.end - lost.offset)
-                        self._send_data(job, data, lost, clock, (flights, base, sizer.chunk))
+                        sizer.lost(flight.end - flight.offset)
+                        self._send_data(
+                            job, data, flight, clock, (flights, base, sizer.chunk), by_seq
+                        )
                 elif frame.type == FrameType.NAK:
                     if _newer_or_same(frame.ack, rewind_seq):
                         # A NAK caused by a frame sent before our last rewind is old news.
@@ -514,7 +514,7 @@ class DeviceLink:
                     if oldest is None:
                         oldest = _Flight(total - 1, total, 0)
                         flights[oldest.offset] = oldest
-                    self._send_data(job, data, oldest, clock, (flights, base, sizer.chunk))
+                    self._send_data(job, data, oldest, clock, (flights, base, sizer.chunk), by_seq)
                 else:
                     flights.clear()
                     next_new = min(base, total - 1)
@@ -525,7 +525,7 @@ class DeviceLink:
                     break  # enough queued ahead of the line; a resend would wait behind it
                 end = min(total, next_new + sizer.chunk)
                 flight = _Flight(next_new, end, 0, resent=next_new < high)
-                self._send_data(job, data, flight, clock)
+                self._send_data(job, data, flight, clock, by_seq=by_seq)
                 if flight.resent:
                     self.counters.retransmitted_frames += 1
                     self.counters.retransmitted_bytes += min(end, high) - next_new
@@ -548,6 +548,7 @@ class DeviceLink:
         flight: _Flight,
         clock: _ClockStart,
         resend: tuple[dict[int, _Flight], int, int] | None = None,
+        by_seq: dict[int, int] | None = None,
     ) -> None:
         """Send one DATA frame and note its copy.
 
@@ -570,11 +571,13 @@ class DeviceLink:
                 flights[piece.offset] = piece
                 self.counters.retransmitted_frames += 1
                 self.counters.retransmitted_bytes += piece.end - piece.offset
-                self._send_data(job, data, piece, clock)
+                self._send_data(job, data, piece, clock, by_seq=by_seq)
             return
         payload = wire.pack_data(job, start, data[start : flight.end])
         flight.seq = self.send(FrameType.DATA, payload)
         flight.arrival = self._line_free
+        if by_seq is not None:
+            by_seq[flight.seq] = flight.offset
         self.counters.data_frames += 1
         clock.sent(flight.seq, self._line_free)
 
