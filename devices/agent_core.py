@@ -88,6 +88,9 @@ class AgentCore:
         self._lock = threading.RLock()
         self._seq = 0
         self._last_seq = wire.NO_ACK  # seq of the last valid host frame: every reply's ack
+        # Seqs of the last two DATA frames read: with selective retransmission an ACK or NAK
+        # also names the one before, so the host learns of it even if its own answer is lost.
+        self._data_seqs = (wire.NO_ACK, wire.NO_ACK)
         self._host_max_payload = 256
         self._set_up = False
         self._generation = 0  # bumped by HELLO/RESET so late worker results are dropped
@@ -156,6 +159,7 @@ class AgentCore:
             elif kind == FrameType.BEGIN:
                 self._on_begin(frame, wire.Begin.unpack(frame.payload))
             elif kind == FrameType.DATA:
+                self._data_seqs = (self._data_seqs[1], frame.seq)
                 self._on_data(frame, *wire.unpack_data(frame.payload))
             elif kind == FrameType.RESULT_ACK:
                 if wire.unpack_job(frame.payload) == self._job and self._final is not None:
@@ -188,6 +192,7 @@ class AgentCore:
         self._received = 0
         self._ahead = []
         self._final = None
+        self._data_seqs = (wire.NO_ACK, wire.NO_ACK)
         refusal = self._refusal(begin)
         self._refused = refusal is not None
         if refusal is not None:
@@ -380,6 +385,9 @@ class AgentCore:
         ).pack()
 
     def _send(self, ftype: int, payload: bytes, flush: bool = False) -> None:
+        if ftype in (FrameType.ACK, FrameType.NAK) and self.settings.selective:
+            job, offset = wire.unpack_job_offset(payload)
+            payload = wire.pack_job_offset(job, offset, previous=self._data_seqs[0])
         frame = wire.encode_frame(ftype, self._seq, payload, ack=self._last_seq)
         self._seq = (self._seq + 1) & 0xFFFF
         with contextlib.suppress(OSError):

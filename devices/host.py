@@ -183,6 +183,10 @@ class ChunkSizer:
         self._lost = 0.0
         self._ok_bytes = 4.0 * (self.max_chunk + _DATA_WIRE_OVERHEAD)
         self._lost_bytes = 0.0
+        # The device's answers received whole and corrupt: a frame resent because its
+        # answer was lost was not lost itself, so that share is taken out of the estimate.
+        self._replies_ok = 4.0
+        self._replies_bad = 0.0
         self.chunk = self.max_chunk
 
     @property
@@ -191,8 +195,16 @@ class ChunkSizer:
         if self._lost <= 0 or frames <= 0:
             return 0.0
         mean = (self._ok_bytes + self._lost_bytes) / frames
-        loss = min(0.95, self._lost / frames)
+        reply_loss = min(0.9, self._replies_bad / (self._replies_ok + self._replies_bad))
+        seen = min(0.95, self._lost / frames)
+        loss = max(0.0, 1.0 - (1.0 - seen) / (1.0 - reply_loss))
         return -math.log1p(-loss) / max(1.0, mean)
+
+    def replies(self, ok: int, bad: int) -> None:
+        """The device's frames that arrived whole (``ok``) and corrupt (``bad``)."""
+        fade = self._FADE ** (ok + bad)
+        self._replies_ok = self._replies_ok * fade + ok
+        self._replies_bad = self._replies_bad * fade + bad
 
     def delivered(self, chunk: int) -> None:
         """A frame with ``chunk`` bytes of data got through the first time."""
@@ -450,9 +462,12 @@ class DeviceLink:
         stalls = 0
         last_arrival = self._line_free
         progress_at = started
+        bad_seen = self.counters.bad_frames
         while True:
             frame = got
             got = None
+            sizer.replies(frame is not None, self.counters.bad_frames - bad_seen)
+            bad_seen = self.counters.bad_frames
             if frame is not None:
                 confirmed = clock.confirmed(frame, total)
                 if confirmed is not None:
@@ -470,9 +485,10 @@ class DeviceLink:
                     # Every DATA gets exactly one ACK or NAK carrying its seq in `ack`: that
                     # frame is held by the device. Frames we sent before it that are neither
                     # held nor acknowledged were lost (or their answer was): send them again.
-                    held = flights.get(by_seq.pop(frame.ack, -1))
-                    if held is not None and held.seq == frame.ack:
-                        held.held = True
+                    for seq in (frame.ack, wire.unpack_previous(frame.payload)):
+                        held = flights.get(by_seq.get(seq, -1))
+                        if held is not None and held.seq == seq:
+                            held.held = True
                     lost = [
                         f
                         for f in flights.values()

@@ -339,9 +339,20 @@ def unpack_data(payload: bytes) -> tuple[int, int, bytes]:
     return job, offset, payload[_JOB_OFFSET.size :]
 
 
-def pack_job_offset(job: int, offset: int) -> bytes:
-    """ACK, NAK and COMPLETE payload: job and a byte offset (or the total length)."""
-    return _JOB_OFFSET.pack(job, 0, offset)
+def pack_job_offset(job: int, offset: int, previous: int = 0) -> bytes:
+    """ACK, NAK and COMPLETE payload: job and a byte offset (or the total length).
+
+    ``previous`` fills the reserved field: 0, except in ACK and NAK from a device
+    with READY flag bit 1, where it is the seq of the DATA frame read before the
+    one named in the frame's ``ack`` (0xFFFF if none since BEGIN).
+    """
+    return _JOB_OFFSET.pack(job, previous, offset)
+
+
+def unpack_previous(payload: bytes) -> int:
+    """The reserved field of ACK and NAK (see :func:`pack_job_offset`)."""
+    _need(payload, _JOB_OFFSET.size, "ACK/NAK")
+    return int(_JOB_OFFSET.unpack_from(payload)[1])
 
 
 def unpack_job_offset(payload: bytes) -> tuple[int, int]:
