@@ -296,6 +296,8 @@ def cmd_devices(args: argparse.Namespace, console: Console) -> int:
 
     from .render import table
 
+    if args.action is not None:
+        return cmd_devices_conformance(args, console)
     ports = list(args.port) or [p.device for p in list_serial_ports()]
     if not ports:
         console.print("no serial ports found; give one with --port PATH", markup=False)
@@ -330,6 +332,24 @@ class _VersionAction(argparse.Action):
 
         sys.stdout.write(f"onsite {__version__}\n")
         parser.exit()
+
+
+def cmd_devices_conformance(args: argparse.Namespace, console: Console) -> int:
+    """`onsite devices conformance PORT`: every protocol clause against one device."""
+    from runners import check_device_conformance
+
+    from .render import table
+
+    if args.action != "conformance" or not args.target:
+        console.print("usage: onsite devices conformance PORT [--baud N]", markup=False)
+        return EXIT_FAILED
+    results = check_device_conformance(args.target, args.baud, args.item_timeout)
+    rows = [(f"§{r.section}", r.clause, "pass" if r.passed else "FAIL", r.detail) for r in results]
+    title = f"Protocol conformance of {args.target} at {args.baud} baud"
+    console.print(table(title, ("section", "clause", "result", "detail"), rows))
+    failed = sum(not r.passed for r in results)
+    console.print(f"{len(results) - failed} of {len(results)} clauses pass", markup=False)
+    return EXIT_OK if failed == 0 else EXIT_FAILED
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -381,6 +401,13 @@ def build_parser() -> argparse.ArgumentParser:
     devices.add_argument("--port", action="append", default=[], help="probe this port (or URL)")
     devices.add_argument("--baud", type=int, default=115200)
     devices.add_argument("--timeout", type=float, default=3.0, help="seconds to wait per port")
+    devices.add_argument(
+        "action", nargs="?", choices=["conformance"], help="conformance: check every clause"
+    )
+    devices.add_argument("target", nargs="?", metavar="PORT", help="the port to check")
+    devices.add_argument(
+        "--item-timeout", type=float, default=30.0, help="conformance: seconds per answer"
+    )
     devices.set_defaults(handler=cmd_devices)
 
     from .score_cmd import add_score_parser

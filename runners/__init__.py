@@ -10,6 +10,7 @@ from devices import PortInfo as SerialPortInfo  # noqa: E402
 from devices import ProbeResult as SerialProbeResult  # noqa: E402
 from devices import list_ports as list_serial_ports  # noqa: E402
 from devices import probe as probe_serial_port  # noqa: E402
+from devices.conformance import run_conformance as check_device_conformance  # noqa: E402
 
 from .base import (
     ItemAttempt,
@@ -33,6 +34,7 @@ from .ssh import ProbeResult, SshServeRunner, probe
 from .ssh_link import SshOptions
 
 __all__ = [
+    "check_device_conformance",
     "PROTOCOL_VERSION",
     "ItemAttempt",
     "ItemRequest",

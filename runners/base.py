@@ -108,6 +108,9 @@ class ItemAttempt:
     # What starting the item's process cost, from the request to the program's start, as
     # far as the runner can see it (exec mode); part of ``seconds``, shown apart.
     spawn_seconds: float | None = None
+    # Serial devices: the frame that confirmed the input had arrived, which started the
+    # processing clock ("complete", "ack" or "answer"); None for other runners.
+    clock_start: str | None = None
 
     @property
     def seconds(self) -> float:
