@@ -15,6 +15,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from rich.console import Console
 
@@ -23,13 +24,13 @@ from runners import list_serial_ports, probe_serial_port
 from . import __version__
 from .controller import Controller
 from .dryrun import dry_run, probe_devices
-from .errors import InputError
+from .errors import InputError, Problem
 from .leaderboard import leaderboard, site_of_run
 from .render import ProgressListener, leaderboard_table, make_console, table
 from .report import build_report, write_csv, write_html, write_json
 from .score_cmd import add_score_parser
-from .site import load_site
-from .store import RunLocked, RunState, RunStore, RunStoreError, lock_run_dir
+from .site import Site, load_site
+from .store import JobKey, RunLocked, RunState, RunStore, RunStoreError, lock_run_dir
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -67,17 +68,24 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
     site = load_site(args.site)
     run_dir = (Path(args.runs).resolve() / site.name) if args.runs else site.run_dir
     lock_fd = _fresh_run_dir(run_dir, console) if args.fresh else None
+    jobs = _selected_jobs(site, args.task, args.system)
+    listen = _listen(args.console) if args.console else None
     store = RunStore(run_dir, secrets.token_hex(6), site.config.site.fsync_seconds, lock_fd)
-    resume = f"onsite run {args.site}"
+    resume = f"onsite run {args.site}" + "".join(
+        f" --{flag} {name}" for flag in ("task", "system") for name in getattr(args, flag)
+    )
+    background = None
     try:
         store.keep_site_copy(site.path, site.root)
         controller = Controller(
             site, store, limit=args.limit, accept_site_change=args.accept_site_change
         )
         controller.load_testsets()
-        with ProgressListener(console) as listener:
+        if listen is not None:
+            background = _console_beside(controller, run_dir, listen, console)
+        with ProgressListener(console, testsets=controller.testsets, site=site) as listener:
             controller.listener = listener
-            results = controller.run()
+            results = controller.run(jobs)
     except KeyboardInterrupt:
         _quietly_record(store, "session_interrupted", reason="stopped by the operator")
         console.print(
@@ -97,6 +105,8 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
         _quietly_record(store, "session_interrupted", reason="refused: bad or changed input")
         raise
     finally:
+        if background is not None:
+            background.stop()
         try:
             store.close()
         except RunStoreError as exc:
@@ -107,6 +117,92 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
     for job in failed:
         console.print(f"job {job.task} / {job.system} failed: {job.failed}", markup=False)
     return EXIT_FAILED if failed else EXIT_OK
+
+
+def _selected_jobs(site: Site, tasks: Sequence[str], systems: Sequence[str]) -> list[JobKey]:
+    """The site's jobs narrowed by --task and --system (each repeatable); names are checked."""
+    problems = [
+        Problem(
+            site.path,
+            flag,
+            f"no {flag} {name!r} in the site file",
+            f"use one of: {', '.join(known)}",
+        )
+        for flag, names, known in (
+            ("task", tasks, list(site.config.tasks)),
+            ("system", systems, list(site.config.systems)),
+        )
+        for name in names
+        if name not in known
+    ]
+    if problems:
+        raise InputError(problems)
+    jobs = [
+        (task, system)
+        for task, system in site.jobs()
+        if (not tasks or task in tasks) and (not systems or system in systems)
+    ]
+    if not jobs:
+        raise InputError(
+            [Problem(site.path, "", "no job matches the --task and --system given", "widen them")]
+        )
+    return jobs
+
+
+def _listen(text: str) -> tuple[str, int]:
+    from .console.server import parse_listen
+
+    try:
+        return parse_listen(text)
+    except ValueError as exc:
+        raise InputError([Problem(Path(text), "--console/--listen", str(exc))]) from None
+
+
+def _console_beside(
+    controller: Controller, run_dir: Path, listen: tuple[str, int], console: Console
+) -> Any:
+    """Serve the live console (with controls) from a thread of this process."""
+    # Imported here: the web stack is only loaded by the commands that serve it.
+    from .console import ConsoleApp, RunView, Tokens
+    from .console.server import bind, serve_in_background
+
+    host, port = listen
+    sock = bind(host, port)
+    view = RunView(
+        run_dir, controller.site, controller=controller.is_running, testsets=controller.testsets
+    )
+    tokens = Tokens.for_bind(host, controls=True)
+    background = serve_in_background(ConsoleApp(view, tokens, controls=controller), sock)
+    _announce(console, sock, tokens)
+    return background
+
+
+def _announce(console: Console, sock: Any, tokens: Any) -> None:
+    from .console.auth import OPERATOR_TOKEN_ENV, VIEWER_TOKEN_ENV
+
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    query = f"/?token={tokens.viewer}" if tokens.viewer else "/"
+    console.print(f"console: http://{shown}:{port}{query}", markup=False)
+    if tokens.operator and not os.environ.get(OPERATOR_TOKEN_ENV):
+        console.print(f"operator token: {tokens.operator}", markup=False)
+    if tokens.viewer and not os.environ.get(VIEWER_TOKEN_ENV):
+        console.print(f"viewer token: {tokens.viewer}", markup=False)
+
+
+def cmd_console(args: argparse.Namespace, console: Console) -> int:
+    """Serve a read-only console of any run directory, following its journal live."""
+    from .console import ConsoleApp, RunView, Tokens
+    from .console.server import bind, serve
+
+    run_dir = Path(args.run_dir)
+    host, port = _listen(args.listen)
+    view = RunView(run_dir)
+    tokens = Tokens.for_bind(host, controls=False)
+    sock = bind(host, port)
+    _announce(console, sock, tokens)
+    serve(ConsoleApp(view, tokens), sock)
+    return EXIT_OK
 
 
 def _quietly_record(store: RunStore, event: str, **fields: object) -> None:
@@ -314,7 +410,23 @@ def build_parser() -> argparse.ArgumentParser:
         help="resume although the site or a test set changed since items completed "
         "(the change is journaled and shown in the report)",
     )
+    run.add_argument("--task", action="append", default=[], help="run only this task (repeatable)")
+    run.add_argument(
+        "--system", action="append", default=[], help="run only this system (repeatable)"
+    )
+    run.add_argument(
+        "--console",
+        metavar="HOST:PORT",
+        help="serve the live console with operator controls there (e.g. 127.0.0.1:8765)",
+    )
     run.set_defaults(handler=cmd_run)
+
+    con = sub.add_parser("console", help="serve a read-only live console of a run directory")
+    con.add_argument("run_dir")
+    con.add_argument(
+        "--listen", default="127.0.0.1:8765", help="HOST:PORT (default 127.0.0.1:8765)"
+    )
+    con.set_defaults(handler=cmd_console)
 
     check = sub.add_parser("check", help="dry run: start each system and try a few items")
     check.add_argument("site")

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from .audits import audit_lines
 from .errors import Problem, SiteError
-from .site import Site, load_site
+from .site import Site, Task, load_site
 from .store import RunState
-from .tasks import headline, task_kind
+from .tasks import TaskKind, headline, task_kind
 from .testsets import TestSet
 
 _ANSWERED = ("ok", "over_budget")
@@ -82,6 +83,23 @@ def percentile(values: list[float], fraction: float) -> float | None:
     low = math.floor(position)
     high = min(low + 1, len(ordered) - 1)
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def quality_so_far(
+    kind: TaskKind, cfg: Task, testset: TestSet, records: Iterable[Mapping[str, Any]]
+) -> float | None:
+    """The task's headline metric over the given completions (item, verdict, output,
+    seconds), scored as the leaderboard scores them; None before any completion."""
+    refs = testset.references()
+    done = [r for r in records if r["item"] in refs]
+    if not done:
+        return None
+    ids = {r["item"] for r in done}
+    answered = [r for r in done if r["verdict"] in _ANSWERED]
+    outputs = {r["item"]: r["output"] for r in answered}
+    seconds = {r["item"]: r["seconds"] for r in done}
+    attempted = replace(testset, items=tuple(i for i in testset.items if i.id in ids))
+    return headline(kind, cfg, kind.score(attempted, cfg, outputs, seconds))
 
 
 def site_of_run(run_dir: Path) -> Site:

@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+import time
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rich import box
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 
 from .events import (
@@ -20,7 +27,10 @@ from .events import (
     SystemLost,
     SystemStarted,
 )
-from .leaderboard import LeaderboardRow
+from .leaderboard import LeaderboardRow, quality_so_far
+from .site import Site
+from .tasks import task_kind
+from .testsets import TestSet
 
 _VERDICT_STYLE = {
     "ok": "green",
@@ -54,22 +64,40 @@ def _num(value: float | None, digits: int = 2) -> str:
 
 
 class ProgressListener:
-    """Shows a run as it goes: a bar per job on a terminal, one line per event otherwise."""
+    """Shows a run as it goes: a bar per job on a terminal, one line per event otherwise.
 
-    def __init__(self, console: Console, verbose_items: bool | None = None) -> None:
+    With the site and its test sets, each bar also shows the ETA, the mean speed in the
+    task's unit and the quality so far (rescored at most every QUALITY_SECONDS per job).
+    """
+
+    QUALITY_SECONDS = 1.0
+
+    def __init__(
+        self,
+        console: Console,
+        verbose_items: bool | None = None,
+        testsets: Mapping[str, TestSet] | None = None,
+        site: Site | None = None,
+    ) -> None:
         self.console = console
         self.plain = is_plain(console)
         self.verbose_items = self.plain if verbose_items is None else verbose_items
+        self.testsets = testsets or {}
+        self.site = site
         self._progress: Progress | None = None
         self._tasks: dict[tuple[str, str], Any] = {}
+        self._done: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        self._scored_at: dict[tuple[str, str], float] = {}
 
     def __enter__(self) -> ProgressListener:
         if not self.plain:
             self._progress = Progress(
                 TextColumn("{task.description}"),
-                BarColumn(),
+                BarColumn(bar_width=12),
                 MofNCompleteColumn(),
-                TimeElapsedColumn(),
+                TimeRemainingColumn(),
+                TextColumn("{task.fields[speed]}"),
+                TextColumn("{task.fields[quality]}"),
                 TextColumn("{task.fields[last]}"),
                 console=self.console,
             )
@@ -79,6 +107,28 @@ class ProgressListener:
     def __exit__(self, *exc: object) -> None:
         if self._progress is not None:
             self._progress.stop()
+
+    def _figures(self, key: tuple[str, str], force: bool = False) -> dict[str, str]:
+        """Speed (mean in the task's unit) and quality so far of one job, as short text."""
+        task = key[0]
+        records = self._done.get(key, [])
+        if self.site is None or task not in self.site.config.tasks:
+            return {}
+        cfg = self.site.config.tasks[task]
+        kind = task_kind(cfg.kind)
+        speeds = [r["speed"] for r in records if r["speed"] is not None]
+        unit = _UNITS.get(kind.speed_unit, kind.speed_unit)
+        out = {"speed": f"{sum(speeds) / len(speeds):.2f} {unit}" if speeds else ""}
+        now = time.monotonic()
+        testset = self.testsets.get(task)
+        if testset is not None and (
+            force or now - self._scored_at.get(key, 0.0) >= self.QUALITY_SECONDS
+        ):
+            self._scored_at[key] = now
+            value = quality_so_far(kind, cfg, testset, records)
+            name = _METRIC_NAMES.get(kind.metric(cfg), kind.metric(cfg))
+            out["quality"] = f"{name} {_pct(value)}" if value is not None else ""
+        return out
 
     def _say(self, text: str) -> None:
         if self._progress is not None:
@@ -92,7 +142,12 @@ class ProgressListener:
             case JobStarted(task, system, total, done):
                 if self._progress is not None:
                     self._tasks[key] = self._progress.add_task(
-                        f"{task} / {system}", total=total, completed=done, last=""
+                        f"{task} / {system}",
+                        total=total,
+                        completed=done,
+                        last="",
+                        speed="",
+                        quality="",
                     )
                 else:
                     self._say(f"{task} {system}: start, {done}/{total} items already done")
@@ -100,8 +155,23 @@ class ProgressListener:
                 what = "restarted" if restart else "ready"
                 self._say(f"{task} {system}: {what} ({name} {version}) setup {setup:.2f} s")
             case ItemFinished(task, system, item, attempt, verdict, seconds, budget, message):
+                if not event.audit:
+                    self._done.setdefault(key, []).append(
+                        {
+                            "item": item,
+                            "verdict": verdict,
+                            "seconds": seconds,
+                            "speed": event.speed,
+                            "output": event.output,
+                        }
+                    )
                 if self._progress is not None and key in self._tasks:
-                    self._progress.update(self._tasks[key], advance=1, last=verdict)
+                    self._progress.update(
+                        self._tasks[key],
+                        advance=0 if event.audit else 1,
+                        last=verdict,
+                        **self._figures(key),
+                    )
                 if self.verbose_items or verdict != "ok":
                     budget_text = f" / budget {budget:.2f} s" if budget is not None else ""
                     extra = f" - {message}" if message and verdict != "ok" else ""
@@ -113,6 +183,8 @@ class ProgressListener:
             case SystemLost(task, system, reason):
                 self._say(f"{task} {system}: system lost ({reason}); restarting")
             case JobFinished(task, system, completed, total, failed):
+                if self._progress is not None and key in self._tasks:
+                    self._progress.update(self._tasks[key], **self._figures(key, force=True))
                 status = f"FAILED: {failed}" if failed else "done"
                 self._say(f"{task} {system}: {status}, {completed}/{total} items completed")
             case Notice(task, message):

@@ -1,0 +1,12 @@
+"""The venue console: a live view of a run in the browser, its JSON API and operator controls.
+
+`onsite run SITE --console HOST:PORT` serves it beside the controller (with controls);
+`onsite console RUN_DIR --listen HOST:PORT` serves a read-only view of any run directory.
+docs/console.md documents the API.
+"""
+
+from .app import ConsoleApp
+from .auth import Tokens
+from .view import RunView, controller_running
+
+__all__ = ["ConsoleApp", "RunView", "Tokens", "controller_running"]
