@@ -22,7 +22,7 @@ from rich.console import Console
 from runners import list_serial_ports, probe_serial_port
 
 from . import __version__
-from .controller import Controller
+from .controller import SKIPPED, Controller
 from .dryrun import dry_run, probe_devices
 from .errors import InputError, Problem
 from .leaderboard import leaderboard, site_of_run
@@ -115,7 +115,8 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
     console.print(leaderboard_table(leaderboard(run_dir, controller.testsets)))
     failed = [r for r in results if r.failed]
     for job in failed:
-        console.print(f"job {job.task} / {job.system} failed: {job.failed}", markup=False)
+        what = job.failed if job.failed == SKIPPED else f"failed: {job.failed}"
+        console.print(f"job {job.task} / {job.system} {what}", markup=False)
     return EXIT_FAILED if failed else EXIT_OK
 
 

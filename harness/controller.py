@@ -73,7 +73,7 @@ def _ignore(_: object) -> None:
 
 
 # What _feed returns when the operator skipped the job's device.
-_SKIPPED = "skipped by the operator"
+SKIPPED = "skipped by the operator"
 
 
 class Controller:
@@ -292,8 +292,8 @@ class Controller:
     def _skipped(self, task: str, system: str, completed: int, total: int) -> JobResult:
         self.store.record("job_skipped", task=task, system=system, completed=completed)
         shown = (self._scored_count(task, system), len(self._items(task)))
-        self.listener(JobFinished(task, system, *shown, _SKIPPED))
-        return JobResult(task, system, completed, total, _SKIPPED)
+        self.listener(JobFinished(task, system, *shown, SKIPPED))
+        return JobResult(task, system, completed, total, SKIPPED)
 
     def control(
         self,
@@ -433,7 +433,7 @@ class Controller:
             runner.stop()
         if self._stopping.is_set():
             return JobResult(task, system, len(done), len(items), "stopped")
-        if failed == _SKIPPED:
+        if failed == SKIPPED:
             completed = len(self.store.state.completed.get((task, system), {}))
             return self._skipped(task, system, completed, len(items))
         self._verify_testset(task)
@@ -501,7 +501,7 @@ class Controller:
         while queue:
             held = time.monotonic()
             if not self._hold(task, system):
-                return None if self._stopping.is_set() else _SKIPPED
+                return None if self._stopping.is_set() else SKIPPED
             if stream_start is not None:
                 # Paused time is nobody's: the stream's clock waits with the operator.
                 stream_start += time.monotonic() - held
