@@ -149,6 +149,10 @@ class ConsoleApp:
                 yield b"event: status\ndata: " + json.dumps(status).encode() + b"\n\n"
             # Starlette cancels this generator when the client goes away.
             await asyncio.sleep(POLL_SECONDS)
+        # The server is going down (the run ended): the last word is the final state.
+        final = await run_in_threadpool(self._changed_status, sent_version, True)
+        if final is not None:
+            yield b"event: status\ndata: " + json.dumps(final).encode() + b"\n\n"
 
     # --- controls ----------------------------------------------------------------------
 
