@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
-import fcntl
 import json
 import os
 import secrets
@@ -26,11 +25,11 @@ from .controller import SKIPPED, Controller
 from .dryrun import dry_run, probe_devices
 from .errors import InputError, Problem
 from .leaderboard import leaderboard, site_of_run
-from .render import ProgressListener, leaderboard_table, make_console, table
+from .render import ProgressListener, leaderboard_table, make_console, status_table, table
 from .report import build_report, write_csv, write_html, write_json
 from .score_cmd import add_score_parser
 from .site import Site, load_site
-from .store import JobKey, RunLocked, RunState, RunStore, RunStoreError, lock_run_dir
+from .store import JobKey, RunLocked, RunStore, RunStoreError, lock_run_dir
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -112,7 +111,7 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
         except RunStoreError as exc:
             sys.stderr.write(f"error: {exc}\n")
     console.print(f"run directory: {run_dir}", markup=False)
-    console.print(leaderboard_table(leaderboard(run_dir, controller.testsets)))
+    console.print(leaderboard_table(leaderboard(run_dir, controller.testsets), console.width))
     failed = [r for r in results if r.failed]
     for job in failed:
         what = job.failed if job.failed == SKIPPED else f"failed: {job.failed}"
@@ -164,8 +163,10 @@ def _console_beside(
 ) -> Any:
     """Serve the live console (with controls) from a thread of this process."""
     # Imported here: the web stack is only loaded by the commands that serve it.
-    from .console import ConsoleApp, RunView, Tokens
+    from .console.app import ConsoleApp
+    from .console.auth import Tokens
     from .console.server import bind, serve_in_background
+    from .console.view import RunView
 
     host, port = listen
     sock = bind(host, port)
@@ -193,8 +194,10 @@ def _announce(console: Console, sock: Any, tokens: Any) -> None:
 
 def cmd_console(args: argparse.Namespace, console: Console) -> int:
     """Serve a read-only console of any run directory, following its journal live."""
-    from .console import ConsoleApp, RunView, Tokens
+    from .console.app import ConsoleApp
+    from .console.auth import Tokens
     from .console.server import bind, serve
+    from .console.view import RunView
 
     run_dir = Path(args.run_dir)
     host, port = _listen(args.listen)
@@ -280,57 +283,26 @@ def cmd_check(args: argparse.Namespace, console: Console) -> int:
     return EXIT_OK if ok else EXIT_FAILED
 
 
-def _controller_running(run_dir: Path) -> bool:
-    try:
-        fd = os.open(run_dir / "run.lock", os.O_RDONLY)
-    except FileNotFoundError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-    return False
-
-
 def cmd_status(args: argparse.Namespace, console: Console) -> int:
-    """Where a run stands, from its journal."""
+    """Where a run stands, from its journal; with --watch, refreshed in place."""
+    from .console.view import RunView  # the read model only: no web stack
+
     run_dir = Path(args.run_dir)
-    site = site_of_run(run_dir)
-    state = RunState.from_journal(run_dir / "journal.jsonl")
-    running = _controller_running(run_dir)
-    loaded = {r["task"]: r for r in state.records if r["event"] == "testset_loaded"}
-    rows = []
-    for task, system in site.jobs():
-        records = state.job_records(task, system)
-        done = state.completed.get((task, system), {})
-        dispatched = {r["item"] for r in records if r["event"] == "dispatched"}
-        in_flight = sorted(dispatched - set(done))
-        restarts = sum(1 for r in records if r["event"] == "system_started" and r.get("restart"))
-        ended = next(
-            (r["event"] for r in reversed(records) if r["event"] in ("job_finished", "job_failed")),
-            "",
-        )
-        total = loaded.get(task, {}).get("items", "?")
-        last = time.strftime("%H:%M:%S", time.localtime(records[-1]["wall"])) if records else "-"
-        rows.append(
-            (
-                task,
-                system,
-                f"{len(done)}/{total}",
-                ", ".join(in_flight) or "-",
-                restarts,
-                ended or ("running" if running else "pending"),
-                last,
-            )
-        )
-    state_text = "a controller is running" if running else "no controller is running"
-    console.print(f"{run_dir}: {state_text}; {len(state.records)} journal records", markup=False)
-    console.print(
-        table("Status", ("task", "system", "done", "in flight", "restarts", "state", "last"), rows)
-    )
-    return EXIT_OK
+    view = RunView(run_dir)
+    if not args.watch:
+        view.refresh()
+        console.print(status_table(view.status(), console.width))
+        return EXIT_OK
+    from rich.live import Live
+
+    with Live(console=console, auto_refresh=False, transient=False) as live:
+        while True:
+            view.refresh()
+            status = view.status()
+            live.update(status_table(status, console.width), refresh=True)
+            if status["controller"] == "stopped" and args.until_stopped:
+                return EXIT_OK
+            time.sleep(args.interval)
 
 
 def cmd_report(args: argparse.Namespace, console: Console) -> int:
@@ -363,7 +335,7 @@ def cmd_report(args: argparse.Namespace, console: Console) -> int:
             data.append(item)
         sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
         return EXIT_OK
-    console.print(leaderboard_table(rows))
+    console.print(leaderboard_table(rows, console.width))
     return EXIT_OK
 
 
@@ -436,6 +408,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     status = sub.add_parser("status", help="where a run stands")
     status.add_argument("run_dir")
+    status.add_argument("--watch", action="store_true", help="refresh in place until Ctrl-C")
+    status.add_argument(
+        "--interval", type=float, default=1.0, help="seconds between refreshes (default 1)"
+    )
+    status.add_argument(
+        "--until-stopped",
+        action="store_true",
+        help="with --watch: end once no controller works on the run",
+    )
     status.set_defaults(handler=cmd_status)
 
     report = sub.add_parser("report", help="the leaderboard of a run")

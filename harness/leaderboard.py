@@ -59,6 +59,10 @@ class LeaderboardRow:
     venue_failures: int = 0
     # Run without the sandbox (the device said sandbox = false): shown and a verdict rule.
     unsealed: bool = False
+    # The running score (harness/report/running_score.py) with the site's weights.
+    running_score: float | None = None
+    # No job_finished after the job's last dispatch: still running, stopped or failed.
+    in_progress: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready. The headline metric is also given under its own name (e.g. "wer"),
@@ -135,6 +139,16 @@ def leaderboard(run_dir: Path, testsets: dict[str, TestSet] | None = None) -> li
     return rows
 
 
+def _in_progress(records: list[dict[str, Any]]) -> bool:
+    """True unless a job_finished record follows the job's last dispatch."""
+    for record in reversed(records):
+        if record["event"] == "job_finished":
+            return False
+        if record["event"] == "dispatched":
+            return True
+    return True
+
+
 def _unsealed(site: Site, system: str) -> bool:
     device = site.config.devices[site.config.systems[system].device]
     return getattr(device, "sandbox", True) is False
@@ -169,6 +183,12 @@ def _row(site: Site, state: RunState, testset: TestSet, task: str, system: str) 
     budgets = [r["budget_seconds"] for r in records]
     total_budget = sum(budgets) if records and all(b is not None for b in budgets) else None
     total_seconds = sum(r["seconds"] for r in records)
+    # Imported here: harness.report imports this module.
+    from .report.running_score import running_score
+
+    restarts = sum(1 for r in starts if r.get("restart") and r.get("cause") != "venue")
+    weights = site.config.site.running_score.model_dump()
+    running = running_score(records, restarts, weights).score if records else None
     return LeaderboardRow(
         task=task,
         system=system,
@@ -187,7 +207,9 @@ def _row(site: Site, state: RunState, testset: TestSet, task: str, system: str) 
         crashes=verdicts.count("crashed"),
         errors=verdicts.count("error"),
         invalid_outputs=verdicts.count("invalid_output"),
-        restarts=sum(1 for r in starts if r.get("restart") and r.get("cause") != "venue"),
+        restarts=restarts,
+        running_score=running,
+        in_progress=_in_progress(state.job_records(task, system)),
         venue_failures=sum(1 for r in state.job_records(task, system) if r["event"] == "link_lost"),
         unsealed=_unsealed(site, system),
         setup_seconds=starts[0]["setup_seconds"] if starts else None,

@@ -10,7 +10,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from harness.console import RunView
+from harness.console.view import RunView
 from tests.conftest import REPO, read_outputs
 from tests.console_run import (
     TOKEN,
@@ -230,3 +230,48 @@ def test_view_follows_a_journal_torn_lines_and_a_fresh_run(tmp_path: Path, plan_
     (job,) = view.status()["jobs"]
     assert job["completed"] == 0 and job["state"] == "waiting"
     assert json.loads(lines[0])["event"] == "session_started"
+
+
+def test_status_counts_no_audit_repeats_and_no_item_in_flight_after_a_stop(
+    tmp_path: Path, plan_env
+) -> None:
+    site = slow_site(tmp_path, plan_env, items=4, delay=0.0)
+    text = site.read_text(encoding="utf-8").replace(
+        'kind = "asr"', 'kind = "asr"\naudit = { repeats = 2, shuffle = true }', 1
+    )
+    site.write_text(text, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "run", str(site)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "CI": "1"},
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    run_dir = tmp_path / "runs" / "t"
+    completed = [r for r in journal(run_dir) if r["event"] == "completed"]
+    assert len(completed) == 6, "4 items and 2 hidden repeats were sent"
+    view = RunView(run_dir)
+    view.refresh()
+    (job,) = view.status()["jobs"]
+    assert (job["completed"], job["total"]) == (4, 4)
+    assert sum(job["verdicts"].values()) == 4
+    # A controller that died with an item dispatched: not running, so nothing in flight.
+    last = completed[-1]
+    with open(run_dir / "journal.jsonl", "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({**last, "event": "session_started", "limit": None}) + "\n")
+        fh.write(json.dumps({**last, "event": "dispatched", "item": "u00"}) + "\n")
+    view.refresh()
+    (job,) = view.status()["jobs"]
+    assert job["in_flight"] is None and job["state"] == "stopped"
+    status = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "status", str(run_dir)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "CI": "1"},
+    )
+    row = next(line for line in status.stdout.splitlines() if "alpha" in line)
+    assert "4/4" in row and "stopped" in row and "u00" not in row

@@ -2,11 +2,6 @@
 
 `onsite run SITE --console HOST:PORT` serves it beside the controller (with controls);
 `onsite console RUN_DIR --listen HOST:PORT` serves a read-only view of any run directory.
-docs/console.md documents the API.
+docs/console.md documents the API. The read model (`view`) needs no web stack, so
+`onsite status` uses it without loading the server; import `app` and `server` for that.
 """
-
-from .app import ConsoleApp
-from .auth import Tokens
-from .view import RunView, controller_running
-
-__all__ = ["ConsoleApp", "RunView", "Tokens", "controller_running"]
