@@ -172,6 +172,7 @@ class Task(_Strict):
         "pos",
         "textcat",
         "ir",
+        "tts",
     ]
     testset: str
     unit: Literal["word", "char"] = "word"
