@@ -61,6 +61,9 @@ def create_app(store: JudgeStore) -> Starlette:
             "text": served["text"],
             "answer_schema": served["answer_schema"],
             "play_once": served["play_once"],
+            # Audio fetched before (a judge who closed the page mid-trial): a test played
+            # once only must not be heard again.
+            "played": len(media) > 0 and store.fetched(trial) >= len(media),
             "progress": {"answered": done, "total": total},
         }
 

@@ -64,10 +64,16 @@ async function load() {
 }
 
 function player(t) {
-  const audios = t.media.map(src => el("audio", {src: src, preload: "auto"}));
+  // preload none: the audio is fetched when played, so the station sees every play.
+  const audios = t.media.map(src => el("audio", {src: src, preload: "none"}));
   const label = t.test === "pair" ? "Play A then B" : "Play";
   const button = el("button", {type: "button", "data-testid": "play", text: label});
   const note = el("span", {class: "muted", "data-testid": "playing"});
+  if (t.play_once && t.played) {
+    // Heard before the page was closed: once only means no second hearing.
+    plays = 1; heard = true; button.disabled = true;
+    note.textContent = "already played (once only)";
+  }
   button.onclick = () => {
     if (t.play_once && plays > 0) return;
     plays += 1;

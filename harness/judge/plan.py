@@ -38,6 +38,8 @@ from .material import Material
 
 TestName = Literal["sus", "pair", "mos", "mt-adequacy-fluency", "summary", "cws-review"]
 TESTS: tuple[TestName, ...] = ("sus", "pair", "mos", "mt-adequacy-fluency", "summary", "cws-review")
+
+
 class PlanError(ValueError):
     """A plan cannot be built from this material (the message says what to change)."""
 

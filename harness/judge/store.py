@@ -253,8 +253,8 @@ class JudgeStore:
         )
         return (rows[0][0], Path(rows[0][1])) if rows else None
 
-    def plays(self, trial: str) -> int:
-        """How many times the trial's media were fetched (every play is a fetch)."""
+    def fetched(self, trial: str) -> int:
+        """How many times the trial's audio was fetched from its start (each play fetches)."""
         [(n,)] = self._query(
             "SELECT COUNT(*) FROM journal WHERE trial = ? AND event = 'played'", (trial,)
         )
