@@ -484,3 +484,22 @@ def test_agreement_of_identical_judges_is_one(tts_run: Path, tmp_path: Path) -> 
                 )  # noqa: E501
         [mos] = agreement(store, run)
     assert mos.alpha == pytest.approx(1.0) and mos.units == len(SENTENCES) * len(SYSTEMS)
+
+
+def test_category_restricts_the_items(tts_run: Path, tmp_path: Path) -> None:
+    run = copy_run(tts_run, tmp_path)
+    testset = Path(json.loads((run / "run.json").read_text())["site_root"]) / TESTSET_DIR
+    (testset / "categories.tsv").write_text("s4\tparagraph\ns5\tparagraph\n", encoding="utf-8")
+    try:
+        with pytest.raises(ValueError, match="no item of category 'nope'; categories: paragraph"):
+            open_station(run, TTS_TASK, "pair", 2, 0, "nope")
+        store, _ = open_station(run, TTS_TASK, "pair", 2, 0, "paragraph")
+        try:
+            assert {t.item for t in store.plan().trials} == {"s4", "s5"}
+            assert store.meta()["category"] == "paragraph"
+        finally:
+            store.close()
+        with pytest.raises(StationError, match="category = paragraph, not other"):
+            open_station(run, TTS_TASK, "pair", None, None, "other")
+    finally:
+        (testset / "categories.tsv").unlink()

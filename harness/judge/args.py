@@ -18,6 +18,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--task", required=True, help="the task of the run to judge")
     parser.add_argument("--judges", type=int, help="number of judges (for a new station)")
     parser.add_argument("--seed", type=int, help="plan seed (default 0); same seed, same plan")
+    parser.add_argument(
+        "--category", help="judge only the items of this category (categories.tsv), new station"
+    )
     parser.add_argument("--listen", default="127.0.0.1:8017", help="HOST:PORT to serve on")
     parser.add_argument("--link-host", help="host name to print in the links (default: HOST)")
     parser.add_argument("--plan-only", action="store_true", help="build, print links, don't serve")

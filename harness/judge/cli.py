@@ -46,7 +46,9 @@ def cmd_judge(args: argparse.Namespace, console: Console) -> int:
     """Open (or build) the station of a run's task and test; then serve, report or export."""
     run_dir = Path(args.run_dir)
     try:
-        store, warnings = open_station(run_dir, args.task, args.test, args.judges, args.seed)
+        store, warnings = open_station(
+            run_dir, args.task, args.test, args.judges, args.seed, args.category
+        )
     except (StationError, PlanError, ValueError) as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 2

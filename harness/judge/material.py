@@ -86,8 +86,12 @@ def _judged(row: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     return output if isinstance(output, Mapping) else None
 
 
-def load_material(run_dir: Path, task: str, test: str) -> Material:
-    """The material of one task of a run for one test (see plan.TEST_KINDS)."""
+def load_material(run_dir: Path, task: str, test: str, category: str | None = None) -> Material:
+    """The material of one task of a run for one test (see TEST_KINDS).
+
+    ``category`` keeps only the items of that category (categories.tsv of a tts set,
+    conditions.tsv of others), e.g. the paragraphs for a naturalness test.
+    """
     site = site_of_run(run_dir)
     if task not in site.config.tasks:
         raise ValueError(f"the run has no task {task!r}; tasks: {', '.join(site.config.tasks)}")
@@ -104,7 +108,14 @@ def load_material(run_dir: Path, task: str, test: str) -> Material:
     outputs: dict[tuple[str, str], Output] = {}
     warnings: list[str] = []
     texts: dict[str, str] = {}
-    for item in testset.items:
+    chosen = [i for i in testset.items if category is None or i.condition == category]
+    if not chosen:
+        found = sorted({i.condition for i in testset.items if i.condition})
+        raise ValueError(
+            f"task {task!r} has no item of category {category!r}; categories: "
+            f"{', '.join(found) or 'none (give categories.tsv in the test set)'}"
+        )
+    for item in chosen:
         text = item.fields.get("text")
         if isinstance(text, str):
             texts[item.id] = text

@@ -38,8 +38,10 @@ def _cell(value: Any) -> Any:
 def print_results(result: dict[str, Any], console: Console) -> None:
     """One station's tables, agreement lines and warnings."""
     head = f"{result['task']} / {result['test']}"
-    if not result["tables"]:
-        console.print(f"{head}: no judgements yet", markup=False)
+    if not result["judgements"]:
+        judges = len(result.get("progress", []))
+        console.print(f"{head}: no judgements yet ({judges} judges)", markup=False)
+        return
     for name, rows in result["tables"].items():
         if rows:
             columns = list(rows[0])

@@ -11,7 +11,12 @@ from .store import JudgeStore, StationError, station_path
 
 
 def open_station(
-    run_dir: Path, task: str, test: str, judges: int | None, seed: int | None
+    run_dir: Path,
+    task: str,
+    test: str,
+    judges: int | None,
+    seed: int | None,
+    category: str | None = None,
 ) -> tuple[JudgeStore, tuple[str, ...]]:
     """The station's store, with its plan; and the warnings of a plan built now.
 
@@ -25,8 +30,8 @@ def open_station(
     store = JudgeStore(path)
     meta = store.meta()
     if meta:
-        for name, asked in (("judges", judges), ("seed", seed)):
-            if asked is not None and str(asked) != meta[name]:
+        for name, asked in (("judges", judges), ("seed", seed), ("category", category)):
+            if asked is not None and str(asked) != meta.get(name, ""):
                 store.close()
                 raise StationError(
                     f"{path} holds a plan with {name} = {meta[name]}, not {asked}; leave "
@@ -38,9 +43,9 @@ def open_station(
         path.unlink(missing_ok=True)
         raise StationError("a new station needs --judges N")
     try:
-        material = load_material(run_dir, task, test)
+        material = load_material(run_dir, task, test, category)
         plan = build_plan(test, material, judges, 0 if seed is None else seed)  # type: ignore[arg-type]
-        store.write_plan(plan, material)
+        store.write_plan(plan, material, category or "")
     except BaseException:
         store.close()
         for leftover in (

@@ -109,7 +109,7 @@ class JudgeStore:
         """The plan's settings (empty before a plan is written)."""
         return dict(self._query("SELECT key, value FROM meta"))  # type: ignore[arg-type]
 
-    def write_plan(self, plan: Plan, material: Material) -> None:
+    def write_plan(self, plan: Plan, material: Material, category: str = "") -> None:
         """Store a new plan with fresh tokens and anonymous media ids."""
         if self.meta():
             raise StationError(f"{self.path} already holds a plan")
@@ -122,6 +122,7 @@ class JudgeStore:
                 "operator": secrets.token_urlsafe(16),
                 "created": str(time.time()),
                 "systems": json.dumps(list(material.systems)),
+                "category": category,
             }
             db.executemany("INSERT INTO meta VALUES (?, ?)", list(meta.items()))
             for n, judge in enumerate(plan.judges, 1):
