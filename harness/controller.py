@@ -498,9 +498,9 @@ class Controller:
                 for key in kind.output_files:
                     given = self._output_file(system, kind, key, result.anon_id)
                     media = self.store.dir / "media" / task
-                    output, problem = kind.keep_output(
-                        item, output, given, media, result.anon_id
-                    )
+                    output, problem = kind.keep_output(item, output, given, media, result.anon_id)
+                    if problem:
+                        break
             if problem:
                 verdict, message = "invalid_output", problem
         speed = kind.speed(item, result.seconds) if result.outcome == "result" else None

@@ -178,14 +178,18 @@ def keep_audio(
     at any other file.
     """
     answered = str(output.get("audio"))
-    if Path(answered) != given:
-        return dict(output), f"answered audio {answered!r} but audio_out was {str(given)!r}"
     try:
+        if Path(answered) != given:
+            return dict(output), f"answered audio {answered!r} but audio_out was {str(given)!r}"
         data = _read_regular(given)
     except FileNotFoundError:
         return dict(output), "no audio file at audio_out"
     except (OSError, ValueError) as exc:
         return dict(output), f"cannot read the audio at audio_out: {exc}"
+    finally:
+        # The stage keeps nothing of an item: what is worth keeping was read into data.
+        with contextlib.suppress(OSError):
+            given.unlink()
     media_dir.mkdir(parents=True, exist_ok=True)
     target = media_dir / f"{anon_id}.wav"
     tmp = target.with_suffix(".part")
@@ -196,8 +200,6 @@ def keep_audio(
         return dict(output), problem
     info = soundfile.info(str(tmp))
     os.replace(tmp, target)
-    with contextlib.suppress(OSError):
-        given.unlink()
     kept = {
         "audio": f"media/{media_dir.name}/{target.name}",
         "audio_seconds": info.frames / info.samplerate,

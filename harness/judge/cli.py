@@ -83,6 +83,7 @@ def cmd_judge(args: argparse.Namespace, console: Console) -> int:
         if args.plan_only:
             return 0
         console.print("serving; Ctrl-C stops (nothing is lost: run again to go on)", markup=False)
+        sys.stdout.flush()  # the links must reach a pipe or log before serving blocks
         StationServer(store, host, port).run()
         return 0
     finally:

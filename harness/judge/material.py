@@ -26,7 +26,8 @@ TEST_KINDS: dict[str, tuple[str, ...]] = {
     "pair": ("tts",),
     "mos": ("tts",),
     "mt-adequacy-fluency": ("mt",),
-    "summary": ("mt", "textcat", "cws", "pos", "ner", "ir", "asr"),
+    # Summaries: documents in, text out; no summarization kind exists yet, mt has the shape.
+    "summary": ("mt",),
     "cws-review": ("cws",),
 }
 
