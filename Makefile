@@ -31,6 +31,11 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(VENV)/bin/onsite run $(DEMO_SITE)
 	$(VENV)/bin/onsite report runs/demo --html runs/demo/report.html
+	@echo "Judging station for the speech synthesis task (pair comparison, 4 judges):"
+	$(VENV)/bin/onsite judge runs/demo --test pair --task tts --category paragraph \
+		--judges 4 --seed 2004 --plan-only
+	@echo "Open it with: $(VENV)/bin/onsite judge runs/demo --test pair --task tts" \
+		"--listen 0.0.0.0:8017 --link-host <this machine's LAN address>  (docs/judging.md)"
 
 # pytest's exit code 5 means no test ran: a failure here, never a pass.
 test: $(STAMP)

@@ -17,6 +17,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from .errors import InputError, Problem
+from .judge.args import add_arguments as add_judge_arguments
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -354,7 +355,24 @@ def cmd_report(args: argparse.Namespace, console: Console) -> int:
         sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
         return EXIT_OK
     console.print(leaderboard_table(rows, console.width))
+    _judging_section(run_dir, console)
     return EXIT_OK
+
+
+def cmd_judge(args: argparse.Namespace, console: Console) -> int:
+    """The judging station (docs/judging.md); its web stack loads only here."""
+    from .judge.cli import cmd_judge as judge
+
+    return judge(args, console)
+
+
+def _judging_section(run_dir: Path, console: Console) -> None:
+    """The judging stations' results under the leaderboard (no station: nothing imported)."""
+    if not (run_dir / "judging").is_dir():
+        return
+    from .judge.report import print_judging
+
+    print_judging(run_dir, console)
 
 
 def cmd_devices(args: argparse.Namespace, console: Console) -> int:
@@ -488,6 +506,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--json-file", metavar="FILE", help="write the whole report (verdicts, manifest) as JSON"
     )
     report.set_defaults(handler=cmd_report)
+
+    judge = sub.add_parser(
+        "judge", help="judging station: listening tests, MT and summary scores, CWS review"
+    )
+    add_judge_arguments(judge)
+    judge.set_defaults(handler=cmd_judge)
 
     devices = sub.add_parser("devices", help="list serial ports and probe them with HELLO")
     devices.add_argument("--port", action="append", default=[], help="probe this port (or URL)")

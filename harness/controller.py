@@ -48,7 +48,7 @@ from .integrity import (
 from .report.manifest import write_manifest
 from .site import Site
 from .store import RunStore
-from .tasks import task_kind
+from .tasks import TaskKind, task_kind
 from .testsets import TestItem, TestSet
 
 START_TRIES = 3
@@ -581,7 +581,18 @@ class Controller:
             hang_seconds=hang,
             audit_of=audit_of(item.id),
         )
-        return runner.run_item(ItemRequest(anon_id, item.files, item.fields, hang))
+        fields = dict(item.fields)
+        kind = task_kind(self.site.config.tasks[task].kind)
+        for key in kind.output_files:
+            # The path the system writes its file to (tts audio). Until the runners allot
+            # output paths themselves, it lies in the system's stage directory.
+            fields[key] = str(self._output_file(system, kind, key, anon_id))
+        return runner.run_item(ItemRequest(anon_id, item.files, fields, hang))
+
+    def _output_file(self, system: str, kind: TaskKind, key: str, anon_id: str) -> Path:
+        stage = self.store.stage_dir / system
+        stage.mkdir(parents=True, exist_ok=True)
+        return stage / f"{anon_id}-{key}{kind.output_files[key]}"
 
     def _complete(
         self, task: str, system: str, item: TestItem, result: ItemAttempt, due: float | None = None
@@ -597,9 +608,20 @@ class Controller:
             problem = kind.check_output(output)
             if not problem and kind.check_item is not None:
                 problem = kind.check_item(item, output)
+            if not problem and kind.keep_output is not None:
+                for key in kind.output_files:
+                    given = self._output_file(system, kind, key, result.anon_id)
+                    media = self.store.dir / "media" / task
+                    output, problem = kind.keep_output(item, output, given, media, result.anon_id)
+                    if problem:
+                        break
             if problem:
                 verdict, message = "invalid_output", problem
         speed = kind.speed(item, result.seconds) if result.outcome == "result" else None
+        rtf = speed if kind.speed_unit == "rtf" else None
+        if output is not None and verdict != "invalid_output" and output.get("audio_seconds"):
+            # Synthesis: real-time factor against the audio the system produced.
+            rtf = result.seconds / float(output["audio_seconds"])
         self.store.record(
             "completed",
             task=task,
@@ -614,7 +636,7 @@ class Controller:
             done=result.done,
             seconds=result.seconds,
             budget_seconds=budget,
-            rtf=speed if kind.speed_unit == "rtf" else None,
+            rtf=rtf,
             speed=speed,
             stage_seconds=result.stage_seconds,
             round_trip_seconds=result.round_trip_seconds,

@@ -16,6 +16,8 @@ if TYPE_CHECKING:
     from scoring import AsrReport
     from scoring.plots import PlotFiles
 
+from .judge.args import STATION_FAMILIES, add_station_source
+
 # Each family's function imports its own scorer when it runs, so `onsite score
 # ir` loads neither numpy, the numba aligner, matplotlib nor the other families.
 
@@ -498,6 +500,7 @@ _FAMILIES: dict[str, _Family] = {
         _mt_human,
         "adequacy and fluency (0-5) from several judges' sheets, averaged per system",
         (_arg("--hyp", required=True, nargs="+", help="judges' sheets (CSV or JSON lines)"),),
+        tables=("systems",),
     ),
     "mt-align": _Family(
         _mt_align,
@@ -565,6 +568,7 @@ _FAMILIES: dict[str, _Family] = {
         _summarization,
         "summaries and keywords: expert scores summed per system",
         (_arg("--hyp", required=True, help="task<TAB>system<TAB>document<TAB>expert<TAB>score"),),
+        tables=("summary", "keywords"),
     ),
     "tts-pair": _Family(
         _tts_pair,
@@ -626,6 +630,8 @@ def add_score_parser(sub: Any) -> None:
         default = f" (default: {family.lines} as JSON lines)" if family.lines else ""
         parser.add_argument("--json", action="store_true", help="print one JSON object" + default)
         parser.set_defaults(handler=cmd_score, scorer=family.scorer)
+        if name in STATION_FAMILIES:
+            add_station_source(parser, name)
 
 
 def _cell(value: Any) -> Any:
@@ -672,12 +678,14 @@ def cmd_score(args: argparse.Namespace, console: Console) -> int:
             sys.stdout.write(json.dumps(item, ensure_ascii=False) + "\n")
         return 0
     rows = [(k, v) for k, v in result.items() if not isinstance(v, list | dict)]
-    console.print(table(f"{args.family} scores", ("figure", "value"), rows))
+    if rows:
+        console.print(table(f"{args.family} scores", ("figure", "value"), rows))
     for key in family.tables:
-        items = result[key]
+        items = result.get(key)
         if items:
-            # Columns already shown above (unit, confidence) are not repeated per row.
-            columns = [c for c in items[0] if c not in result]
+            # Columns already shown above (unit, confidence) are not repeated per row;
+            # nested breakdowns (per judge) are for --json.
+            columns = [c for c in items[0] if c not in result and not isinstance(items[0][c], dict)]
             cells = [[_cell(item[c]) for c in columns] for item in items]
             console.print(table(key, columns, cells))
     return 0

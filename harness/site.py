@@ -179,6 +179,7 @@ class Task(_Strict):
         "pos",
         "textcat",
         "ir",
+        "tts",
     ]
     testset: str
     unit: Literal["word", "char"] = "word"

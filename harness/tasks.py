@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,7 @@ from .testsets import (
     load_command_testset,
     read_truth,
 )
+from .tts_task import AUDIO_KEY, check_audio_answer, keep_audio, load_tts, score_tts
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".pgm", ".ppm", ".webp")
 
@@ -71,6 +72,15 @@ class TaskKind:
     # The largest answer a system may send for one item (the task's max_output_bytes
     # overrides it); larger is invalid_output, so no system can flood the controller.
     max_output_bytes: int = 1 << 20
+    # Files the system writes per item: input key -> suffix (tts: {"audio_out": ".wav"}).
+    # The item input carries a path for each; the system answers with it.
+    output_files: Mapping[str, str] = field(default_factory=dict)
+    # Checks such a file and keeps it in the run directory:
+    # (item, output, path given, media dir, anonymous id) -> (output to record, problem).
+    keep_output: (
+        Callable[[TestItem, Mapping[str, Any], Path, Path, str], tuple[dict[str, Any], str | None]]
+        | None
+    ) = None
 
 
 def _pct(value: Any) -> str:
@@ -467,6 +477,19 @@ TASK_KINDS: dict[str, TaskKind] = {
         speed_unit="ms_per_frame",
         speed=_ms_per_unit,
         detail=lambda s: f"rank10 {_pct(_overall(s).get('rank10'))}",
+    ),
+    "tts": TaskKind(
+        name="tts",
+        max_output_bytes=64 << 10,
+        load=load_tts,
+        check_output=check_audio_answer,
+        score=score_tts,
+        metric=lambda task: "audio_rate",
+        speed_unit="chars_per_second",
+        speed=_per_second,
+        detail=lambda s: f"{s.get('audio_seconds', 0.0):.1f} s of audio",
+        output_files={AUDIO_KEY: ".wav"},
+        keep_output=keep_audio,
     ),
     "face-verify": TaskKind(
         name="face-verify",

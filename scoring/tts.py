@@ -20,6 +20,10 @@ Conventions:
   answers after full-width to half-width, whitespace and case normalisation
   (`normalize_sus`); a blank left unanswered (None) is wrong.
 * MOS: ratings must be real numbers in 1..5; anything else is an error.
+* MOS intervals are clipped to the 1..5 scale: with few ratings near an end
+  of it, mean - t * sd / sqrt(n) can fall outside (e.g. -2.85), where no mean
+  of such ratings lies. Pair intervals are reported as computed, as the
+  survey's tables give them; the judging report clips them for display.
 
 File readers (JSON lines, errors ``file:line: problem; fix``):
 `read_pair_judgements`, `read_sus_responses`, `read_mos_ratings`, and
@@ -157,17 +161,22 @@ class _Summary:
 
 
 def mean_ci(
-    values: Sequence[float], confidence: float = 0.95
+    values: Sequence[float],
+    confidence: float = 0.95,
+    scale: tuple[float, float] | None = None,
 ) -> tuple[float, float | None, float | None, float | None]:
     """Mean, sample sd (n - 1) and Student t interval (n - 1 df) of `values`.
 
-    sd and the interval are None for fewer than two values.
+    sd and the interval are None for fewer than two values. With ``scale``
+    (lowest, highest score) the interval is clipped to it.
     """
-    s = _summary(values, confidence)
+    s = _summary(values, confidence, scale)
     return s.mean, s.sd, s.ci_low, s.ci_high
 
 
-def _summary(values: Sequence[float], confidence: float) -> _Summary:
+def _summary(
+    values: Sequence[float], confidence: float, scale: tuple[float, float] | None = None
+) -> _Summary:
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
     n = len(values)
@@ -178,7 +187,11 @@ def _summary(values: Sequence[float], confidence: float) -> _Summary:
         return _Summary(n, mean, None, None, None)
     sd = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1))
     half = t_ppf((1.0 + confidence) / 2.0, n - 1) * sd / math.sqrt(n)
-    return _Summary(n, mean, sd, mean - half, mean + half)
+    low, high = mean - half, mean + half
+    if scale is not None:
+        # No score lies outside the scale, so neither does a sensible interval for the mean.
+        low, high = max(low, scale[0]), min(high, scale[1])
+    return _Summary(n, mean, sd, low, high)
 
 
 # --- Pair comparison --------------------------------------------------------
@@ -476,7 +489,7 @@ def score_mos(
         per.setdefault(system, []).append(float(value))
     out: dict[str, MosScore] = {}
     for system in sorted(per):
-        st = _summary(per[system], confidence)
+        st = _summary(per[system], confidence, (MOS_MIN, MOS_MAX))
         out[system] = MosScore(system, st.n, st.mean, st.sd, st.ci_low, st.ci_high, confidence)
     return out
 

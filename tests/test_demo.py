@@ -26,6 +26,8 @@ def test_demo_site_is_valid_and_its_data_is_complete() -> None:
         ("face-video", "cascade"),
         ("face-identify", "lbp"),
         ("face-verify", "lbp"),
+        ("tts", "espeak"),
+        ("tts", "espeak-slow"),
     ]
     for task in site.config.tasks:
         testset = task_kind(site.config.tasks[task].kind).load(

@@ -217,7 +217,8 @@ def test_tts_mos(tmp_path: Path) -> None:
     # A: 4, 5, 3 -> mean 4, sd 1, half-width t(2) / sqrt(3); B has one rating: no interval.
     assert (a["system"], a["n"], a["mean"], a["sd"]) == ("A", 3, 4.0, 1.0)
     half = T_975_DF2 / 3**0.5
-    assert (a["ci_low"], a["ci_high"]) == pytest.approx((4 - half, 4 + half), abs=1e-9)
+    # The upper end 4 + half lies above the 1..5 scale: clipped.
+    assert (a["ci_low"], a["ci_high"]) == pytest.approx((4 - half, 5), abs=1e-9)
     assert b == {
         "system": "B",
         "n": 1,

@@ -407,7 +407,11 @@ def test_score_mos() -> None:
     assert (s1.n, s1.mean) == (4, 4.0)
     sd = math.sqrt(2 / 3)
     assert s1.sd == pytest.approx(sd)
-    assert s1.ci_high == pytest.approx(4 + 3.182446305284263 * sd / 2)
+    # 4 + t * sd / 2 = 5.30 lies above the scale: the interval is clipped to 1..5.
+    assert s1.ci_low == pytest.approx(4 - 3.182446305284263 * sd / 2)
+    assert s1.ci_high == 5
+    low = score_mos([("S", 1), ("S", 1), ("S", 3)])["S"]
+    assert low.ci_low == 1 and low.ci_high == pytest.approx(5 / 3 + 4.302652729911275 * 2 / 3)
     assert res["S2"].sd is None and res["S2"].ci_low is None
     assert mean_ci([1.0, 3.0])[:2] == (2.0, pytest.approx(math.sqrt(2)))
 

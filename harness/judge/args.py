@@ -1,0 +1,68 @@
+"""The options of `onsite judge`, apart so that building the parser imports nothing heavy."""
+
+from __future__ import annotations
+
+import argparse
+
+TESTS = ("sus", "pair", "mos", "mt-adequacy-fluency", "summary", "cws-review")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of `onsite judge` (harness/cli.py registers the command)."""
+    parser.add_argument("run_dir", help="the run directory whose outputs are judged")
+    parser.add_argument(
+        "--test",
+        required=True,
+        choices=TESTS,
+    )
+    parser.add_argument("--task", required=True, help="the task of the run to judge")
+    parser.add_argument("--judges", type=int, help="number of judges (for a new station)")
+    parser.add_argument("--seed", type=int, help="plan seed (default 0); same seed, same plan")
+    parser.add_argument(
+        "--category", help="judge only the items of this category (categories.tsv), new station"
+    )
+    parser.add_argument("--listen", default="127.0.0.1:8017", help="HOST:PORT to serve on")
+    parser.add_argument("--link-host", help="host name to print in the links (default: HOST)")
+    parser.add_argument("--plan-only", action="store_true", help="build, print links, don't serve")
+    parser.add_argument("--progress", action="store_true", help="print each judge's progress")
+    parser.add_argument("--results", action="store_true", help="scores, agreement, warnings")
+    parser.add_argument("--json", action="store_true", help="with --results: one JSON object")
+    parser.add_argument("--export", metavar="FILE", help="write the judgements as a score file")
+
+
+# `onsite score` families that can read a station instead of a file, and its test.
+STATION_FAMILIES = {
+    "tts-sus": "sus",
+    "tts-pair": "pair",
+    "tts-mos": "mos",
+    "mt-human": "mt-adequacy-fluency",
+    "summarization": "summary",
+}
+
+
+def add_station_source(parser: argparse.ArgumentParser, family: str) -> None:
+    """Let an `onsite score` family read the judging station (--run, --task) instead of --hyp."""
+    for action in parser._actions:
+        if "--hyp" in action.option_strings:
+            action.required = False
+            action.help = f"{action.help}; or --run and --task"
+    parser.add_argument("--run", metavar="RUN_DIR", help="read the judging station of this run")
+    parser.add_argument("--task", help="with --run: the judged task")
+    scorer = parser.get_default("scorer")
+
+    def from_station(args: argparse.Namespace) -> dict:
+        if args.run is None:
+            if not args.hyp:
+                raise ValueError("give --hyp FILE, or --run RUN_DIR --task TASK (a station)")
+            return scorer(args)  # type: ignore[no-any-return]
+        if args.hyp or not args.task:
+            raise ValueError("with --run give --task TASK and no --hyp")
+        from pathlib import Path
+
+        from .source import station_export
+
+        with station_export(Path(args.run), args.task, STATION_FAMILIES[family]) as path:
+            args.hyp = [str(path)] if family == "mt-human" else str(path)
+            return scorer(args)  # type: ignore[no-any-return]
+
+    parser.set_defaults(scorer=from_station)

@@ -1,0 +1,181 @@
+"""What a judge is shown for a trial, and the JSON Schema its answer must meet.
+
+A trial is shown without any system or test-set name: audio by anonymous media
+URLs, texts as they are, translations as numbered outputs in a shuffled order.
+`validate` checks an answer against the small JSON Schema subset used here
+(object, integer, number, string, boolean, array; enum, minimum, maximum,
+multipleOf, maxLength, minItems, maxItems, required, additionalProperties)
+and says what is wrong in words a judging app can show.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .material import Material
+from .plan import Trial
+
+# Survey Tables 18 and 19 (HTRDP 2005 MT human assessment).
+ADEQUACY = ("None", "Almost no information", "Little information", "More information",
+            "Most information", "All information")  # fmt: skip
+FLUENCY = ("Incomprehensible", "Difficult to comprehend", "Disfluent", "Non-native", "Good",
+           "Flawless")  # fmt: skip
+# Survey Table 51 (pair comparison scale), +2 first.
+PAIR_SCALE = ((2, "A is better than B"), (1, "A is slightly better than B"),
+              (0, "A is the same as B"), (-1, "A is slightly worse than B"),
+              (-2, "A is worse than B"))  # fmt: skip
+MOS_SCALE = ((5, "Excellent"), (4, "Good"), (3, "Fair"), (2, "Poor"), (1, "Bad"))
+# Survey Table 58, shortened.
+SUMMARY_CRITERIA = (
+    "0: not fluent, does not reflect the topic; 1: not fluent, partly reflects the topic, "
+    "many key points missed; 2: incoherent, but helps to understand the article; "
+    "3: fairly fluent, most key points summarized; 4: fluent and coherent, only a few key "
+    "points omitted; 5: fluent and coherent, no key point omitted, the main idea clear"
+)
+_MAX_BLANK_CHARS = 200
+
+
+@dataclass(frozen=True)
+class Presentation:
+    """A trial as served: the texts, the audio files (in play order) and the answer schema."""
+
+    text: dict[str, Any]
+    audio: tuple[Path, ...]
+    schema: dict[str, Any]
+    play_once: bool
+
+
+def _object(properties: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
+
+
+def _decimal(low: float, high: float, titles: tuple[str, ...] = ()) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": "number", "minimum": low, "maximum": high, "multipleOf": 0.1}
+    if titles:
+        out["description"] = "; ".join(f"{n}: {t}" for n, t in enumerate(titles))
+    return out
+
+
+def present(test: str, trial: Trial, material: Material) -> Presentation:
+    """What the judge of ``trial`` sees and answers."""
+    item = trial.item
+    audio = tuple(
+        material.outputs[(s, item)].audio  # type: ignore[misc]
+        for s in trial.systems
+        if material.outputs.get((s, item)) is not None and material.outputs[(s, item)].audio
+    )
+    if test == "sus":
+        n = len(material.sus[item].blanks)
+        blanks = {"type": "string", "maxLength": _MAX_BLANK_CHARS}
+        schema = _object(
+            {"blanks": {"type": "array", "items": blanks, "minItems": n, "maxItems": n}}
+        )
+        return Presentation({"parts": material.sus[item].parts()}, audio, schema, False)
+    if test == "pair":
+        score = {
+            "type": "integer",
+            "enum": [s for s, _ in PAIR_SCALE],
+            "description": "; ".join(f"{s:+d}: {t}" for s, t in PAIR_SCALE),
+        }
+        return Presentation({"sides": ["A", "B"]}, audio, _object({"score": score}), True)
+    if test == "mos":
+        score = {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 5,
+            "description": "; ".join(f"{s}: {t}" for s, t in MOS_SCALE),
+        }
+        return Presentation({}, audio, _object({"score": score}), False)
+    if test == "mt-adequacy-fluency":
+        outputs = [str(material.outputs[(s, item)].text) for s in trial.systems]
+        props: dict[str, Any] = {}
+        for n in range(1, len(outputs) + 1):
+            props[f"adequacy_{n}"] = _decimal(0, 5, ADEQUACY)
+            props[f"fluency_{n}"] = _decimal(0, 5, FLUENCY)
+        text = {"source": material.texts.get(item, ""), "outputs": outputs}
+        return Presentation(text, (), _object(props), False)
+    if test == "summary":
+        [system] = trial.systems
+        text = {
+            "document": material.texts.get(item, ""),
+            "summary": str(material.outputs[(system, item)].text),
+            "criteria": SUMMARY_CRITERIA,
+        }
+        return Presentation(text, (), _object({"summary": _decimal(0, 5)}), False)
+    piece = material.pieces[item]
+    text = {
+        "before": piece.before,
+        "after": piece.after,
+        "reference": " ".join(piece.gold),
+        "system": " ".join(piece.test),
+    }
+    return Presentation(text, (), _object({"accept": {"type": "boolean"}}), False)
+
+
+def _type_ok(kind: str, value: Any) -> bool:
+    if kind == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "number":
+        return (
+            isinstance(value, int | float)
+            and not isinstance(value, bool)
+            and math.isfinite(float(value))
+        )
+    if kind == "string":
+        return isinstance(value, str)
+    if kind == "boolean":
+        return isinstance(value, bool)
+    if kind == "array":
+        return isinstance(value, list)
+    return isinstance(value, dict)
+
+
+def validate(schema: Mapping[str, Any], value: Any, where: str = "answer") -> str | None:
+    """None if ``value`` meets ``schema``, else the reason (naming the field)."""
+    kind = schema.get("type", "object")
+    if not _type_ok(kind, value):
+        return f"{where} must be a{'n' if kind[0] in 'aeio' else ''} {kind}, got {value!r}"
+    if "enum" in schema and value not in schema["enum"]:
+        allowed = ", ".join(map(str, schema["enum"]))
+        return f"{where} is {value!r}, not one of {allowed}"
+    if "minimum" in schema and value < schema["minimum"]:
+        return f"{where} is {value!r}, below the scale's minimum {schema['minimum']}"
+    if "maximum" in schema and value > schema["maximum"]:
+        return f"{where} is {value!r}, above the scale's maximum {schema['maximum']}"
+    if "multipleOf" in schema:
+        steps = float(value) / schema["multipleOf"]
+        if abs(steps - round(steps)) > 1e-6:
+            return f"{where} is {value!r}: give at most one decimal"
+    if "maxLength" in schema and len(value) > schema["maxLength"]:
+        return f"{where} is longer than {schema['maxLength']} characters"
+    if kind == "array":
+        if len(value) < schema.get("minItems", 0) or len(value) > schema.get("maxItems", 1 << 30):
+            return f"{where} needs {schema.get('minItems')} entries, got {len(value)}"
+        for n, element in enumerate(value):
+            problem = validate(schema.get("items", {}), element, f"{where}[{n}]")
+            if problem:
+                return problem
+    if kind == "object":
+        props = schema.get("properties", {})
+        for key in schema.get("required", ()):
+            if key not in value:
+                return f"{where} lacks {key!r}"
+        if schema.get("additionalProperties") is False:
+            extra = sorted(set(value) - set(props))
+            if extra:
+                return f"{where} has unknown field {extra[0]!r}; fields: {', '.join(props)}"
+        for key, sub in props.items():
+            if key in value:
+                problem = validate(sub, value[key], key)
+                if problem:
+                    return problem
+    return None

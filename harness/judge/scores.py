@@ -1,0 +1,150 @@
+"""Scores of a station, from its export file through scoring/'s readers and scorers.
+
+Every interval is a Student t interval (`scoring.tts.mean_ci`) clipped to the
+test's scale: 0..1 for SUS intelligibility, -2..+2 for pairs, 1..5 for MOS,
+0..5 for adequacy, fluency and summaries.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from scoring.cws import score_cws, split_words
+from scoring.errors import FormatError
+from scoring.mt_human import read_human_sheet
+from scoring.summarization import read_expert_ratings, score_summarization
+from scoring.tts import (
+    mean_ci,
+    normalize_sus,
+    pair_comparison,
+    read_mos_ratings,
+    read_pair_judgements,
+    read_sus_responses,
+    score_mos,
+    score_sus,
+)
+
+from ..leaderboard import site_of_run
+from ..tasks import task_kind
+from .material import read_job_outputs
+from .results import SCORE_FAMILY, ExportFile, export_text
+from .store import JudgeStore
+
+
+def _ci(values: list[float], scale: tuple[float, float]) -> dict[str, Any]:
+    mean, sd, low, high = mean_ci(values, 0.95, scale)
+    return {"mean": mean, "sd": sd, "ci_low": low, "ci_high": high}
+
+
+def _clip(value: float | None, scale: tuple[float, float]) -> float | None:
+    return None if value is None else min(max(value, scale[0]), scale[1])
+
+
+def station_scores(store: JudgeStore, run_dir: Path) -> dict[str, Any]:
+    """Tables of the station's scores (``tables``: name -> rows), with 95% intervals."""
+    meta = store.meta()
+    test = meta["test"]
+    out: dict[str, Any] = {
+        "task": meta["task"],
+        "test": test,
+        "family": SCORE_FAMILY[test],
+        "judgements": len(store.answers()),
+        "tables": {},
+    }
+    if not export_text(store, run_dir).strip():
+        return out
+    with ExportFile(store, run_dir) as path:
+        try:
+            out["tables"] = _tables(test, path, store, run_dir)
+        except (FormatError, ValueError) as exc:
+            out["error"] = str(exc)
+    return out
+
+
+def _tables(test: str, path: Path, store: JudgeStore, run_dir: Path) -> dict[str, list[Any]]:
+    if test == "sus":
+        responses = read_sus_responses(path)
+        rows = []
+        for system, s in score_sus(responses).items():
+            right = [
+                float(r.answer is not None and normalize_sus(r.answer) == normalize_sus(r.expected))
+                for r in responses
+                if r.system == system
+            ]
+            ci = _ci(right, (0.0, 1.0))
+            rows.append({**s.to_dict(), "ci_low": ci["ci_low"], "ci_high": ci["ci_high"]})
+        return {"systems": rows}
+    if test == "pair":
+        scale = (-2.0, 2.0)
+        pairs = []
+        for p in pair_comparison(read_pair_judgements(path)):
+            d = p.to_dict()
+            d["ci_low"], d["ci_high"] = _clip(p.ci_low, scale), _clip(p.ci_high, scale)
+            pairs.append(d)
+        return {"pairs": pairs}
+    if test == "mos":
+        return {"systems": [s.to_dict() for s in score_mos(read_mos_ratings(path)).values()]}
+    if test == "mt-adequacy-fluency":
+        sheet = read_human_sheet(path)
+        rows = []
+        for system in dict.fromkeys(j.system for j in sheet):
+            mine = [j for j in sheet if j.system == system]
+            adequacy = _ci([j.adequacy for j in mine], (0.0, 5.0))
+            fluency = _ci([j.fluency for j in mine], (0.0, 5.0))
+            rows.append(
+                {
+                    "system": system,
+                    "judgements": len(mine),
+                    "adequacy": adequacy["mean"],
+                    "adequacy_ci_low": adequacy["ci_low"],
+                    "adequacy_ci_high": adequacy["ci_high"],
+                    "fluency": fluency["mean"],
+                    "fluency_ci_low": fluency["ci_low"],
+                    "fluency_ci_high": fluency["ci_high"],
+                }
+            )
+        return {"systems": rows}
+    if test == "summary":
+        ratings = read_expert_ratings(path)
+        # A judge who did not finish leaves cells missing: scored anyway, with a warning.
+        report = score_summarization(ratings, allow_missing=True)
+        rows = []
+        for s in report.tasks["summary"]:
+            ci = _ci([r.score for r in ratings if r.system == s.system], (0.0, 5.0))
+            rows.append({**s.to_dict(), "ci_low": ci["ci_low"], "ci_high": ci["ci_high"]})
+        return {"systems": rows}
+    return {"systems": _cws_rows(store, run_dir, path)}
+
+
+def _cws_rows(store: JudgeStore, run_dir: Path, review: Path) -> list[dict[str, Any]]:
+    from scoring.cws import read_accepted_pieces
+
+    task = store.meta()["task"]
+    site = site_of_run(run_dir)
+    cfg = site.config.tasks[task]
+    testset = task_kind(cfg.kind).load(site.testset_path(task), cfg)
+    accepted = read_accepted_pieces(review)
+    gold = [list(item.reference.words) for item in testset.items]
+    lexicon = testset.items[0].reference.lexicon if testset.items else None
+    rows = []
+    for system in (s for s, sc in site.config.systems.items() if task in sc.tasks):
+        outputs = read_job_outputs(run_dir / "outputs" / task / f"{system}.jsonl")
+        test = []
+        for item in testset.items:
+            row = outputs.get(item.id) or {}
+            answer = row.get("output") if row.get("verdict") in ("ok", "over_budget") else None
+            test.append(split_words(str(answer["text"])) if answer else [])
+        before = score_cws(gold, test, lexicon)
+        after = score_cws(gold, test, lexicon, accepted)
+        rows.append(
+            {
+                "system": system,
+                "f": before.f,
+                "f_tolerant": after.f,
+                "precision_tolerant": after.precision,
+                "recall_tolerant": after.recall,
+                "accepted_pieces": after.accepted_pieces,
+            }
+        )
+    return rows

@@ -1,0 +1,27 @@
+"""A station's judgements as a temporary score file, for `onsite score ... --run`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from .results import ExportFile
+from .store import JudgeStore, StationError, station_path
+
+
+@contextmanager
+def station_export(run_dir: Path, task: str, test: str) -> Iterator[Path]:
+    """The judgements of the run's (task, test) station written as its score file."""
+    path = station_path(run_dir, task, test)
+    if not path.is_file():
+        raise StationError(
+            f"{run_dir} has no {test} station for task {task!r} ({path} is missing): "
+            f"start one with `onsite judge {run_dir} --test {test} --task {task} --judges N`"
+        )
+    store = JudgeStore(path)
+    try:
+        with ExportFile(store, run_dir) as export:
+            yield export
+    finally:
+        store.close()

@@ -1,0 +1,98 @@
+"""Open a station: build and store its plan the first time, reopen it unchanged afterwards."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from .material import load_material
+from .plan import TESTS, build_plan
+from .store import JudgeStore, StationError, station_path
+
+
+def open_station(
+    run_dir: Path,
+    task: str,
+    test: str,
+    judges: int | None,
+    seed: int | None,
+    category: str | None = None,
+) -> tuple[JudgeStore, tuple[str, ...]]:
+    """The station's store, with its plan; and the warnings of a plan built now.
+
+    A station that exists already is reopened as it is: the same judges, tokens and
+    plan, so judges resume where they were. Asking for another number of judges or
+    another seed then is an error rather than a silent new plan.
+    """
+    if test not in TESTS:
+        raise StationError(f"unknown test {test!r}; use one of {', '.join(TESTS)}")
+    path = station_path(run_dir, task, test)
+    store = JudgeStore(path)
+    meta = store.meta()
+    if meta:
+        for name, asked in (("judges", judges), ("seed", seed), ("category", category)):
+            if asked is not None and str(asked) != meta.get(name, ""):
+                store.close()
+                raise StationError(
+                    f"{path} holds a plan with {name} = {meta[name]}, not {asked}; leave "
+                    f"--{name} out to go on with it, or move the file away for a new plan"
+                )
+        return store, ()
+    if judges is None:
+        store.close()
+        path.unlink(missing_ok=True)
+        raise StationError("a new station needs --judges N")
+    try:
+        material = load_material(run_dir, task, test, category)
+        plan = build_plan(test, material, judges, 0 if seed is None else seed)  # type: ignore[arg-type]
+        store.write_plan(plan, material, category or "")
+    except BaseException:
+        store.close()
+        for leftover in (
+            path,
+            path.with_name(path.name + "-wal"),
+            path.with_name(path.name + "-shm"),
+        ):
+            leftover.unlink(missing_ok=True)
+        raise
+    return store, material.warnings
+
+
+class StationServer:
+    """The station's app under uvicorn, in a thread (tests) or in the foreground (CLI)."""
+
+    def __init__(self, store: JudgeStore, host: str, port: int) -> None:
+        import uvicorn
+
+        from .app import create_app
+
+        config = uvicorn.Config(
+            create_app(store), host=host, port=port, log_level="warning", access_log=False
+        )
+        self.server = uvicorn.Server(config)
+        self._thread: threading.Thread | None = None
+
+    def run(self) -> None:
+        """Serve until stopped (Ctrl-C)."""
+        self.server.run()
+
+    def start(self) -> None:
+        """Serve in a background thread; returns once the socket listens."""
+        self._thread = threading.Thread(target=self.server.run, daemon=True)
+        self._thread.start()
+        while not self.server.started:
+            if not self._thread.is_alive():
+                raise StationError("the station could not start (is the port in use?)")
+            self._thread.join(0.02)
+
+    @property
+    def port(self) -> int:
+        """The port it listens on (useful with port 0)."""
+        servers = self.server.servers
+        return int(servers[0].sockets[0].getsockname()[1])
+
+    def stop(self) -> None:
+        """Stop serving and wait for the thread."""
+        self.server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(10)

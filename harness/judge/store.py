@@ -1,0 +1,293 @@
+"""The station's SQLite store in the run directory: plan, judges, answers, journal.
+
+One database per (task, test): ``<run>/judging/<task>.<test>.sqlite``. The plan
+is written once; every answer is committed (WAL, synchronous=FULL) together with
+a journal row holding the time and the judge before the station replies, so
+stopping the station at any moment loses nothing, and a restarted station
+serves the same plan from where each judge was.
+
+Tables: ``meta`` (test, task, seed, operator token), ``judges`` (name, token),
+``trials`` (per judge and position: the hidden key, i.e. item and systems, and
+the served view), ``media`` (anonymous id -> file), ``answers`` (one per trial),
+``journal`` (every event: served, answered, media played, refused).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .material import Material
+from .plan import Plan, Trial
+from .schema import present
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS judges (
+    judge TEXT PRIMARY KEY, token TEXT NOT NULL UNIQUE, number INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS trials (
+    trial TEXT PRIMARY KEY, judge TEXT NOT NULL, position INTEGER NOT NULL,
+    item TEXT NOT NULL, systems TEXT NOT NULL, served TEXT NOT NULL,
+    UNIQUE (judge, position));
+CREATE TABLE IF NOT EXISTS media (
+    media TEXT PRIMARY KEY, trial TEXT NOT NULL, path TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS answers (
+    trial TEXT PRIMARY KEY, judge TEXT NOT NULL, answer TEXT NOT NULL,
+    plays INTEGER, at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS journal (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, at REAL NOT NULL, judge TEXT,
+    trial TEXT, event TEXT NOT NULL, data TEXT);
+"""
+
+
+class StationError(ValueError):
+    """A station cannot open or serve as asked (the message says what to do)."""
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One stored judgement with its hidden key."""
+
+    judge: str
+    position: int
+    trial: str
+    item: str
+    systems: tuple[str, ...]
+    answer: dict[str, Any]
+    plays: int | None
+    at: float
+
+
+def station_path(run_dir: Path, task: str, test: str) -> Path:
+    """Where the station of one task and test keeps its database."""
+    return run_dir / "judging" / f"{task}.{test}.sqlite"
+
+
+class JudgeStore:
+    """The database of one station; thread-safe (one connection behind a lock)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")
+        self._db.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        """Close the database (everything is already committed)."""
+        with self._lock:
+            self._db.close()
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def _query(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            return self._db.execute(sql, args).fetchall()
+
+    # --- the plan ---------------------------------------------------------------------
+
+    def meta(self) -> dict[str, str]:
+        """The plan's settings (empty before a plan is written)."""
+        return dict(self._query("SELECT key, value FROM meta"))  # type: ignore[arg-type]
+
+    def write_plan(self, plan: Plan, material: Material, category: str = "") -> None:
+        """Store a new plan with fresh tokens and anonymous media ids."""
+        if self.meta():
+            raise StationError(f"{self.path} already holds a plan")
+        with self._tx() as db:
+            meta = {
+                "test": plan.test,
+                "task": plan.task,
+                "seed": str(plan.seed),
+                "judges": str(len(plan.judges)),
+                "operator": secrets.token_urlsafe(16),
+                "created": str(time.time()),
+                "systems": json.dumps(list(material.systems)),
+                "category": category,
+            }
+            db.executemany("INSERT INTO meta VALUES (?, ?)", list(meta.items()))
+            for n, judge in enumerate(plan.judges, 1):
+                db.execute(
+                    "INSERT INTO judges VALUES (?, ?, ?)", (judge, secrets.token_urlsafe(16), n)
+                )
+            for trial in plan.trials:
+                self._write_trial(db, plan, trial, material)
+            db.execute(
+                "INSERT INTO journal (at, event, data) VALUES (?, 'plan', ?)",
+                (time.time(), json.dumps({k: v for k, v in meta.items() if k != "operator"})),
+            )
+
+    @staticmethod
+    def _write_trial(db: sqlite3.Connection, plan: Plan, trial: Trial, material: Material) -> None:
+        trial_id = secrets.token_hex(8)
+        shown = present(plan.test, trial, material)
+        media = []
+        for path in shown.audio:
+            media_id = secrets.token_hex(12)
+            db.execute("INSERT INTO media VALUES (?, ?, ?)", (media_id, trial_id, str(path)))
+            media.append(media_id)
+        served = {
+            "test": plan.test,
+            "text": shown.text,
+            "media": media,
+            "answer_schema": shown.schema,
+            "play_once": shown.play_once,
+        }
+        db.execute(
+            "INSERT INTO trials VALUES (?, ?, ?, ?, ?, ?)",
+            (
+                trial_id,
+                trial.judge,
+                trial.position,
+                trial.item,
+                json.dumps(list(trial.systems)),
+                json.dumps(served, ensure_ascii=False),
+            ),
+        )
+
+    def plan(self) -> Plan:
+        """The stored plan, as built."""
+        meta = self.meta()
+        judges = tuple(j for (j,) in self._query("SELECT judge FROM judges ORDER BY number"))
+        rows = self._query("SELECT judge, position, item, systems FROM trials")
+        trials = tuple(
+            sorted(
+                (Trial(j, p, i, tuple(json.loads(s))) for j, p, i, s in rows),
+                key=lambda t: (judges.index(t.judge), t.position),
+            )
+        )
+        return Plan(meta["test"], meta["task"], int(meta["seed"]), judges, trials)  # type: ignore[arg-type]
+
+    def tokens(self) -> dict[str, str]:
+        """Judge -> token, in judge order."""
+        return dict(self._query("SELECT judge, token FROM judges ORDER BY number"))  # type: ignore[arg-type]
+
+    # --- serving ----------------------------------------------------------------------
+
+    def judge_of(self, token: str) -> str | None:
+        """The judge a token belongs to, or None."""
+        rows = self._query("SELECT judge FROM judges WHERE token = ?", (token,))
+        return rows[0][0] if rows else None
+
+    def is_operator(self, token: str) -> bool:
+        """Whether the token is the operator's."""
+        return secrets.compare_digest(token, self.meta().get("operator", ""))
+
+    def next_trial(self, judge: str) -> tuple[str, dict[str, Any], int, int] | None:
+        """(trial id, served view, answered, total) of the judge's first unanswered trial."""
+        rows = self._query(
+            "SELECT t.trial, t.served FROM trials t LEFT JOIN answers a ON a.trial = t.trial "
+            "WHERE t.judge = ? AND a.trial IS NULL ORDER BY t.position LIMIT 1",
+            (judge,),
+        )
+        done, total = self._counts(judge)
+        if not rows:
+            return None
+        return rows[0][0], json.loads(rows[0][1]), done, total
+
+    def _counts(self, judge: str) -> tuple[int, int]:
+        [(done,)] = self._query("SELECT COUNT(*) FROM answers WHERE judge = ?", (judge,))
+        [(total,)] = self._query("SELECT COUNT(*) FROM trials WHERE judge = ?", (judge,))
+        return int(done), int(total)
+
+    def served(self, trial: str) -> tuple[str, dict[str, Any]] | None:
+        """(judge, served view) of a trial."""
+        rows = self._query("SELECT judge, served FROM trials WHERE trial = ?", (trial,))
+        return (rows[0][0], json.loads(rows[0][1])) if rows else None
+
+    def is_answered(self, trial: str) -> bool:
+        """Whether the trial has its answer."""
+        return bool(self._query("SELECT 1 FROM answers WHERE trial = ?", (trial,)))
+
+    def record_answer(
+        self, judge: str, trial: str, answer: dict[str, Any], plays: int | None
+    ) -> bool:
+        """Store an answer and journal it in one transaction; False if already answered."""
+        now = time.time()
+        with self._tx() as db:
+            if db.execute("SELECT 1 FROM answers WHERE trial = ?", (trial,)).fetchone():
+                return False
+            text = json.dumps(answer, ensure_ascii=False)
+            db.execute(
+                "INSERT INTO answers VALUES (?, ?, ?, ?, ?)", (trial, judge, text, plays, now)
+            )
+            db.execute(
+                "INSERT INTO journal (at, judge, trial, event, data) "
+                "VALUES (?, ?, ?, 'answered', ?)",
+                (now, judge, trial, json.dumps({"answer": answer, "plays": plays})),
+            )
+        return True
+
+    def journal(self, event: str, judge: str | None, trial: str | None, **data: Any) -> None:
+        """Journal an event (served, played, refused) with the time and the judge."""
+        with self._tx() as db:
+            db.execute(
+                "INSERT INTO journal (at, judge, trial, event, data) VALUES (?, ?, ?, ?, ?)",
+                (time.time(), judge, trial, event, json.dumps(data, ensure_ascii=False)),
+            )
+
+    def media_path(self, judge: str, media: str) -> tuple[str, Path] | None:
+        """(trial, file) of a media id, only if it belongs to one of this judge's trials."""
+        rows = self._query(
+            "SELECT m.trial, m.path FROM media m JOIN trials t ON t.trial = m.trial "
+            "WHERE m.media = ? AND t.judge = ?",
+            (media, judge),
+        )
+        return (rows[0][0], Path(rows[0][1])) if rows else None
+
+    def fetched(self, trial: str) -> int:
+        """How many times the trial's audio was fetched from its start (each play fetches)."""
+        [(n,)] = self._query(
+            "SELECT COUNT(*) FROM journal WHERE trial = ? AND event = 'played'", (trial,)
+        )
+        return int(n)
+
+    # --- results ----------------------------------------------------------------------
+
+    def progress(self) -> list[dict[str, Any]]:
+        """Per judge: answered, total, the time of the last answer."""
+        out = []
+        for (judge,) in self._query("SELECT judge FROM judges ORDER BY number"):
+            done, total = self._counts(judge)
+            [(last,)] = self._query("SELECT MAX(at) FROM answers WHERE judge = ?", (judge,))
+            out.append({"judge": judge, "answered": done, "total": total, "last_answer": last})
+        return out
+
+    def answers(self) -> list[Answer]:
+        """Every stored judgement with its hidden key, by judge and position."""
+        rows = self._query(
+            "SELECT a.judge, t.position, a.trial, t.item, t.systems, a.answer, a.plays, a.at "
+            "FROM answers a JOIN trials t ON t.trial = a.trial "
+            "JOIN judges j ON j.judge = a.judge ORDER BY j.number, t.position"
+        )
+        return [
+            Answer(j, p, tr, i, tuple(json.loads(s)), json.loads(a), pl, at)
+            for j, p, tr, i, s, a, pl, at in rows
+        ]
+
+    def journal_rows(self) -> list[dict[str, Any]]:
+        """The whole journal, oldest first."""
+        rows = self._query("SELECT seq, at, judge, trial, event, data FROM journal ORDER BY seq")
+        return [
+            {"seq": s, "at": at, "judge": j, "trial": t, "event": e, "data": json.loads(d or "{}")}
+            for s, at, j, t, e, d in rows
+        ]

@@ -1,0 +1,250 @@
+"""The `tts` task kind: speech synthesis under a budget, the audio kept for listening tests.
+
+Test set (docs/task-kinds.md, docs/judging.md): a directory with
+
+* ``text``: ``<id> <sentence or paragraph>`` per line;
+* ``sus.jsonl`` (optional): per semantically unpredictable sentence
+  ``{"id", "blanks": [token positions], "answers": [accepted answer(s) per blank]}``;
+* ``categories.tsv`` (optional): ``<id><TAB><category>`` (numbers, polyphones, units...)
+  for the linguistic test; the category becomes the item's condition.
+
+Item input: ``{"text", "sample_rate", "audio_out": "<absolute path>"}``; the system writes
+a mono WAV at ``audio_out`` and answers ``{"audio": "<that path>"}``. The controller
+checks the file (`keep_audio`), moves it into the run directory under the item's
+anonymous name (``media/<task>/<anon id>.wav``) and records
+``{"audio": "media/<task>/<anon id>.wav", "audio_seconds", "sample_rate"}``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import soundfile
+
+from .errors import Problem, TestSetError
+from .site import Task
+from .testsets import TestItem, TestSet, _read_id_table
+
+AUDIO_KEY = "audio_out"
+# The largest audio file a system may leave (16-bit mono 48 kHz: about six minutes).
+MAX_AUDIO_BYTES = 32 << 20
+# No speech is slower than this: longer audio for the text is a faulty system.
+MAX_SECONDS_PER_CHAR = 1.0
+MIN_MAX_SECONDS = 10.0
+
+
+@dataclass(frozen=True)
+class SusItem:
+    """A semantically unpredictable sentence: its tokens, the blanked positions and answers."""
+
+    tokens: tuple[str, ...]
+    blanks: tuple[int, ...]
+    answers: tuple[tuple[str, ...], ...]  # accepted answers per blank, first is canonical
+
+    def parts(self) -> list[str | None]:
+        """The sentence as a judge sees it: tokens, None where a blank is."""
+        return [None if i in self.blanks else t for i, t in enumerate(self.tokens)]
+
+
+def sentence_tokens(text: str) -> tuple[str, ...]:
+    """Words split at spaces; a text without spaces (Chinese) is split into characters."""
+    return tuple(text.split()) if " " in text.strip() else tuple(text.strip())
+
+
+def read_sus_file(path: Path, texts: Mapping[str, str]) -> dict[str, SusItem]:
+    """Read sus.jsonl against the test set's sentences; errors name the line and the fix."""
+    example = '{"id": "s01", "blanks": [1, 3], "answers": [["cat"], ["red", "read"]]}'
+    out: dict[str, SusItem] = {}
+    problems: list[Problem] = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+            item_id = data["id"]
+            if item_id not in texts:
+                raise ValueError(f"id {item_id!r} is not in the text file")
+            if item_id in out:
+                raise ValueError(f"id {item_id!r} appears twice")
+            tokens = sentence_tokens(texts[item_id])
+            blanks = tuple(data["blanks"])
+            answers = tuple(
+                (a,) if isinstance(a, str) else tuple(a) for a in data.get("answers") or ()
+            )
+            if not blanks or not all(isinstance(b, int) and 0 <= b < len(tokens) for b in blanks):
+                raise ValueError(f"blanks must be token positions 0..{len(tokens) - 1}")
+            if len(set(blanks)) != len(blanks):
+                raise ValueError("a position is blanked twice")
+            if not answers:
+                answers = tuple((tokens[b],) for b in blanks)
+            if len(answers) != len(blanks) or not all(
+                a and all(isinstance(x, str) and x for x in a) for a in answers
+            ):
+                raise ValueError("give one non-empty list of accepted answers per blank")
+        except (ValueError, KeyError, TypeError) as exc:
+            problems.append(Problem(path, "", f"bad line ({exc})", f"write e.g. {example}", number))
+            continue
+        out[item_id] = SusItem(tokens, blanks, answers)
+    if problems:
+        raise TestSetError(problems)
+    return out
+
+
+def load_tts(root: Path, task: Task) -> TestSet:
+    """The tts test set: sentences to synthesize; SUS blanks and categories checked here."""
+    text_path = root / "text"
+    if not text_path.is_file():
+        raise TestSetError(
+            [Problem(text_path, "", "the test set has no such file", "write '<id> <text>' lines")]
+        )
+    texts = _read_id_table(text_path, None, "text")
+    empty = [k for k, v in texts.items() if not v]
+    if empty:
+        raise TestSetError(
+            [Problem(text_path, "", f"item {empty[0]!r} has no text", "write '<id> <text>'")]
+        )
+    sus = read_sus_file(root / "sus.jsonl", texts) if (root / "sus.jsonl").is_file() else {}
+    categories: dict[str, str] = {}
+    if (root / "categories.tsv").is_file():
+        categories = _read_id_table(root / "categories.tsv", "\t", "category")
+        unknown = sorted(set(categories) - set(texts))
+        if unknown:
+            raise TestSetError(
+                [
+                    Problem(
+                        root / "categories.tsv",
+                        "",
+                        f"id {unknown[0]!r} is not in the text file",
+                        "categorize the ids of the text file only",
+                    )
+                ]
+            )
+    rate = task.sample_rates[0]
+    items = tuple(
+        TestItem(
+            id=item_id,
+            files={},
+            fields={"text": text, "sample_rate": rate},
+            reference=sus.get(item_id),
+            condition=categories.get(item_id),
+            units=float(len(text)),
+        )
+        for item_id, text in texts.items()
+    )
+    return TestSet(root, items)
+
+
+def check_audio_answer(output: Mapping[str, Any]) -> str | None:
+    """The answer's shape: {"audio": "<the audio_out path>"}."""
+    if not isinstance(output.get("audio"), str) or not output["audio"]:
+        return 'output needs "audio": the path given as audio_out, e.g. {"audio": "/…/x.wav"}'
+    return None
+
+
+def audio_limit(text: str) -> float:
+    """The longest audio accepted for a text, in seconds."""
+    return max(MIN_MAX_SECONDS, MAX_SECONDS_PER_CHAR * len(text))
+
+
+def _read_regular(path: Path) -> bytes:
+    # O_NOFOLLOW: a system must not make the controller read some other file through a link.
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError("not a regular file")
+        if info.st_size > MAX_AUDIO_BYTES:
+            raise ValueError(f"larger than {MAX_AUDIO_BYTES} bytes")
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            return fh.read(MAX_AUDIO_BYTES + 1)
+    finally:
+        os.close(fd)
+
+
+def keep_audio(
+    item: TestItem, output: Mapping[str, Any], given: Path, media_dir: Path, anon_id: str
+) -> tuple[dict[str, Any], str | None]:
+    """Check the audio a system wrote at ``given`` and keep it as media_dir/<anon_id>.wav.
+
+    Returns the output to record and a problem (the item is then invalid_output).
+    The answered path must be the one given: a system may not point the controller
+    at any other file.
+    """
+    answered = str(output.get("audio"))
+    try:
+        if Path(answered) != given:
+            return dict(output), f"answered audio {answered!r} but audio_out was {str(given)!r}"
+        data = _read_regular(given)
+    except FileNotFoundError:
+        return dict(output), "no audio file at audio_out"
+    except (OSError, ValueError) as exc:
+        return dict(output), f"cannot read the audio at audio_out: {exc}"
+    finally:
+        # The stage keeps nothing of an item: what is worth keeping was read into data.
+        with contextlib.suppress(OSError):
+            given.unlink()
+    media_dir.mkdir(parents=True, exist_ok=True)
+    target = media_dir / f"{anon_id}.wav"
+    tmp = target.with_suffix(".part")
+    tmp.write_bytes(data)
+    problem = _check_wav(tmp, item)
+    if problem:
+        tmp.unlink()
+        return dict(output), problem
+    info = soundfile.info(str(tmp))
+    os.replace(tmp, target)
+    kept = {
+        "audio": f"media/{media_dir.name}/{target.name}",
+        "audio_seconds": info.frames / info.samplerate,
+        "sample_rate": info.samplerate,
+    }
+    return kept, None
+
+
+def _check_wav(path: Path, item: TestItem) -> str | None:
+    try:
+        info = soundfile.info(str(path))
+    except (RuntimeError, soundfile.LibsndfileError) as exc:
+        return f"audio_out is not a readable audio file ({exc})"
+    if info.format != "WAV":
+        return f"audio_out must be a WAV file, got {info.format}"
+    if info.channels != 1:
+        return f"audio must be mono, got {info.channels} channels"
+    rate = int(item.fields.get("sample_rate", 0))
+    if info.samplerate != rate:
+        return f"audio is at {info.samplerate} Hz, the item asked for {rate} Hz"
+    if info.frames <= 0:
+        return "audio is empty (no samples)"
+    seconds = info.frames / info.samplerate
+    limit = audio_limit(str(item.fields.get("text", "")))
+    if seconds > limit:
+        return f"audio lasts {seconds:.1f} s, more than {limit:.0f} s for this text"
+    try:
+        soundfile.read(str(path), frames=min(info.frames, 1 << 20), dtype="int16")
+    except (RuntimeError, soundfile.LibsndfileError) as exc:
+        return f"audio cannot be decoded ({exc})"
+    return None
+
+
+def score_tts(testset: TestSet, task: Task, outputs: Mapping[str, Any], _: Any) -> dict[str, Any]:
+    """What a run can say without listeners: how many items got valid audio, and how long.
+
+    Quality comes from the judging station (`onsite judge`, docs/judging.md).
+    """
+    ids = [item.id for item in testset.items]
+    kept = {k: v for k, v in outputs.items() if k in ids and v is not None}
+    seconds = sum(float(v.get("audio_seconds") or 0.0) for v in kept.values())
+    return {
+        "items": len(ids),
+        "audio_items": len(kept),
+        "audio_rate": len(kept) / len(ids) if ids else 0.0,
+        "audio_seconds": seconds,
+        "sus_items": sum(1 for item in testset.items if item.reference is not None),
+    }

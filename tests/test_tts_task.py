@@ -1,0 +1,149 @@
+"""The tts task kind end to end: espeak-ng speaks, the controller checks and keeps the audio."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import soundfile
+
+from harness import TestSetError, leaderboard, load_site, task_kind
+from tests.conftest import read_outputs, write_site
+from tests.test_controller import run_site
+
+ESPEAK = [sys.executable, "-m", "examples.systems.espeak_tts"]
+REPO = Path(__file__).resolve().parents[1]
+
+
+def tts_testset(root: Path) -> Path:
+    """Three sentences, one of them a SUS with two blanks, categories for two."""
+    root.mkdir(parents=True)
+    (root / "text").write_text(
+        "s1 The green table sings a careful song\ns2 Call me at 9 pm\ns3 Good morning\n",
+        encoding="utf-8",
+    )
+    (root / "sus.jsonl").write_text(
+        json.dumps({"id": "s1", "blanks": [1, 4], "answers": [["green"], ["careful"]]}) + "\n",
+        encoding="utf-8",
+    )
+    (root / "categories.tsv").write_text("s2\tnumbers\n", encoding="utf-8")
+    return root
+
+
+def tts_site(tmp_path: Path, systems: dict[str, list[str]], rate: int = 16000) -> Path:
+    root = tts_testset(tmp_path / "set")
+    return write_site(
+        tmp_path / "site.toml",
+        root,
+        {name: {"command": cmd, "workdir": str(REPO)} for name, cmd in systems.items()},
+        budget={"chars_per_second": 2.0, "hang_seconds": 30.0},
+        task="tts",
+        task_keys={"kind": "tts", "sample_rates": [rate]},
+        device={"kind": "local", "sandbox": False},
+    )
+
+
+def test_tts_task_keeps_valid_audio_under_anonymous_names(tmp_path: Path) -> None:
+    site = tts_site(tmp_path, {"slow": [*ESPEAK, "--speed", "120"], "fast": ESPEAK})
+    run_dir, _ = run_site(site)
+    for system in ("slow", "fast"):
+        rows = read_outputs(run_dir, "tts", system)
+        assert [r["verdict"] for r in rows] == ["ok", "ok", "ok"], rows
+        for row in rows:
+            audio = row["output"]["audio"]
+            assert audio.startswith("media/tts/") and system not in audio
+            info = soundfile.info(str(run_dir / audio))
+            assert info.channels == 1 and info.samplerate == 16000
+            assert row["output"]["audio_seconds"] == pytest.approx(info.frames / 16000)
+            assert row["speed"] > 0  # characters per second
+    records = [json.loads(x) for x in (run_dir / "journal.jsonl").read_text().splitlines()]
+    done = [r for r in records if r["event"] == "completed"]
+    assert all(r["rtf"] == pytest.approx(r["seconds"] / r["output"]["audio_seconds"]) for r in done)
+    # Slower speech lasts longer.
+    slow = sum(r["output"]["audio_seconds"] for r in read_outputs(run_dir, "tts", "slow"))
+    fast = sum(r["output"]["audio_seconds"] for r in read_outputs(run_dir, "tts", "fast"))
+    assert slow > fast
+    rows = {r.system: r.to_dict() for r in leaderboard(load_site(site).run_dir)}
+    assert rows["slow"]["audio_rate"] == 1.0 and rows["slow"]["speed_unit"] == "chars_per_second"
+
+
+@pytest.mark.parametrize(
+    ("fault", "reason"),
+    [
+        ("stereo", "mono"),
+        ("rate", "8000 Hz"),
+        ("garbage", "not a readable audio file"),
+        ("empty", "empty"),
+        ("none", "no audio file"),
+    ],
+)
+def test_bad_audio_is_invalid_output(tmp_path: Path, fault: str, reason: str) -> None:
+    site = tts_site(tmp_path, {"bad": [*ESPEAK, "--fault", fault]})
+    run_dir, _ = run_site(site, limit=1)
+    [row] = read_outputs(run_dir, "tts", "bad")
+    assert row["verdict"] == "invalid_output"
+    records = [json.loads(x) for x in (run_dir / "journal.jsonl").read_text().splitlines()]
+    [done] = [r for r in records if r["event"] == "completed"]
+    assert reason in done["message"]
+    assert not list((run_dir / "media").glob("**/*.wav")) if (run_dir / "media").exists() else True
+
+
+def test_answer_naming_another_file_is_refused(tmp_path: Path) -> None:
+    """A system may not make the controller copy some other file into the run."""
+    script = tmp_path / "liar.py"
+    script.write_text(
+        "import json,sys\n"
+        "for line in sys.stdin:\n"
+        "    m = json.loads(line)\n"
+        "    if m['op'] == 'hello': print(json.dumps({'op': 'ready', 'name': 'x'}), flush=True)\n"
+        "    if m['op'] == 'item':\n"
+        "        print(json.dumps({'op': 'result', 'id': m['id'],"
+        " 'output': {'audio': '/etc/passwd'}}), flush=True)\n"
+    )
+    site = tts_site(tmp_path, {"liar": [sys.executable, str(script)]})
+    run_dir, _ = run_site(site, limit=1)
+    [row] = read_outputs(run_dir, "tts", "liar")
+    assert row["verdict"] == "invalid_output"
+
+
+def test_symlinked_audio_is_refused(tmp_path: Path) -> None:
+    script = tmp_path / "linker.py"
+    secret = tmp_path / "secret.wav"
+    soundfile.write(str(secret), [0.0] * 1600, 16000)
+    script.write_text(
+        "import json,os,sys\n"
+        "for line in sys.stdin:\n"
+        "    m = json.loads(line)\n"
+        "    if m['op'] == 'hello': print(json.dumps({'op': 'ready', 'name': 'x'}), flush=True)\n"
+        "    if m['op'] == 'item':\n"
+        f"        os.symlink({str(secret)!r}, m['input']['audio_out'])\n"
+        "        print(json.dumps({'op': 'result', 'id': m['id'],"
+        " 'output': {'audio': m['input']['audio_out']}}), flush=True)\n"
+    )
+    site = tts_site(tmp_path, {"linker": [sys.executable, str(script)]})
+    run_dir, _ = run_site(site, limit=1)
+    [row] = read_outputs(run_dir, "tts", "linker")
+    assert row["verdict"] == "invalid_output"
+
+
+def test_tts_testset_errors_name_the_line(tmp_path: Path) -> None:
+    root = tts_testset(tmp_path / "set")
+    (root / "sus.jsonl").write_text('{"id": "s2", "blanks": [40]}\n', encoding="utf-8")
+    site = load_site(tts_site(tmp_path / "x", {"a": ESPEAK}))
+    with pytest.raises(TestSetError) as err:
+        task_kind("tts").load(root, site.config.tasks["tts"])
+    assert (
+        "sus.jsonl" in str(err.value)
+        and "line 1" in str(err.value).lower()
+        or ":1" in str(err.value)
+    )
+
+
+def test_site_accepts_kind_tts(tmp_path: Path) -> None:
+    site = load_site(tts_site(tmp_path, {"a": ESPEAK}))
+    assert site.config.tasks["tts"].kind == "tts"
+    testset = task_kind("tts").load(site.testset_path("tts"), site.config.tasks["tts"])
+    assert [i.condition for i in testset.items] == [None, "numbers", None]
+    assert testset.items[0].reference.parts()[1] is None
