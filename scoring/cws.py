@@ -176,42 +176,54 @@ def likely_encoding(data: bytes) -> str:
     return "LATIN1"
 
 
-def split_words(
-    line: str, script_quirks: bool = False, ideographic_space: bool = True
-) -> list[str]:
+def split_words(line: str, script_quirks: bool = False) -> list[str]:
     """Words of one segmented line (separators: ASCII whitespace, U+3000).
 
     With `script_quirks`, a line whose first non-blank character is U+3000
     starts with an empty word, as in the script (it strips ASCII blanks,
     then turns U+3000 into a space, then splits with Perl's ``split``,
-    which keeps a leading empty field). Without `ideographic_space`,
-    U+3000 is part of a word (`ideographic_space_separates`).
+    which keeps a leading empty field). Files are split on their bytes
+    instead (`read_segmentation`), exactly as the script splits them.
     """
-    if not ideographic_space:
-        return [w for w in _ASCII_SEPARATORS.split(line) if w]
     words = [w for w in _SEPARATORS.split(line) if w]
     if script_quirks and line.strip(_ASCII_SPACE).startswith("\u3000"):
         words.insert(0, "")
     return words
 
 
-_ASCII_SEPARATORS = re.compile("[ \t\n\r\f\v]+")
-# The script turns U+3000 into a space by its UTF-8 bytes (E3 80 80) or its
-# Big5 bytes (A1 40); in GB2312/GBK/GB18030 U+3000 is A1 A1, which it keeps.
-_GB_ENCODINGS = frozenset({"gb2312", "gbk", "gb18030", "cp936", "euc-cn", "euc_cn", "hz"})
-
-
-def ideographic_space_separates(encoding: str) -> bool:
-    """Whether the script splits words at U+3000 in files of `encoding`."""
-    return encoding.lower().replace("_", "-") not in _GB_ENCODINGS
-
-
 def read_segmentation(
     path: str | os.PathLike[str], encoding: str = "utf-8", *, script_quirks: bool = False
 ) -> list[list[str]]:
-    """One word list per line of a segmented file (words separated by spaces)."""
-    space = ideographic_space_separates(encoding)
-    return [split_words(line, script_quirks, space) for line in read_lines(path, encoding)]
+    """One word list per line of a segmented file (words separated by spaces).
+
+    Lines are split as the script splits them, on their bytes in
+    `encoding`: ASCII blanks are trimmed, the byte sequences ``E3 80 80``
+    (U+3000 in UTF-8) and ``A1 40`` (U+3000 in Big5) become spaces wherever
+    they occur, and ASCII whitespace separates words. So U+3000 separates
+    words in UTF-8 and Big5 files but not in GB18030 ones (``A1 A1``), and
+    in the rare UTF-8 text where a character ending in byte A1 precedes
+    ``@`` (``¡@``), the script's cut is kept too: the broken bytes stay in
+    the words as ``surrogateescape`` characters. `script_quirks` adds the
+    empty first word the script sees when a line starts with such a space.
+    """
+    out = []
+    for line in read_lines(path, encoding):
+        raw = line.encode(encoding, "surrogateescape").strip(_ASCII_BYTES)
+        spaced = _SCRIPT_SPACE.sub(b" ", raw)
+        words = [w.decode(encoding, "surrogateescape") for w in spaced.split()]
+        if script_quirks and spaced[:1] == b" ":
+            words.insert(0, "")
+        out.append(words)
+    return out
+
+
+_ASCII_BYTES = b" \t\n\r\f\v"
+_SCRIPT_SPACE = re.compile(rb"\xe3\x80\x80|\xa1\x40")
+
+
+def _script_phantom(line: str, encoding: str) -> bool:
+    raw = line.encode(encoding, "surrogateescape").strip(_ASCII_BYTES)
+    return _SCRIPT_SPACE.match(raw) is not None
 
 
 def read_word_list(
@@ -722,7 +734,7 @@ def score_cws_files(
     _refuse_empty(gold, gold_lines, "gold")
     _refuse_empty(test, test_lines, "test")
     notes: list[str] = []
-    if not script_quirks and ideographic_space_separates(encoding):
+    if not script_quirks:
         notes += _phantom_notes(gold, encoding) + _phantom_notes(test, encoding)
     word_list = None
     if words is not None:
@@ -756,10 +768,10 @@ def _ends_with_newline(path: Path | str) -> bool:
 def _phantom_notes(path: Path | str, encoding: str) -> list[str]:
     notes = []
     for lineno, line in enumerate(read_lines(path, encoding), start=1):
-        if line.strip(_ASCII_SPACE).startswith("\u3000"):
+        if _script_phantom(line, encoding):
             notes.append(
-                f"{os.fspath(path)}:{lineno}: starts with U+3000; the script would count an "
-                "extra empty word here (--sighan-quirks reproduces that)"
+                f"{os.fspath(path)}:{lineno}: starts with U+3000 (ideographic space); the script "
+                "would count an extra empty word here (--sighan-quirks reproduces that)"
             )
     return notes
 
@@ -824,7 +836,7 @@ def write_cws_review(
         # Tabs inside fields would break the columns; words never hold them.
         rows.append(f"?\t{' '.join(key[0])}\t{' '.join(key[1])}\t{n}\t{where}\t{context}")
     rows.extend(notes)
-    Path(out).write_text("\n".join(rows) + "\n", encoding="utf-8")
+    Path(out).write_text("\n".join(rows) + "\n", encoding="utf-8", errors="surrogateescape")
     return len(counts)
 
 

@@ -322,6 +322,7 @@ def test_gnu_diff_model_equals_diff_y(tmp_path: Path) -> None:
 
 
 _CWS_POOL = ["的", "的的", "我们", "中国", "人民", "a", "ab", "é", "好", "|", ">", "x" * 65]
+_CWS_POOL += ["乡@好", "¡@"]  # bytes A1 40: the script's Big5 space, inside UTF-8
 _SEPS = [" ", " ", " ", "\u3000", "\t", "\u00a0"]
 
 
