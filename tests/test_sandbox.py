@@ -152,6 +152,16 @@ def test_network_is_open_only_when_the_device_says_so(venue: Venue, listener) ->
     assert connections == [b"stolen\n"]
 
 
+def test_sealed_system_keeps_to_its_cpus(venue: Venue) -> None:
+    before = os.sched_getaffinity(0)
+    cpu = max(before)
+    with LocalServeRunner(venue.spec({"HOSTILE": "snoop"}), [cpu]) as runner:
+        runner.start()
+        attempt = runner.run_item(venue.request("u1", "a1"))
+    assert attempt.output is not None and attempt.output["affinity"] == [cpu]
+    assert os.sched_getaffinity(0) == before, "the controller's own thread is unpinned again"
+
+
 @pytest.mark.parametrize("sealed", [True, False])
 def test_writing_into_the_input_changes_nothing(venue: Venue, sealed: bool) -> None:
     source = venue.testset / "u1.wav"
