@@ -10,12 +10,15 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+import pytest
 
 from harness import Controller, RunStore, load_site, read_journal
 from harness.report import build_report, html_text
 from tests.conftest import FAKE_SERVE, REPO, make_testset, read_outputs, toml_value
 from tests.sshd import Sshd
 from tests.test_cli import onsite
+
+pytestmark = pytest.mark.sshd
 
 DEMO_SET = REPO / "site_config" / "data" / "demo-asr"
 SPHINX_FAST = [sys.executable, "-m", "examples.systems.sphinx_asr", "--fast"]
