@@ -37,12 +37,13 @@ _KILL_FUNCTIONS = r"""
 onsite_scan() {
   onsite_s=" $2 "; onsite_hit=
   # One grep over every process; the token comes on its stdin, never in its command line.
+  # -z: environ and cmdline are NUL-separated, and some greps stop a line at a NUL.
   onsite_g=$(printf '%s\n' "$1" |
-    ONSITE_SESSION= grep -lsF -f - /proc/[0-9]*/environ /proc/[0-9]*/cmdline)
+    ONSITE_SESSION= grep -zlsF -f - /proc/[0-9]*/environ /proc/[0-9]*/cmdline)
   for onsite_f in $onsite_g; do
     onsite_p=${onsite_f#/proc/}; onsite_p=${onsite_p%%/*}
     case " $$ $PPID $onsite_hit " in *" $onsite_p "*) continue ;; esac
-    # The pipeline's own processes match too (forks of a marked shell), and are gone now.
+    # The processes of the pipeline match too (forks of a marked shell), and are gone now.
     [ -d "/proc/$onsite_p" ] || continue
     onsite_hit="$onsite_hit $onsite_p"
     onsite_s="$onsite_s$onsite_p "
@@ -53,6 +54,8 @@ onsite_scan() {
     case " $$ $PPID $onsite_hit " in *" $onsite_p "*) continue ;; esac
     { read -r onsite_l <"$onsite_d/stat"; } 2>/dev/null || continue
     set -- ${onsite_l##*) }
+    # A zombie is dead already; it stays listed until its parent reaps it.
+    [ "$1" = Z ] && continue
     case "$onsite_s" in *" $4 "*) onsite_hit="$onsite_hit $onsite_p" ;; esac
   done
 }

@@ -28,6 +28,8 @@ from runners import (
 from tests.conftest import FAKE_SERVE, make_testset
 from tests.sshd import Sshd, free_port, keygen
 
+pytestmark = pytest.mark.sshd
+
 
 def spec_for(root: Path, env: dict[str, str], name: str = "fake") -> SystemSpec:
     return SystemSpec(

@@ -21,6 +21,7 @@ import psutil
 import pytest
 
 from runners import ItemRequest, SshServeRunner, StartError, SystemSpec, probe
+from runners.ssh_wrapper import kill_command, prepare_command, system_dir, wrapper_command
 from tests.conftest import REPO, make_testset
 from tests.sshd import Sshd, keygen, start_sshd
 
@@ -556,3 +557,64 @@ def test_a_check_run_leaves_the_systems_of_a_live_run_alone(tmp_path: Path, sshd
             assert psutil.Process(live_info.pid or 0).status() != "zombie"
         assert len(marked(marker)) == 1, "the check's system is gone, the live one runs"
     assert not marked(marker)
+
+
+BUSYBOX = "/usr/bin/busybox"
+APPLETS = ("sh", "grep", "cat", "mkfifo", "setsid", "env", "sleep", "rm", "mkdir", "kill", "pwd")
+
+
+@pytest.mark.skipif(
+    not os.path.exists(BUSYBOX), reason="busybox is not installed (apt-get install busybox)"
+)
+def test_the_wrapper_runs_on_busybox(tmp_path: Path) -> None:
+    """Small boards often have only busybox: the wrapper and the cleanup work with its sh and
+    applets (run here directly, as the board's sshd would run them)."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    for applet in APPLETS:
+        (bindir / applet).symlink_to(BUSYBOX)
+    env = {"PATH": f"{bindir}:/usr/bin:/bin", "HOME": str(tmp_path)}
+    workdir, slug, token = str(tmp_path / "w"), "asr.bb.0", "b" * 32
+    sysdir = system_dir(workdir, slug)
+
+    def sleepers() -> list[psutil.Process]:
+        return [p for p in carrying("ONSITE_SESSION", token) if p.name() == "sleep"]
+
+    def busybox_sh(command: str) -> list[str]:
+        argv = shlex.split(command)
+        assert argv[:2] == ["sh", "-c"]
+        return [str(bindir / "sh"), *argv[1:]]
+
+    prep = subprocess.run(
+        busybox_sh(prepare_command(workdir, slug, token)), env=env, capture_output=True
+    )
+    assert prep.stdout.decode().strip() == f"onsite-workdir {workdir}", prep
+    mark = f"bb-{time.monotonic_ns()}"
+    system = f"setsid sleep 1000 & cat; echo done; exit 5 # {mark}"
+    wrapped = wrapper_command(workdir, sysdir, token, {}, ["sh", "-c", system, mark], 1.0)
+    proc = subprocess.Popen(
+        busybox_sh(wrapped), env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    sid = int(proc.stdout.readline().split()[1])
+    assert wait_until(lambda: len(sleepers()) == 1)
+    proc.stdin.write(b"hi\n")
+    proc.stdin.close()
+    assert proc.stdout.read() == b"hi\ndone\n"
+    assert proc.wait(15) == 5
+    assert carrying("ONSITE_SESSION", token) == [], "the setsid'd sleep is gone"
+    assert os.listdir(sysdir) == [], "state files and the stage directory are removed"
+
+    wrapped = wrapper_command(
+        workdir, sysdir, token, {}, ["sh", "-c", "setsid sleep 1000 & sleep 1000"], 60
+    )
+    proc = subprocess.Popen(
+        busybox_sh(wrapped), env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    assert proc.stdout is not None
+    sid = int(proc.stdout.readline().split()[1])
+    assert wait_until(lambda: len(sleepers()) == 2)
+    subprocess.run(busybox_sh(kill_command(sysdir, token, sid)), env=env, check=True)
+    assert proc.wait(15) == -signal.SIGKILL
+    assert carrying("ONSITE_SESSION", token) == []
+    assert not [n for n in os.listdir(sysdir) if n.startswith(token)]

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import subprocess
 import sys
 import threading
 import time
@@ -10,12 +14,15 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+import pytest
 
 from harness import Controller, RunStore, load_site, read_journal
 from harness.report import build_report, html_text
 from tests.conftest import FAKE_SERVE, REPO, make_testset, read_outputs, toml_value
 from tests.sshd import Sshd
 from tests.test_cli import onsite
+
+pytestmark = pytest.mark.sshd
 
 DEMO_SET = REPO / "site_config" / "data" / "demo-asr"
 SPHINX_FAST = [sys.executable, "-m", "examples.systems.sphinx_asr", "--fast"]
@@ -182,3 +189,71 @@ def test_check_fails_when_the_remote_workdir_is_not_writable(tmp_path: Path, ssh
     flat = " ".join(check.stdout.split())
     assert "workdir" in flat and "FAILED" in flat
     assert "not writable" in flat
+
+
+def test_kill9_of_onsite_run_then_resume_leaves_nothing_of_the_old_session(
+    tmp_path: Path, sshd: Sshd
+) -> None:
+    """A real `onsite run` is killed with SIGKILL while its SSH system runs an item, with the
+    link frozen so that sshd on the machine keeps the old channel open; the resumed run kills
+    the old system (and its child) and removes its staged input before sending anything."""
+    testset = make_testset(tmp_path / "set", [("a", 1600, "x"), ("b", 3200, "y")])
+    pids = tmp_path / "pids"
+    env = {
+        "FAKE_PLAN": json.dumps({"1600": {"do": "hang"}, "3200": {"text": "y"}}),
+        "FAKE_CHILD_PID": str(pids),
+    }
+    site = ssh_site(
+        tmp_path / "site.toml",
+        sshd,
+        testset,
+        {"fake": {"device": "team0", "command": FAKE_SERVE, "env": env}},
+        budget={"realtime_factor": 1000.0, "hang_seconds": 8},
+    )
+    remote = tmp_path / "remote0"
+    first = subprocess.Popen(
+        [sys.executable, "-m", "harness.cli", "run", str(site)],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "CI": "1"},
+    )
+    frozen: list[psutil.Process] = []
+    try:
+        deadline = time.monotonic() + 60
+        while not (pids.exists() and pids.read_text().strip()):
+            assert time.monotonic() < deadline and first.poll() is None
+            time.sleep(0.05)
+        system_pid, child_pid = (int(p) for p in pids.read_text().split())
+        staged = list(remote.glob(".onsite/*/*/*-audio.wav"))
+        assert len(staged) == 1
+        ports = [
+            c.laddr.port
+            for c in psutil.Process(first.pid).net_connections(kind="tcp")
+            if c.raddr and c.raddr.port == sshd.port
+        ]
+        frozen = [p for port in ports for p in sshd.session_processes(port)]
+        assert frozen
+        for proc in frozen:
+            proc.suspend()
+        first.kill()
+        first.wait()
+        time.sleep(3.0)  # past the wrapper's grace: the frozen channel keeps everything alive
+        assert psutil.pid_exists(system_pid) and psutil.pid_exists(child_pid)
+        assert staged[0].exists()
+
+        resumed = onsite("run", str(site))
+        assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    finally:
+        first.kill()
+        for proc in frozen:
+            with contextlib.suppress(psutil.Error):
+                proc.kill()
+    for pid in (system_pid, child_pid):
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie"
+    assert not staged[0].exists()
+    records = read_journal(load_site(site).run_dir / "journal.jsonl")
+    starts = [r for r in records if r["event"] == "system_started"]
+    assert starts[0]["pid"] == system_pid, "the remote session id is journaled"
+    assert all(isinstance(r["pid"], int) for r in starts)
+    assert not list(remote.rglob("*.wav")), "nothing staged is left on the machine"
