@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import soundfile
 
-from harness import TestSetError, leaderboard, load_site, task_kind
+from harness import SiteError, TestSetError, leaderboard, load_site, task_kind
 from tests.conftest import read_outputs, write_site
 from tests.test_controller import run_site
 
@@ -134,11 +134,10 @@ def test_tts_testset_errors_name_the_line(tmp_path: Path) -> None:
     site = load_site(tts_site(tmp_path / "x", {"a": ESPEAK}))
     with pytest.raises(TestSetError) as err:
         task_kind("tts").load(root, site.config.tasks["tts"])
-    assert (
-        "sus.jsonl" in str(err.value)
-        and "line 1" in str(err.value).lower()
-        or ":1" in str(err.value)
-    )
+    message = str(err.value)
+    # "Call me at 9 pm" has five words: positions 0..4.
+    assert "sus.jsonl:1:" in message and "token positions 0..4" in message
+    assert "Fix: write e.g." in message
 
 
 def test_site_accepts_kind_tts(tmp_path: Path) -> None:
@@ -147,3 +146,17 @@ def test_site_accepts_kind_tts(tmp_path: Path) -> None:
     testset = task_kind("tts").load(site.testset_path("tts"), site.config.tasks["tts"])
     assert [i.condition for i in testset.items] == [None, "numbers", None]
     assert testset.items[0].reference.parts()[1] is None
+
+
+def test_tts_on_an_ssh_device_is_refused_with_the_reason(tmp_path: Path) -> None:
+    """Until the SSH runner fetches the audio back, a remote tts system is a site error."""
+    site = tts_site(tmp_path, {"remote": ESPEAK})
+    text = site.read_text(encoding="utf-8").replace(
+        'kind = "local"\nsandbox = false',
+        'kind = "ssh"\nhost = "127.0.0.1"\nuser = "judge"',
+    )
+    site.write_text(text, encoding="utf-8")
+    with pytest.raises(SiteError) as err:
+        load_site(site)
+    [problem] = err.value.problems
+    assert "runs on local devices only" in problem.message and "local device" in problem.fix
