@@ -459,6 +459,9 @@ def test_station_cli_prints_one_link_per_judge_and_keeps_its_plan(
         and [line.split()[1] for line in again.splitlines() if line.startswith("J")] == links
     )  # noqa: E501
     assert onsite(*args, "--judges", "4", "--plan-only")[0] == 2
+    # Scoring a station nobody has answered yet says so (not a temporary file's name).
+    code, out = onsite("score", "tts-pair", "--run", str(run), "--task", TTS_TASK)
+    assert code == 2 and out == ""
     code, out = onsite(*args, "--progress")
     assert code == 0 and "J3" in out
     assert station_path(run, TTS_TASK, "pair").is_file()
