@@ -7,6 +7,7 @@ real Starlette app under uvicorn on 127.0.0.1, judges are threads speaking HTTP.
 from __future__ import annotations
 
 import json
+import socket
 import sqlite3
 import threading
 from collections import Counter
@@ -462,6 +463,8 @@ def test_station_cli_prints_one_link_per_judge_and_keeps_its_plan(
     # Scoring a station nobody has answered yet says so (not a temporary file's name).
     code, out = onsite("score", "tts-pair", "--run", str(run), "--task", TTS_TASK)
     assert code == 2 and out == ""
+    code, out = onsite(*args, "--plan-only", "--listen", "0.0.0.0:8123")
+    assert f"J1  http://{socket.gethostname()}:8123/judge/" in out
     code, out = onsite(*args, "--progress")
     assert code == 0 and "J3" in out
     assert station_path(run, TTS_TASK, "pair").is_file()
