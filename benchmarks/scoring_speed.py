@@ -1,4 +1,27 @@
-"""Character error rate over a large Chinese corpus: onsite's sclite alignment against jiwer.
+"""Scoring speed and peak memory against jiwer, sacrebleu and pytrec_eval, CLI and in process.
+
+First table, from the command line, as users call the tools: the generated
+corpora below are written to files and each job runs as a separate process,
+onsite's command and its peer's alternating, `--rounds` (3) times after one
+untimed run of each (numba's cache and the page cache warm); best wall time
+and largest peak RSS (from /usr/bin/time, Debian package `time`) per side:
+
+* WER: `onsite score asr --unit char` on Kaldi text files of ~1M Chinese
+  characters, against a ten-line script that reads the same files and calls
+  `jiwer.process_characters`.
+* BLEU: `onsite score mt --metrics bleu` on 100,000 plain-text segments with
+  one reference, against sacrebleu's own CLI `sacrebleu REF -i HYP -m bleu -b`.
+* MT, all metrics: `onsite score mt --metrics all` against the same
+  sacrebleu command (goal: within 2x its time).
+* Retrieval: `onsite score ir` on 200 topics x 1,000 documents, against a
+  script that reads the TREC files into dicts and calls pytrec_eval.
+
+Goal for the first, second and last: ratio <= 1.0 in time and in memory.
+Each side's printed score is shown so the numbers can be compared.
+
+Second table, in process and warm (`--cli-only` skips it):
+
+Character error rate over a large Chinese corpus: onsite's sclite alignment against jiwer.
 
 Data: deterministic synthetic Chinese (seeded numpy). References are
 utterances of 10-40 characters drawn from a few thousand CJK ideographs, about
@@ -40,7 +63,7 @@ Then BLEU and retrieval against their usual peers (both goal <= 1.0):
   scores must agree.
 
 Run: `.venv/bin/python benchmarks/scoring_speed.py [--chars N] [--segments N] [--refs K]
-[--skip-asr]`.
+[--rounds N] [--only WER BLEU MT retrieval] [--cli-only] [--skip-asr]`.
 """
 
 from __future__ import annotations
@@ -135,7 +158,19 @@ print(time.perf_counter() - t0)
 """
 
 
-def jit_figures() -> tuple[float, float]:
+_FIRST_CALL_MT = """
+import time
+t0 = time.perf_counter()
+import numpy as np
+from scoring._fast_mt import edit_distances, gtm_weights
+codes, off = np.array([1, 2, 2, 1], dtype=np.int32), np.array([0, 2, 4], dtype=np.int64)
+edit_distances(codes, off, 1, 1)
+gtm_weights(codes, off, 1, 1, 2.0)
+print(time.perf_counter() - t0)
+"""
+
+
+def jit_figures(snippet: str = _FIRST_CALL) -> tuple[float, float]:
     """Seconds to import and first run the aligner in a fresh process.
 
     Returns ``(cold, cached)``: with an empty numba cache (what the first
@@ -147,7 +182,7 @@ def jit_figures() -> tuple[float, float]:
         env = {**os.environ, "NUMBA_CACHE_DIR": cache_dir}
         for _ in range(2):
             out = subprocess.run(
-                [sys.executable, "-c", _FIRST_CALL],
+                [sys.executable, "-c", snippet],
                 cwd=REPO,
                 env=env,
                 check=True,
@@ -375,14 +410,197 @@ def bench_ir() -> None:
     )
 
 
+# --------------------------------------------------------------------------- command line
+
+_JIWER_SCRIPT = """
+import sys
+import jiwer
+
+def read(path):
+    texts = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            utt, _, text = line.rstrip("\\n").partition(" ")
+            texts[utt] = text
+    return texts
+
+refs, hyps = read(sys.argv[1]), read(sys.argv[2])
+ids = sorted(refs)
+out = jiwer.process_characters([refs[k] for k in ids], [hyps[k] for k in ids])
+print(f"CER {out.cer:.6f}")
+"""
+
+_PYTREC_SCRIPT = """
+import sys
+import pytrec_eval
+
+qrels = {}
+with open(sys.argv[1], encoding="utf-8") as f:
+    for line in f:
+        topic, _, doc, rel = line.split()
+        qrels.setdefault(topic, {})[doc] = int(rel)
+run = {}
+with open(sys.argv[2], encoding="utf-8") as f:
+    for line in f:
+        topic, _, doc, _, score, _ = line.split()
+        run.setdefault(topic, {})[doc] = float(score)
+res = pytrec_eval.RelevanceEvaluator(qrels, {"map", "Rprec", "P_10"}).evaluate(run)
+n = len(res)
+for m in ("map", "Rprec", "P_10"):
+    print(m, "all", f"{sum(v[m] for v in res.values()) / n:.4f}")
+"""
+
+
+def _bin(name: str) -> str:
+    # The commands of the environment running this script (its venv's bin).
+    return str(Path(sys.executable).parent / name)
+
+
+def run_measured(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, int, str]:
+    """Wall seconds, the command's own peak RSS in bytes, and its stdout.
+
+    The peak comes from /usr/bin/time (Debian package `time`): a child forked
+    straight from this script would inherit this process's high-water mark,
+    which holds the generated corpora, since Linux keeps it across exec.
+    """
+    with tempfile.NamedTemporaryFile("r") as peak:
+        t0 = time.perf_counter()
+        proc = subprocess.run(
+            ["/usr/bin/time", "-f", "%M", "-o", peak.name, *cmd],
+            env=env,
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+        )
+        seconds = time.perf_counter() - t0
+        if proc.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}: {proc.stderr}")
+        kilobytes = int(peak.read().split()[-1])
+    return seconds, kilobytes * 1024, proc.stdout
+
+
+def write_cli_data(d: Path, n_chars: int, n_segments: int, only: set[str] | None) -> None:
+    """The generated corpora of the in-process figures, as the files a user scores."""
+    if only is None or "WER" in only:
+        refs, hyps = make_corpus(n_chars)
+        for name, texts in (("asr.ref", refs), ("asr.hyp", hyps)):
+            with open(d / name, "w", encoding="utf-8") as f:
+                f.writelines(f"utt{k:07d} {t}\n" for k, t in enumerate(texts))
+    if only is None or only & {"BLEU", "MT"}:
+        mt_hyps, mt_refs = make_mt_corpus(n_segments, 1)
+        (d / "mt.hyp").write_text("".join(f"{t}\n" for t in mt_hyps), encoding="utf-8")
+        (d / "mt.ref").write_text("".join(f"{t}\n" for t in mt_refs[0]), encoding="utf-8")
+    if only is None or "retrieval" in only:
+        _write_trec(*make_ir_data(), d)
+    (d / "jiwer_cer.py").write_text(_JIWER_SCRIPT, encoding="utf-8")
+    (d / "pytrec_ir.py").write_text(_PYTREC_SCRIPT, encoding="utf-8")
+
+
+def cli_jobs(d: Path) -> list[tuple[str, list[str], list[str], str]]:
+    """(job, onsite command, peer command, peer name) for each comparison."""
+    onsite, py = _bin("onsite"), sys.executable
+    return [
+        (
+            "WER, char level",
+            [onsite, "score", "asr", "--ref", "asr.ref", "--hyp", "asr.hyp", "--unit", "char"],
+            [py, "jiwer_cer.py", "asr.ref", "asr.hyp"],
+            "jiwer script",
+        ),
+        (
+            "BLEU (--metrics bleu)",
+            [onsite, "score", "mt", "--hyp", "mt.hyp", "--ref", "mt.ref", "--metrics", "bleu"],
+            [_bin("sacrebleu"), "mt.ref", "-i", "mt.hyp", "-m", "bleu", "-b"],
+            "sacrebleu -m bleu",
+        ),
+        (
+            "MT, all metrics",
+            [onsite, "score", "mt", "--hyp", "mt.hyp", "--ref", "mt.ref", "--metrics", "all"],
+            [_bin("sacrebleu"), "mt.ref", "-i", "mt.hyp", "-m", "bleu", "-b"],
+            "sacrebleu -m bleu",
+        ),
+        (
+            "retrieval",
+            [onsite, "score", "ir", "--qrels", "qrels", "--run", "run"],
+            [py, "pytrec_ir.py", "qrels", "run"],
+            "pytrec_eval script",
+        ),
+    ]
+
+
+def bench_cli(n_chars: int, n_segments: int, rounds: int, only: set[str] | None) -> None:
+    """Each job from the command line, onsite and its peer alternating, `rounds` times."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Path(tmp)
+        write_cli_data(d, n_chars, n_segments, only)
+        jobs = [j for j in cli_jobs(d) if only is None or j[0].split()[0].strip(",") in only]
+        # One untimed run each: numba's cache and the page cache are warm, as for a user's
+        # second command; the cold JIT cost is reported apart (see `jit_figures`).
+        for _, ours, theirs, _ in jobs:
+            run_measured(ours, env, d)
+            run_measured(theirs, env, d)
+        times: dict[tuple[str, int], list[float]] = {}
+        peaks: dict[tuple[str, int], list[int]] = {}
+        outputs: dict[tuple[str, int], str] = {}
+        for _ in range(rounds):
+            for job, ours, theirs, _ in jobs:
+                for side, cmd in enumerate((ours, theirs)):
+                    seconds, peak, out = run_measured(cmd, env, d)
+                    times.setdefault((job, side), []).append(seconds)
+                    peaks.setdefault((job, side), []).append(peak)
+                    outputs[(job, side)] = out
+    print(f"From the command line ({rounds} interleaved rounds; best wall time, largest peak RSS):")
+    header = (
+        "job",
+        "onsite s",
+        "peer",
+        "peer s",
+        "time ratio",
+        "onsite MB",
+        "peer MB",
+        "mem ratio",
+    )
+    print("  " + " | ".join(header))
+    for job, _, _, peer in jobs:
+        ours_s, theirs_s = min(times[(job, 0)]), min(times[(job, 1)])
+        ours_m, theirs_m = max(peaks[(job, 0)]), max(peaks[(job, 1)])
+        print(
+            f"  {job} | {ours_s:.2f} | {peer} | {theirs_s:.2f} | {ours_s / theirs_s:.2f}x | "
+            f"{ours_m / 2**20:.0f} | {theirs_m / 2**20:.0f} | {ours_m / theirs_m:.2f}x"
+        )
+    for (job, side), out in outputs.items():
+        lines = [ln for ln in out.splitlines() if ln.strip()]
+        shown = " / ".join(lines[:4]) if side else _headline(out)
+        print(f"  {job} {'peer' if side else 'onsite'} says: {shown[:160]}")
+
+
+def _headline(table_text: str) -> str:
+    keep = ("wer ", "bleu ", "map ", "rprec ", "p10 ", "gtm ", "mwer ", "mper ", "nist ")
+    return " / ".join(
+        " ".join(ln.split())
+        for ln in table_text.splitlines()
+        if ln.strip().lower().startswith(keep)
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chars", type=int, default=1_000_000, help="reference characters")
     parser.add_argument("--segments", type=int, default=100_000, help="MT segments")
     parser.add_argument("--refs", type=int, help="MT references per segment (default 1 and 4)")
-    parser.add_argument("--skip-asr", action="store_true", help="only the BLEU and IR figures")
+    parser.add_argument("--rounds", type=int, default=3, help="command-line rounds (default 3)")
+    parser.add_argument(
+        "--only", nargs="+", choices=("WER", "BLEU", "MT", "retrieval"), help="these jobs only"
+    )
+    parser.add_argument("--cli-only", action="store_true", help="skip the in-process figures")
+    parser.add_argument("--skip-asr", action="store_true", help="in process: only BLEU and IR")
     args = parser.parse_args()
 
+    bench_cli(args.chars, args.segments, args.rounds, set(args.only) if args.only else None)
+    if args.cli_only:
+        return
+    print()
+    print("In process, warm (best of 3):")
     for n_refs in [args.refs] if args.refs else [1, 4]:
         bench_bleu(args.segments, n_refs)
     bench_ir()
@@ -399,11 +617,12 @@ def main() -> None:
         f"{sum(map(len, hyps)):,}"
     )
 
-    cold_s, cached_s = jit_figures()
-    print(
-        f"numba import + first call in a fresh process: {cold_s:.2f} s compiling, "
-        f"{cached_s:.2f} s from its cache"
-    )
+    for what, snippet in (("sclite aligner", _FIRST_CALL), ("mWER/GTM kernels", _FIRST_CALL_MT)):
+        cold_s, cached_s = jit_figures(snippet)
+        print(
+            f"{what}: numba import + first call in a fresh process: {cold_s:.2f} s compiling, "
+            f"{cached_s:.2f} s from its cache"
+        )
 
     def run_onsite() -> Any:
         return score_asr(ref_map, hyp_map, unit="char")

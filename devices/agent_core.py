@@ -24,7 +24,7 @@ from .hooks import Recognizer
 from .wire import DeviceState, ErrorCode, FrameType, JobKind
 
 DEFAULT_MAX_PAYLOAD = 1024
-DEFAULT_WINDOW = 8
+DEFAULT_WINDOW = 64
 DEFAULT_MAX_INPUT = 16 * 1024 * 1024
 RESULT_RETRIES = 30
 
@@ -65,6 +65,8 @@ class AgentSettings:
     max_payload: int = DEFAULT_MAX_PAYLOAD
     window: int = DEFAULT_WINDOW
     max_input: int = DEFAULT_MAX_INPUT
+    # Keep DATA beyond a gap (READY flag bit 1); False behaves as a go-back-N device.
+    selective: bool = True
 
 
 class AgentCore:
@@ -86,13 +88,19 @@ class AgentCore:
         self._lock = threading.RLock()
         self._seq = 0
         self._last_seq = wire.NO_ACK  # seq of the last valid host frame: every reply's ack
+        # Seqs of the last two DATA frames read: with selective retransmission an ACK or NAK
+        # also names the one before, so the host learns of it even if its own answer is lost.
+        self._data_seqs = (wire.NO_ACK, wire.NO_ACK)
         self._host_max_payload = 256
         self._set_up = False
         self._generation = 0  # bumped by HELLO/RESET so late worker results are dropped
         self._state = DeviceState.IDLE
         self._job = wire.NO_JOB
         self._begin: wire.Begin | None = None
-        self._buf = bytearray()
+        self._buf = bytearray()  # the input, total_length bytes; valid up to _received
+        self._received = 0
+        self._ahead: list[tuple[int, int]] = []  # byte ranges kept beyond a gap
+        self._refused = False  # the current job was answered with a refusal ERROR
         self._final: tuple[int, bytes] | None = None  # RESULT or ERROR awaiting RESULT_ACK
         self._final_due = 0.0
         self._final_tries = 0
@@ -124,12 +132,16 @@ class AgentCore:
     def _receive(self, data: bytes) -> None:
         bad_before = self._decoder.bad
         for frame in self._decoder.feed(data):
+            if len(frame.payload) > self.settings.max_payload:
+                # Longer than READY allowed: a real device's buffer could not hold it.
+                self._decoder.bad += 1
+                continue
             self._handle(frame)
         if self._decoder.bad > bad_before:
             self.bad_frames += self._decoder.bad - bad_before
             # A corrupt frame during a transfer is most likely DATA: ask for it again now.
             if self._state == DeviceState.RECEIVING:
-                self._send(FrameType.NAK, wire.pack_job_offset(self._job, len(self._buf)))
+                self._send(FrameType.NAK, wire.pack_job_offset(self._job, self._received))
 
     def _handle(self, frame: wire.Frame) -> None:
         self._last_seq = frame.seq
@@ -147,6 +159,7 @@ class AgentCore:
             elif kind == FrameType.BEGIN:
                 self._on_begin(frame, wire.Begin.unpack(frame.payload))
             elif kind == FrameType.DATA:
+                self._data_seqs = (self._data_seqs[1], frame.seq)
                 self._on_data(frame, *wire.unpack_data(frame.payload))
             elif kind == FrameType.RESULT_ACK:
                 if wire.unpack_job(frame.payload) == self._job and self._final is not None:
@@ -163,19 +176,30 @@ class AgentCore:
     # --- transfers ---------------------------------------------------------------------------
 
     def _on_begin(self, frame: wire.Frame, begin: wire.Begin) -> None:
-        if begin.job == self._job and self._begin is not None and self._begin == begin:
-            # A repeated BEGIN: our answer was lost. Say where we are.
-            self._repeat_progress()
+        repeat = self._begin is not None and self._begin == begin
+        if repeat and self._state != DeviceState.IDLE:
+            # A repeated BEGIN (all 16 bytes equal): our answer was lost. Say where we are;
+            # a refused job gets its ERROR again.
+            if self._refused:
+                self._final_due = self.clock()
+                self._retransmit_final()
+            else:
+                self._repeat_progress()
             return
         self._job = begin.job
         self._begin = begin
         self._buf = bytearray()
+        self._received = 0
+        self._ahead = []
         self._final = None
+        self._data_seqs = (wire.NO_ACK, wire.NO_ACK)
         refusal = self._refusal(begin)
+        self._refused = refusal is not None
         if refusal is not None:
             self._finish(wire.FrameType.ERROR, wire.pack_error(begin.job, *refusal))
             return
         self._state = DeviceState.RECEIVING
+        self._buf = bytearray(begin.total_length)
         if begin.total_length == 0:
             self._complete()
         else:
@@ -195,6 +219,8 @@ class AgentCore:
                 return ErrorCode.BAD_REQUEST, "16-bit PCM needs an even number of bytes"
         elif begin.kind != JobKind.SETUP:
             return ErrorCode.BAD_REQUEST, f"unknown transfer kind {begin.kind}"
+        if begin.total_length == 0 and begin.crc32 != 0:
+            return ErrorCode.BAD_REQUEST, "an empty input has CRC-32 0"
         if begin.total_length > self.settings.max_input:
             return (
                 ErrorCode.TOO_LARGE,
@@ -210,34 +236,53 @@ class AgentCore:
                 self._repeat_progress()
             return
         assert self._begin is not None
-        received = len(self._buf)
-        if offset == received and chunk:
-            if received + len(chunk) > self._begin.total_length:
-                self._finish(
-                    FrameType.ERROR,
-                    wire.pack_error(job, ErrorCode.BAD_REQUEST, "DATA beyond total_length"),
-                )
-                return
-            self._buf += chunk
-            if len(self._buf) < self._begin.total_length:
-                self._send(FrameType.ACK, wire.pack_job_offset(job, len(self._buf)))
-            elif zlib.crc32(self._buf) != self._begin.crc32:
-                # Every frame passed its CRC but the whole does not: start the input again.
-                self._buf = bytearray()
-                self._send(FrameType.NAK, wire.pack_job_offset(job, 0))
-            else:
-                self._complete()
-        elif offset < received:
+        total = self._begin.total_length
+        if offset + len(chunk) > total:
+            self._finish(
+                FrameType.ERROR,
+                wire.pack_error(job, ErrorCode.BAD_REQUEST, "DATA beyond total_length"),
+            )
+            return
+        received = self._received
+        if not chunk or offset + len(chunk) <= received:
+            # A duplicate: say again how far we are.
             self._send(FrameType.ACK, wire.pack_job_offset(job, received))
-        else:
-            # A gap: a frame before this one was lost.
+            return
+        if offset > received:
+            # A gap: a frame before this one was lost. Keep this one (selective
+            # retransmission) and ask for the missing bytes.
+            if self.settings.selective:
+                self._buf[offset : offset + len(chunk)] = chunk
+                self._ahead.append((offset, offset + len(chunk)))
             self._send(FrameType.NAK, wire.pack_job_offset(job, received))
+            return
+        self._buf[offset : offset + len(chunk)] = chunk
+        received = offset + len(chunk)
+        # Frames kept beyond the gap may now join up.
+        grown = True
+        while grown:
+            grown = False
+            for start, end in self._ahead:
+                if start <= received < end:
+                    received = end
+                    grown = True
+        self._ahead = [(a, b) for a, b in self._ahead if b > received]
+        self._received = received
+        if received < total:
+            self._send(FrameType.ACK, wire.pack_job_offset(job, received))
+        elif zlib.crc32(self._buf) != self._begin.crc32:
+            # Every frame passed its CRC but the whole does not: start the input again.
+            self._received = 0
+            self._ahead = []
+            self._send(FrameType.NAK, wire.pack_job_offset(job, 0))
+        else:
+            self._complete()
 
     def _repeat_progress(self) -> None:
         """Answer a repeated BEGIN or DATA: the host missed our last answer."""
         assert self._begin is not None
         if self._state == DeviceState.RECEIVING:
-            self._send(FrameType.ACK, wire.pack_job_offset(self._job, len(self._buf)))
+            self._send(FrameType.ACK, wire.pack_job_offset(self._job, self._received))
         elif self._state in (DeviceState.PROCESSING, DeviceState.DONE):
             total = self._begin.total_length
             self._send(FrameType.COMPLETE, wire.pack_job_offset(self._job, total))
@@ -320,13 +365,16 @@ class AgentCore:
         self._job = wire.NO_JOB
         self._begin = None
         self._buf = bytearray()
+        self._received = 0
+        self._ahead = []
         self._final = None
 
     def _ready_payload(self) -> bytes:
         rec = self.recognizer
         return wire.Ready(
             version=wire.PROTOCOL_VERSION,
-            flags=wire.READY_FLAG_PING_WHILE_BUSY,
+            flags=wire.READY_FLAG_PING_WHILE_BUSY
+            | (wire.READY_FLAG_SELECTIVE if self.settings.selective else 0),
             max_payload=self.settings.max_payload,
             window=self.settings.window,
             boot_id=self.boot_id,
@@ -337,6 +385,9 @@ class AgentCore:
         ).pack()
 
     def _send(self, ftype: int, payload: bytes, flush: bool = False) -> None:
+        if ftype in (FrameType.ACK, FrameType.NAK) and self.settings.selective:
+            job, offset = wire.unpack_job_offset(payload)
+            payload = wire.pack_job_offset(job, offset, previous=self._data_seqs[0])
         frame = wire.encode_frame(ftype, self._seq, payload, ack=self._last_seq)
         self._seq = (self._seq + 1) & 0xFFFF
         with contextlib.suppress(OSError):

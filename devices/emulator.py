@@ -1,16 +1,24 @@
 """A device on a pseudo-terminal: the agent behind an emulated serial line.
 
 The controller opens the emulator's tty path with pyserial exactly as it would
-open /dev/ttyUSB0. Between that tty and the agent the emulator models the line:
-bytes move at baud / 10 bytes per second in each direction (8N1), bits can be
-flipped at a given rate, the device's CPU can be slowed by a factor, and the
-device can reboot (at random, or when asked: the emulated DTR/RTS reset).
+open /dev/ttyUSB0. Between that tty and the device the emulator models the
+line: bytes move at baud / 10 bytes per second in each direction (8N1), bits
+can be flipped at a given rate, the device's CPU can be slowed by a factor, and
+the device can reboot (at random, or when asked: the emulated DTR/RTS reset).
+
+The device is either the reference agent core with a participant's recognizer
+(which runs in a process of its own, so that nothing it does - holding Python's
+global interpreter lock in a C decoder, say - can delay the emulated line), or
+any program that speaks the protocol on a tty (``command``, e.g. a vendor's C
+port built for the PC): the emulator gives it a second pty, ``{port}`` in its
+arguments, and puts the line model between the two.
 
 Command line (prints the tty path on the first line of stdout, then runs until
 interrupted; SIGUSR1 reboots the device as a hard reset would)::
 
     python -m devices.emulator --agent examples.devices.sphinx_command --baud 115200 \
         [--bit-error-rate 1e-4] [--slowdown 2] [--reboot-every-seconds N]
+    python -m devices.emulator --command "./mydevice {port}" --baud 115200 ...
 """
 
 from __future__ import annotations
@@ -18,19 +26,26 @@ from __future__ import annotations
 import argparse
 import contextlib
 import math
+import multiprocessing
 import os
 import random
 import select
+import shlex
 import signal
+import subprocess
 import sys
 import threading
 import time
 import tty
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any
 
-from .agent_core import AgentCore, AgentSettings
+from .agent_core import AgentCore, AgentSettings, BytePort
 from .hooks import Recognizer, RecognizerFactory, load_agent
+
+CoreFactory = Callable[[BytePort, Recognizer, AgentSettings], AgentCore]
 
 # Bytes the line moves per pacing step are those of about this many seconds.
 _SLICE_SECONDS = 0.002
@@ -75,6 +90,82 @@ class _SlowRecognizer:
             return self.inner.recognize(pcm, sample_rate)
         finally:
             self._slow(started)
+
+
+class RecognizerProcessError(RuntimeError):
+    """The recognizer's process failed, or its call raised (the message says which)."""
+
+
+def _serve_recognizer(conn: Connection, factory: RecognizerFactory, slowdown: float) -> None:
+    """The recognizer's own process: build it, then answer calls from the pipe."""
+    try:
+        recognizer: Recognizer = factory()
+        if slowdown > 1.0:
+            recognizer = _SlowRecognizer(recognizer, slowdown)
+        info = (recognizer.name, recognizer.version, tuple(recognizer.sample_rates))
+        conn.send(("ok", info))
+    except BaseException as exc:  # the participant's code: report, do not die silently
+        conn.send(("error", f"{type(exc).__name__}: {exc}"))
+        return
+    while True:
+        try:
+            call = conn.recv()
+        except (EOFError, OSError):
+            return
+        try:
+            if call[0] == "load":
+                recognizer.load(call[1])
+                conn.send(("ok", None))
+            else:
+                conn.send(("ok", recognizer.recognize(call[1], call[2])))
+        except Exception as exc:
+            conn.send(("error", f"{type(exc).__name__}: {exc}"))
+
+
+class ProcessRecognizer:
+    """A recognizer running in a child process; the calls cross a pipe.
+
+    The emulated line lives in the parent, so a recognizer that holds the
+    interpreter lock for seconds delays nothing but its own answer. The child
+    is forked, so factories need not be importable (tests pass lambdas).
+    """
+
+    def __init__(self, factory: RecognizerFactory, slowdown: float = 1.0) -> None:
+        ctx = multiprocessing.get_context("fork")
+        parent, child = ctx.Pipe()
+        self._proc = ctx.Process(
+            target=_serve_recognizer, args=(child, factory, slowdown), daemon=True
+        )
+        self._proc.start()
+        child.close()
+        self._conn = parent
+        info = self._answer()
+        self.name, self.version, self.sample_rates = info
+
+    def _answer(self) -> Any:
+        try:
+            kind, value = self._conn.recv()
+        except (EOFError, OSError) as exc:
+            raise RecognizerProcessError("the recognizer's process ended") from exc
+        if kind != "ok":
+            raise RecognizerProcessError(value)
+        return value
+
+    def load(self, vocabulary: Sequence[str]) -> None:
+        self._conn.send(("load", list(vocabulary)))
+        self._answer()
+
+    def recognize(self, pcm: bytes, sample_rate: int) -> str:
+        self._conn.send(("recognize", pcm, sample_rate))
+        return str(self._answer())
+
+    def close(self) -> None:
+        """Power off: kill the process, whatever it is doing."""
+        with contextlib.suppress(Exception):
+            self._conn.close()
+        if self._proc.is_alive():
+            self._proc.kill()
+        self._proc.join(timeout=2.0)
 
 
 class _Buffer:
@@ -154,13 +245,16 @@ class _Noise:
 class Emulator:
     """The agent on a pty behind an emulated serial line; ``path`` is the tty to open.
 
-    ``agent`` is an agent module path (with ``make_recognizer``) or a factory.
+    ``agent`` is an agent module path (with ``make_recognizer``) or a factory;
+    its recognizer runs in a process of its own. ``command`` instead runs a
+    program that speaks the protocol on the tty named by ``{port}`` in its
+    arguments. ``core`` replaces the agent core (tests inject faulty devices).
     Use as a context manager, or call :meth:`start` and :meth:`close`.
     """
 
     def __init__(
         self,
-        agent: str | RecognizerFactory,
+        agent: str | RecognizerFactory | None = None,
         baud: int = 115200,
         bit_error_rate: float = 0.0,
         slowdown: float = 1.0,
@@ -168,14 +262,25 @@ class Emulator:
         boot_seconds: float = 0.3,
         settings: AgentSettings | None = None,
         seed: int | None = None,
+        command: Sequence[str] | None = None,
+        core: CoreFactory = AgentCore,
     ) -> None:
+        if (agent is None) == (command is None):
+            raise ValueError("give the emulator either an agent or a command")
+        if command is not None and not any("{port}" in a for a in command):
+            raise ValueError('the device command must name its tty as "{port}"')
         if baud <= 0:
             raise ValueError(f"baud must be positive, got {baud}")
         if not 0.0 <= bit_error_rate < 0.1:
             raise ValueError(f"bit_error_rate must be in [0, 0.1), got {bit_error_rate}")
         if slowdown < 1.0:
             raise ValueError(f"slowdown is a factor >= 1, got {slowdown}")
-        self.factory: RecognizerFactory = load_agent(agent) if isinstance(agent, str) else agent
+        self.factory: RecognizerFactory | None = (
+            load_agent(agent) if isinstance(agent, str) else agent
+        )
+        self.command = tuple(command) if command is not None else None
+        self.core = core
+        self._device_proc: ProcessRecognizer | subprocess.Popen[bytes] | None = None
         self.baud = baud
         self.slowdown = slowdown
         self.reboot_every_seconds = reboot_every_seconds
@@ -232,6 +337,7 @@ class Emulator:
                 self._port.alive = False
         for thread in self._threads:
             thread.join(timeout=2.0)
+        self._power_off()
         for fd in (self._master, self._slave):
             if fd >= 0:
                 with contextlib.suppress(OSError):
@@ -277,30 +383,86 @@ class Emulator:
                 self._boot_stop.set()
             if self._port is not None:
                 self._port.alive = False
+            self._power_off()
             self._rx.clear()
             self._tx.clear()
             stop = threading.Event()
             port = _DevicePort(self._rx, self._tx)
             self._boot_stop = stop
             self._port = port
+        target = self._run_command if self.command is not None else self._run_device
         thread = threading.Thread(
-            target=self._run_device, args=(port, stop, delay), daemon=True, name="emu-device"
+            target=target, args=(port, stop, delay), daemon=True, name="emu-device"
         )
         thread.start()
+
+    def _power_off(self) -> None:
+        """Stop the device's process (recognizer or device program) of the last boot."""
+        proc, self._device_proc = self._device_proc, None
+        if isinstance(proc, ProcessRecognizer):
+            proc.close()
+        elif proc is not None:
+            with contextlib.suppress(OSError):
+                proc.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=2.0)
 
     def _run_device(self, port: _DevicePort, stop: threading.Event, delay: float) -> None:
         if stop.wait(delay):
             return
+        assert self.factory is not None
         try:
-            recognizer: Recognizer = self.factory()
-            if self.slowdown > 1.0:
-                recognizer = _SlowRecognizer(recognizer, self.slowdown)
+            child = ProcessRecognizer(self.factory, self.slowdown)
+            with self._boot_lock:
+                if stop.is_set():
+                    child.close()
+                    return
+                self._device_proc = child
             # Bytes that arrived while the device was off are lost, as on a real board.
             self._rx.clear()
             self.boots += 1
-            AgentCore(port, recognizer, self.settings).run(stop)
+            self.core(port, child, self.settings).run(stop)
         except BaseException as exc:  # keep the emulator up; the host sees a silent device
             self.last_error = exc
+
+    def _run_command(self, port: _DevicePort, stop: threading.Event, delay: float) -> None:
+        """Boot the device program on a pty of its own and pump bytes to and from the line."""
+        if stop.wait(delay):
+            return
+        assert self.command is not None
+        master, slave = os.openpty()
+        tty.setraw(slave)
+        try:
+            path = os.ttyname(slave)
+            args = [a.replace("{port}", path) for a in self.command]
+            self._rx.clear()
+            try:
+                proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, start_new_session=True)
+            except OSError as exc:
+                self.last_error = exc
+                return
+            with self._boot_lock:
+                self._device_proc = proc
+                if stop.is_set():
+                    self._power_off()
+                    return
+            self.boots += 1
+            while not stop.is_set() and proc.poll() is None:
+                ready, _, _ = select.select([master], [], [], 0.002)
+                if ready:
+                    with contextlib.suppress(OSError):
+                        port.write(os.read(master, 1 << 16))
+                data = port.read(0.0) if port.alive else b""
+                view = memoryview(data)
+                while view and not stop.is_set():
+                    try:
+                        view = view[os.write(master, view) :]
+                    except OSError:
+                        break
+        finally:
+            for fd in (master, slave):
+                with contextlib.suppress(OSError):
+                    os.close(fd)
 
     def _random_reboots(self) -> None:
         assert self.reboot_every_seconds
@@ -309,10 +471,15 @@ class Emulator:
 
     # --- the line ----------------------------------------------------------------------------
 
-    def _pace(self, free_at: float, nbytes: int) -> float:
-        """Sleep until ``nbytes`` have crossed the line; return when the line is free again."""
+    def _pace(self, free_at: float, nbytes: int, backlog: bool) -> float:
+        """Sleep until ``nbytes`` have crossed the line; return when the line is free again.
+
+        With ``backlog`` the bytes were already waiting when the line became free,
+        so they follow the previous ones without a gap even if this thread woke late:
+        the line keeps its rate however the threads are scheduled.
+        """
         now = time.monotonic()
-        start = free_at if now - free_at < _IDLE_SECONDS else now
+        start = free_at if backlog or now - free_at < _IDLE_SECONDS else now
         end = start + nbytes * 10 / self.baud
         if end > now:
             time.sleep(end - now)
@@ -324,6 +491,7 @@ class Emulator:
     def _uplink(self) -> None:
         free_at = 0.0
         size = self._slice()
+        backlog = False
         while not self._stop.is_set():
             try:
                 ready, _, _ = select.select([self._master], [], [], 0.05)
@@ -334,7 +502,8 @@ class Emulator:
                 if self._stop.wait(0.05):
                     return
                 continue
-            free_at = self._pace(free_at, len(data))
+            free_at = self._pace(free_at, len(data), backlog)
+            backlog = len(data) == size
             self._bytes_up += len(data)
             data = self._noise_up.apply(data)
             with self._boot_lock:
@@ -344,11 +513,14 @@ class Emulator:
     def _downlink(self) -> None:
         free_at = 0.0
         size = self._slice()
+        backlog = False
         while not self._stop.is_set():
             data = self._tx.take(size, 0.05)
             if not data:
+                backlog = False
                 continue
-            free_at = self._pace(free_at, len(data))
+            free_at = self._pace(free_at, len(data), backlog)
+            backlog = len(data) == size
             self._bytes_down += len(data)
             data = self._noise_down.apply(data)
             view = memoryview(data)
@@ -362,7 +534,7 @@ class Emulator:
 
 
 @contextlib.contextmanager
-def emulate(agent: str | RecognizerFactory, **options: object) -> Iterator[str]:
+def emulate(agent: str | RecognizerFactory | None = None, **options: object) -> Iterator[str]:
     """``with emulate("examples.devices.checksum", baud=921600) as tty_path: ...``"""
     emulator = Emulator(agent, **options)  # type: ignore[arg-type]
     try:
@@ -376,7 +548,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m devices.emulator", description="Emulate a serial device on a pty."
     )
-    parser.add_argument("--agent", required=True, help="agent module, e.g. examples.devices.x")
+    parser.add_argument("--agent", help="agent module, e.g. examples.devices.x")
+    parser.add_argument(
+        "--command",
+        help='a device program speaking the protocol on a tty, e.g. "./mydevice {port}"',
+    )
     parser.add_argument("--baud", type=int, default=115200)
     parser.add_argument("--bit-error-rate", type=float, default=0.0)
     parser.add_argument("--slowdown", type=float, default=1.0, help="CPU slowdown factor >= 1")
@@ -386,9 +562,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--window", type=int, default=AgentSettings().window)
     parser.add_argument("--seed", type=int, default=None)
     args = parser.parse_args(argv)
+    if (args.agent is None) == (args.command is None):
+        parser.error("give --agent MODULE or --command PROGRAM")
     try:
         emulator = Emulator(
             args.agent,
+            command=shlex.split(args.command) if args.command else None,
             baud=args.baud,
             bit_error_rate=args.bit_error_rate,
             slowdown=args.slowdown,

@@ -9,6 +9,7 @@ byte was read.
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 import time
 import zlib
@@ -20,10 +21,19 @@ from . import wire
 from .wire import DeviceState, ErrorCode, FrameType
 
 HOST_MAX_PAYLOAD = 4096
-MIN_CHUNK = 32
+# Chunks never shrink below this many bytes, unless the device's max_payload is smaller.
+MIN_CHUNK = 24
 # Unanswered retransmissions in a row after which the device is taken for lost.
 MAX_STALLS = 12
+# DATA frames in flight with a device that keeps out-of-order frames.
+MAX_SELECTIVE_WINDOW = 255
+# Line time the host keeps queued ahead of the line (a resent frame waits behind it).
+QUEUE_SECONDS = 0.03
+# Scheduling slack in the retransmission timeout (device, host and the OS between them).
+RTO_SLACK_SECONDS = 0.06
 _POLL_SECONDS = 0.02
+# What a DATA frame costs beyond its chunk on the wire: header, CRC, DATA fields, COBS, 0x00.
+_DATA_WIRE_OVERHEAD = wire.FRAME_OVERHEAD + wire.DATA_HEADER_SIZE + 2
 
 
 # ERROR codes that refuse a transfer (sent instead of ACK to BEGIN, or during DATA).
@@ -78,12 +88,148 @@ class LinkCounters:
 
 @dataclass(frozen=True)
 class Transfer:
-    """A finished transfer: when the first byte left and when COMPLETE arrived."""
+    """A finished transfer.
+
+    ``started`` is when BEGIN left, ``complete_at`` when the confirming frame
+    arrived, ``clock_start`` when the DATA frame that completed the input had
+    crossed the line (the processing clock's start, never later than
+    ``complete_at``), and ``clock_event`` which frame confirmed it: "complete",
+    "ack" (the device acknowledged the last byte but sent no COMPLETE) or
+    "answer" (RESULT or ERROR came first).
+    """
 
     job: int
     started: float
     complete_at: float
     length: int
+    clock_start: float
+    clock_event: str
+
+
+@dataclass
+class _Flight:
+    """One unacknowledged DATA frame: its byte range and the seq of its latest copy."""
+
+    offset: int
+    end: int
+    seq: int
+    resent: bool = False
+    arrival: float = 0.0  # when its latest copy will have crossed the line
+    held: bool = False  # the device answered its latest copy: it keeps it beyond a gap
+
+
+class _ClockStart:
+    """Finds when the input was complete at the device, from what the device said.
+
+    Every DATA copy is noted with its seq and the moment its last byte crossed
+    the line (the host's own line model). A device frame saying "not complete
+    yet" (ACK or NAK below the total) carries in ``ack`` the seq of the last
+    frame it had read, so no copy up to that seq completed the input. The
+    confirming frame's ``ack`` bounds the completing copy from above. The
+    clock starts at the earliest copy left: a device cannot move it later by
+    keeping quiet, by acknowledging instead of saying COMPLETE, or by losing
+    its COMPLETE on the line.
+    """
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self._copies: list[tuple[int, float]] = []
+        self._clock = clock
+
+    def sent(self, seq: int, arrival: float) -> None:
+        self._copies.append((seq, arrival))
+
+    def _not_complete(self, ack: int) -> None:
+        if ack == wire.NO_ACK:
+            return
+        self._copies = [(s, t) for s, t in self._copies if not _newer_or_same(ack, s)]
+
+    def confirmed(self, frame: wire.Frame, total: int) -> tuple[float, str] | None:
+        """(clock start, event) if ``frame`` says the device has the whole input."""
+        if frame.type == FrameType.COMPLETE:
+            event = "complete"
+        elif frame.type in (FrameType.RESULT, FrameType.ERROR):
+            event = "answer"
+        elif frame.type == FrameType.ACK and wire.unpack_job_offset(frame.payload)[1] >= total:
+            event = "ack"
+        else:
+            self._not_complete(frame.ack)
+            return None
+        copies = self._copies
+        upto = [t for s, t in copies if frame.ack != wire.NO_ACK and _newer_or_same(frame.ack, s)]
+        if upto:
+            return min(upto), event
+        if copies:
+            return min(t for _, t in copies), event
+        # No copy left to blame (a device that misreports ack): the confirmation itself.
+        return self._clock(), event
+
+
+class ChunkSizer:
+    """The DATA chunk size for the error rate this link has shown.
+
+    Each frame of ``L`` bytes on the wire gets through with probability
+    ``exp(-q L)``; ``q`` (errors per byte) is estimated from the frames
+    delivered first time and those lost, with old observations fading, and
+    the chunk is the one that maximises payload per byte on the wire:
+    ``c / (c + o) * exp(-q (c + o))``, o the frame overhead.
+    """
+
+    _FADE = 0.995
+
+    def __init__(self, max_chunk: int) -> None:
+        self.max_chunk = max(1, max_chunk)
+        self.min_chunk = min(MIN_CHUNK, self.max_chunk)
+        self._ok = 4.0  # a prior of a few clean frames, so one loss does not cut deep
+        self._lost = 0.0
+        self._ok_bytes = 4.0 * (self.max_chunk + _DATA_WIRE_OVERHEAD)
+        self._lost_bytes = 0.0
+        # The device's answers received whole and corrupt: a frame resent because its
+        # answer was lost was not lost itself, so that share is taken out of the estimate.
+        self._replies_ok = 4.0
+        self._replies_bad = 0.0
+        self.chunk = self.max_chunk
+
+    @property
+    def errors_per_byte(self) -> float:
+        frames = self._ok + self._lost
+        if self._lost <= 0 or frames <= 0:
+            return 0.0
+        mean = (self._ok_bytes + self._lost_bytes) / frames
+        reply_loss = min(0.9, self._replies_bad / (self._replies_ok + self._replies_bad))
+        seen = min(0.95, self._lost / frames)
+        loss = max(0.0, 1.0 - (1.0 - seen) / (1.0 - reply_loss))
+        return -math.log1p(-loss) / max(1.0, mean)
+
+    def replies(self, ok: int, bad: int) -> None:
+        """The device's frames that arrived whole (``ok``) and corrupt (``bad``)."""
+        fade = self._FADE ** (ok + bad)
+        self._replies_ok = self._replies_ok * fade + ok
+        self._replies_bad = self._replies_bad * fade + bad
+
+    def delivered(self, chunk: int) -> None:
+        """A frame with ``chunk`` bytes of data got through the first time."""
+        self._note(chunk, ok=True)
+
+    def lost(self, chunk: int) -> None:
+        """A frame with ``chunk`` bytes of data was lost (or its answer was)."""
+        self._note(chunk, ok=False)
+
+    def _note(self, chunk: int, ok: bool) -> None:
+        size = chunk + _DATA_WIRE_OVERHEAD
+        self._ok *= self._FADE
+        self._lost *= self._FADE
+        self._ok_bytes *= self._FADE
+        self._lost_bytes *= self._FADE
+        if ok:
+            self._ok += 1
+            self._ok_bytes += size
+        else:
+            self._lost += 1
+            self._lost_bytes += size
+        q = self.errors_per_byte
+        o = _DATA_WIRE_OVERHEAD
+        best = self.max_chunk if q <= 0 else int((-o + math.sqrt(o * o + 4 * o / q)) / 2)
+        self.chunk = max(self.min_chunk, min(self.max_chunk, best))
 
 
 @dataclass(frozen=True)
@@ -95,6 +241,8 @@ class Answer:
     text: str | None = None
     error_code: int | None = None
     error: str | None = None
+    # Why a RESULT was not accepted (too long, not UTF-8); text is then None.
+    invalid: str | None = None
 
 
 class DeviceLink:
@@ -107,6 +255,7 @@ class DeviceLink:
         silence_seconds: float = 3.0,
         max_window: int = 3,
         clock: Callable[[], float] = time.monotonic,
+        host_max_payload: int = HOST_MAX_PAYLOAD,
     ) -> None:
         self.port = port
         self.baud = baud
@@ -120,6 +269,10 @@ class DeviceLink:
         self.ready: wire.Ready | None = None
         self.counters = LinkCounters()
         self.round_trip_seconds: float | None = None
+        # The longest RESULT/ERROR payload we accept; HELLO tells the device.
+        self.host_max_payload = max(16, min(wire.MAX_PAYLOAD, host_max_payload))
+        self._line_free = 0.0  # when the bytes we wrote will have crossed the line
+        self._sizer: ChunkSizer | None = None
         self._interrupted = threading.Event()
         self._last_heard = clock()
         self._pending: list[wire.Frame] = []
@@ -138,7 +291,12 @@ class DeviceLink:
         seq = self._seq
         self._seq = (self._seq + 1) & 0xFFFF
         frame = wire.encode_frame(ftype, seq, payload)
-        self.port.write(wire.DELIMITER + frame if flush else frame)
+        if flush:
+            frame = wire.DELIMITER + frame
+        # Taken before the write: the bytes cannot start crossing before this moment.
+        now = self.clock()
+        self.port.write(frame)
+        self._line_free = max(now, self._line_free) + self.line_seconds(len(frame))
         self.counters.frames_sent += 1
         return seq
 
@@ -176,7 +334,7 @@ class DeviceLink:
             self.port.reset_input_buffer()
         self._pending.clear()
         ftype = FrameType.RESET if reset else FrameType.HELLO
-        payload = b"" if reset else wire.Hello(wire.PROTOCOL_VERSION, HOST_MAX_PAYLOAD).pack()
+        payload = b"" if reset else wire.Hello(wire.PROTOCOL_VERSION, self.host_max_payload).pack()
         sent: set[int] = set()
         interval = 0.25 + 2 * self.line_seconds(300)
         while self.clock() < deadline:
@@ -189,8 +347,14 @@ class DeviceLink:
                 if frame.type != FrameType.READY:
                     continue
                 if frame.ack in sent:
-                    self.ready = wire.Ready.unpack(frame.payload)
-                    return self.ready
+                    ready = wire.Ready.unpack(frame.payload)
+                    if ready.version != wire.PROTOCOL_VERSION:
+                        raise LinkLost(
+                            f"the device speaks protocol version {ready.version}; "
+                            f"this host speaks {wire.PROTOCOL_VERSION}"
+                        )
+                    self.ready = ready
+                    return ready
                 if frame.ack == wire.NO_ACK:
                     # A boot announcement: our earlier request was lost while it booted.
                     sent.add(self.send(ftype, payload, flush=True))
@@ -212,7 +376,8 @@ class DeviceLink:
     # --- transfers ---------------------------------------------------------------------------
 
     def next_job(self) -> int:
-        self._job = (self._job + 1) % wire.NO_JOB
+        # 1, 2, ..., 0xFFFE, then 1 again: 0 and 0xFFFF ("no job") are never used.
+        self._job = self._job % (wire.NO_JOB - 1) + 1
         return self._job
 
     def _check_reboot(self, frame: wire.Frame) -> None:
@@ -225,16 +390,34 @@ class DeviceLink:
             ):
                 raise LinkLost("the device rebooted (unsolicited READY)")
 
-    def _rto(self, frame_bytes: int) -> float:
-        """Retransmission timeout: twice the window's line time plus scheduling slack."""
-        return 0.15 + 2 * self.line_seconds(frame_bytes)
+    def _rto(self, queued_bytes: int) -> float:
+        """Retransmission timeout: the bytes queued ahead, an ACK's way back, and slack.
+
+        The slack covers the device's and both operating systems' scheduling.
+        """
+        return RTO_SLACK_SECONDS + self.line_seconds(queued_bytes + 2 * wire.encoded_size(8))
+
+    def _answer_due(self, arrival: float) -> float:
+        """When the answer to a frame that reaches the device at ``arrival`` is overdue."""
+        return arrival + self._rto(0)
+
+    def sizer_for(self, ready: wire.Ready) -> ChunkSizer:
+        """The link's chunk sizer: kept across items, so one item's errors teach the next."""
+        max_chunk = ready.max_payload - wire.DATA_HEADER_SIZE
+        if self._sizer is None or self._sizer.max_chunk != max_chunk:
+            self._sizer = ChunkSizer(max_chunk)
+        return self._sizer
 
     def transfer(self, job: int, kind: int, data: bytes, sample_rate: int = 0) -> Transfer:
-        """Send ``data`` as ``job``; return when the device has said COMPLETE.
+        """Send ``data`` as ``job``; return when the host knows the device has all of it.
 
-        Go-back-N over a window of ``ready.window`` DATA frames: an ACK moves
-        the window, a NAK or a timeout rewinds to the device's offset. The chunk
-        size halves on every loss and doubles back after a run of clean frames.
+        A device that keeps out-of-order DATA (READY flag bit 1) gets a lost frame
+        resent alone (selective retransmission); any other device gets go-back-N
+        from its offset. The chunk size follows the error rate the link has seen,
+        across items (:class:`ChunkSizer`). The returned :class:`Transfer` carries
+        the processing clock's start: when the DATA frame that completed the input
+        had crossed the line, whichever frame (COMPLETE, an ACK of the last byte,
+        the answer) then confirmed it.
         """
         ready = self.ready
         if ready is None:
@@ -243,90 +426,176 @@ class DeviceLink:
         begin = wire.Begin(job, kind, sample_rate, total, zlib.crc32(data)).pack()
         started = self.clock()
         self._last_heard = started
-        max_chunk = max(MIN_CHUNK, ready.max_payload - 8)
-        # Frames beyond the few that cover the ACK delay only sit in OS buffers, where a
-        # rewind cannot recall them: they would cross the line for nothing after a loss.
-        window = max(1, min(ready.window, self.max_window))
-        chunk = max_chunk
-        clean = 0
+        sizer = self.sizer_for(ready)
+        selective = ready.selective
+        if selective:
+            window = max(1, min(ready.window, MAX_SELECTIVE_WINDOW))
+        else:
+            # Frames beyond the few that cover the ACK delay only sit in OS buffers, where a
+            # rewind cannot recall them: they would cross the line for nothing after a loss.
+            window = max(1, min(ready.window, self.max_window))
+        clock = _ClockStart(self.clock)
         # BEGIN until the device answers ACK (offset 0), COMPLETE (empty input) or ERROR.
         stalls = 0
+        begin_sent: dict[int, float] = {}
         while True:
-            self.send(FrameType.BEGIN, begin)
+            seq = self.send(FrameType.BEGIN, begin)
+            begin_sent[seq] = self.clock()
+            if total == 0:
+                clock.sent(seq, self._line_free)
             got = self._await_job_frame(job, self.clock() + self._rto(64))
             if got is not None:
+                if got.ack in begin_sent:
+                    self.round_trip_seconds = self.clock() - begin_sent[got.ack]
                 break
             stalls += 1
             self.counters.timeouts += 1
             self.counters.retransmitted_frames += 1
             if stalls > MAX_STALLS or self._silent_for() > self.silence_seconds:
                 raise LinkLost("no answer to BEGIN")
-        base = 0
-        sent_to = 0  # bytes sent in the current pass (go-back-N send pointer)
-        high = 0  # highest byte ever sent, to count retransmitted bytes
-        inflight: list[tuple[int, int]] = []  # (offset, end) of unacknowledged frames
-        rewind_seq = self._seq  # the first frame sent in the current pass
+        base = 0  # the device has every byte before this (its last ACK)
+        next_new = 0  # go-back-N: the next byte to send; selective: the first never sent
+        high = 0  # the highest byte ever sent, to count retransmitted bytes
+        flights: dict[int, _Flight] = {}  # unacknowledged DATA frames by offset
+        by_seq: dict[int, int] = {}  # seq of a DATA copy -> its frame's offset
+        rewind_seq = self._seq  # go-back-N: the first frame sent in the current pass
         stalls = 0
-        due = 0.0
+        last_arrival = self._line_free
+        progress_at = started
+        bad_seen = self.counters.bad_frames
         while True:
             frame = got
             got = None
+            sizer.replies(frame is not None, self.counters.bad_frames - bad_seen)
+            bad_seen = self.counters.bad_frames
             if frame is not None:
-                kind_ = frame.type
-                if kind_ == FrameType.COMPLETE:
-                    return Transfer(job, started, self.clock(), total)
+                confirmed = clock.confirmed(frame, total)
+                if confirmed is not None:
+                    return Transfer(job, started, self.clock(), total, *confirmed)
                 _, offset = wire.unpack_job_offset(frame.payload)
-                if kind_ == FrameType.ACK:
-                    if offset > base:
-                        base = offset
-                        inflight = [f for f in inflight if f[1] > base]
-                        stalls = 0
-                        clean += 1
-                        if clean >= 8 and chunk < max_chunk:
-                            chunk = min(max_chunk, chunk * 2)
-                            clean = 0
-                        due = self.clock() + self._rto(window * (chunk + 24))
-                elif kind_ == FrameType.NAK and _newer_or_same(frame.ack, rewind_seq):
-                    # A NAK caused by a frame sent before our last rewind is old news.
-                    self.counters.naks += 1
+                if offset > base:
+                    for off in [o for o, f in flights.items() if f.end <= offset]:
+                        done = flights.pop(off)
+                        if not done.resent:
+                            sizer.delivered(done.end - done.offset)
                     base = offset
-                    sent_to = base
-                    rewind_seq = self._seq
-                    inflight = []
-                    chunk = max(MIN_CHUNK, chunk // 2)
-                    clean = 0
-            now = self.clock()
-            if inflight and now >= due:
-                # Nothing moved for a whole RTO: the frame or its ACK was lost.
+                    stalls = 0
+                    progress_at = self.clock()
+                if selective:
+                    # Every DATA gets exactly one ACK or NAK carrying its seq in `ack`: that
+                    # frame is held by the device. Frames we sent before it that are neither
+                    # held nor acknowledged were lost (or their answer was): send them again.
+                    for seq in (frame.ack, wire.unpack_previous(frame.payload)):
+                        held = flights.get(by_seq.get(seq, -1))
+                        if held is not None and held.seq == seq:
+                            held.held = True
+                    lost = [
+                        f
+                        for f in flights.values()
+                        if not f.held and f.seq != frame.ack and _newer_or_same(frame.ack, f.seq)
+                    ]
+                    for flight in sorted(lost, key=lambda f: f.offset):
+                        self.counters.naks += frame.type == FrameType.NAK
+                        sizer.lost(flight.end - flight.offset)
+                        self._send_data(
+                            job, data, flight, clock, (flights, base, sizer.chunk), by_seq
+                        )
+                elif frame.type == FrameType.NAK:
+                    if _newer_or_same(frame.ack, rewind_seq):
+                        # A NAK caused by a frame sent before our last rewind is old news.
+                        self.counters.naks += 1
+                        sizer.lost(sizer.chunk)
+                        flights.clear()
+                        base = next_new = offset
+                        rewind_seq = self._seq
+            # Overdue: no answer to the oldest frame in flight, or (all of them answered)
+            # no COMPLETE after the last one.
+            if flights:
+                last_arrival = flights[min(flights)].arrival
+            # While ACKs keep coming the line is only slower than our model of it.
+            due = self._answer_due(max(last_arrival, progress_at))
+            if self.clock() >= due:
+                # Nothing moved for a whole RTO: a frame, or its answer, was lost.
                 self.counters.timeouts += 1
                 stalls += 1
                 if stalls > MAX_STALLS or self._silent_for() > self.silence_seconds:
                     raise LinkLost(f"no ACK after {stalls} retransmissions")
-                # Resend from the device's offset; at the end, the last byte asks again
-                # for the COMPLETE that was lost.
-                sent_to = min(base, total - 1)
-                rewind_seq = self._seq
-                inflight = []
-                chunk = max(MIN_CHUNK, chunk // 2)
-                clean = 0
-            while len(inflight) < window and sent_to < total:
-                end = min(total, sent_to + chunk)
-                payload = wire.pack_data(job, sent_to, data[sent_to:end])
-                self.send(FrameType.DATA, payload)
-                self.counters.data_frames += 1
-                if sent_to < high:
+                oldest = flights.get(min(flights)) if flights else None
+                sizer.lost(oldest.end - oldest.offset if oldest else sizer.chunk)
+                if total == 0:
+                    clock.sent(self.send(FrameType.BEGIN, begin), self._line_free)
+                elif selective and (flights or next_new >= total):
+                    # The oldest frame the device lacks; at the end, the last byte again,
+                    # which asks for the COMPLETE that was lost.
+                    if oldest is None:
+                        oldest = _Flight(total - 1, total, 0)
+                        flights[oldest.offset] = oldest
+                    self._send_data(job, data, oldest, clock, (flights, base, sizer.chunk), by_seq)
+                else:
+                    flights.clear()
+                    next_new = min(base, total - 1)
+                    rewind_seq = self._seq
+                last_arrival = self._line_free
+            while len(flights) < window and next_new < total:
+                if len(flights) >= 2 and self._line_free - self.clock() > QUEUE_SECONDS:
+                    break  # enough queued ahead of the line; a resend would wait behind it
+                end = min(total, next_new + sizer.chunk)
+                flight = _Flight(next_new, end, 0, resent=next_new < high)
+                self._send_data(job, data, flight, clock, by_seq=by_seq)
+                if flight.resent:
                     self.counters.retransmitted_frames += 1
-                    self.counters.retransmitted_bytes += min(end, high) - sent_to
+                    self.counters.retransmitted_bytes += min(end, high) - next_new
                 high = max(high, end)
-                if not inflight:
-                    due = self.clock() + self._rto(window * (chunk + 24))
-                inflight.append((sent_to, end))
-                sent_to = end
-            if not inflight:
-                # Everything acknowledged but no COMPLETE yet (a device that ACKed the end).
-                inflight.append((total, total))
-                due = self.clock() + self._rto(window * (chunk + 24))
+                flights[next_new] = flight
+                last_arrival = flight.arrival
+                next_new = end
+            if flights:
+                last_arrival = flights[min(flights)].arrival
+            due = self._answer_due(max(last_arrival, progress_at))
+            if next_new < total and len(flights) < window:
+                # Come back when the line has room for the next frame.
+                due = min(due, max(self.clock(), self._line_free - QUEUE_SECONDS) + 0.001)
             got = self._await_job_frame(job, due)
+
+    def _send_data(
+        self,
+        job: int,
+        data: bytes,
+        flight: _Flight,
+        clock: _ClockStart,
+        resend: tuple[dict[int, _Flight], int, int] | None = None,
+        by_seq: dict[int, int] | None = None,
+    ) -> None:
+        """Send one DATA frame and note its copy.
+
+        ``resend`` = (frames in flight, the device's offset, the current chunk
+        size) sends a lost frame again: from the device's offset if that lies
+        inside it, in pieces no longer than the chunk the error rate allows now.
+        """
+        start = flight.offset
+        if resend is not None:
+            flights, base, chunk = resend
+            start = max(flight.offset, min(base, flight.end - 1))
+            del flights[flight.offset]
+            # A frame longer than the error rate now allows goes again in pieces, all at
+            # once: they were all lost with it.
+            pieces = [
+                _Flight(o, min(flight.end, o + chunk), 0, resent=True)
+                for o in range(start, flight.end, chunk)
+            ]
+            for piece in pieces:
+                flights[piece.offset] = piece
+                self.counters.retransmitted_frames += 1
+                self.counters.retransmitted_bytes += piece.end - piece.offset
+                self._send_data(job, data, piece, clock, by_seq=by_seq)
+            return
+        payload = wire.pack_data(job, start, data[start : flight.end])
+        flight.seq = self.send(FrameType.DATA, payload)
+        flight.arrival = self._line_free
+        if by_seq is not None:
+            by_seq[flight.seq] = flight.offset
+        self.counters.data_frames += 1
+        clock.sent(flight.seq, self._line_free)
 
     def _await_job_frame(self, job: int, deadline: float) -> wire.Frame | None:
         """The next ACK/NAK/COMPLETE for ``job``; ERROR raises DeviceRefused."""
@@ -347,11 +616,10 @@ class DeviceLink:
                     _, code, message = wire.unpack_error(frame.payload)
                     self.send(FrameType.RESULT_ACK, wire.pack_job(job))
                     raise DeviceRefused(code, message)
-                # An answer means the input was complete; that COMPLETE was lost.
+                # An answer means the input was complete (its COMPLETE was lost); the
+                # answer itself stays for wait_answer.
                 self._pending.insert(0, frame)
-                return wire.Frame(
-                    FrameType.COMPLETE, frame.seq, frame.ack, wire.pack_job_offset(job, 0)
-                )
+                return frame
 
     def wait_answer(self, job: int, deadline: float, ping_every: float | None = 0.5) -> Answer:
         """Wait for the job's RESULT or ERROR until ``deadline`` (TimeoutError after it).
@@ -380,10 +648,10 @@ class DeviceLink:
                 continue
             self._check_reboot(frame)
             if frame.type == FrameType.RESULT:
-                got_job, text = wire.unpack_result(frame.payload)
+                got_job, _ = wire.unpack_job_code(frame.payload)
                 self.send(FrameType.RESULT_ACK, wire.pack_job(got_job))
                 if got_job == job:
-                    return Answer(job, self.clock(), text=text)
+                    return self._result_answer(job, frame.payload)
             elif frame.type == FrameType.ERROR:
                 got_job, code, message = wire.unpack_error(frame.payload)
                 self.send(FrameType.RESULT_ACK, wire.pack_job(got_job))
@@ -396,6 +664,22 @@ class DeviceLink:
                 if got_job != job or state == DeviceState.IDLE:
                     # The device forgot the job (a reset we did not see): it will never answer.
                     raise LinkLost(f"the device is in state {state} for job {got_job}")
+
+    def _result_answer(self, job: int, payload: bytes) -> Answer:
+        """A RESULT as an Answer; one too long or not UTF-8 comes back with ``invalid`` set."""
+        arrived = self.clock()
+        if len(payload) > self.host_max_payload:
+            return Answer(
+                job,
+                arrived,
+                invalid=f"RESULT payload of {len(payload)} bytes; HELLO allowed "
+                f"{self.host_max_payload}",
+            )
+        try:
+            text = wire.unpack_result_strict(payload)
+        except UnicodeDecodeError as exc:
+            return Answer(job, arrived, invalid=f"RESULT text is not valid UTF-8: {exc}")
+        return Answer(job, arrived, text=text)
 
     def run_job(self, kind: int, data: bytes, sample_rate: int, deadline: float) -> Answer:
         """Transfer and wait for the answer in one call (setup, probes)."""

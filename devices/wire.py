@@ -22,6 +22,8 @@ from enum import IntEnum
 PROTOCOL_VERSION = 1
 HEADER = struct.Struct("<BBHHH")
 HEADER_SIZE = HEADER.size  # 8
+DATA_HEADER_SIZE = 8  # job, reserved, offset: counted in max_payload
+MIN_MAX_PAYLOAD = 16
 CRC_SIZE = 4
 FRAME_OVERHEAD = HEADER_SIZE + CRC_SIZE
 MAX_PAYLOAD = 0xFFFF
@@ -76,6 +78,9 @@ class ErrorCode(IntEnum):
 
 
 READY_FLAG_PING_WHILE_BUSY = 0x01
+# The device keeps DATA that arrives beyond a gap and acknowledges past it once the gap is
+# filled, so the host resends only the frames that were lost (selective retransmission).
+READY_FLAG_SELECTIVE = 0x02
 
 
 class WireError(ValueError):
@@ -266,6 +271,10 @@ class Ready:
     def ping_while_busy(self) -> bool:
         return bool(self.flags & READY_FLAG_PING_WHILE_BUSY)
 
+    @property
+    def selective(self) -> bool:
+        return bool(self.flags & READY_FLAG_SELECTIVE)
+
     def pack(self) -> bytes:
         name = self.name.encode()[:255]
         software = self.software.encode()[:255]
@@ -294,7 +303,7 @@ class Ready:
         pos += 4 * n_rates
         name, pos = _short_string(payload, pos, "READY name")
         software, pos = _short_string(payload, pos, "READY version")
-        if max_payload < 16 or window < 1:
+        if max_payload < MIN_MAX_PAYLOAD or window < 1:
             raise WireError(f"READY with max_payload={max_payload}, window={window}")
         return cls(version, flags, max_payload, window, boot_id, max_input, rates, name, software)
 
@@ -330,9 +339,20 @@ def unpack_data(payload: bytes) -> tuple[int, int, bytes]:
     return job, offset, payload[_JOB_OFFSET.size :]
 
 
-def pack_job_offset(job: int, offset: int) -> bytes:
-    """ACK, NAK and COMPLETE payload: job and a byte offset (or the total length)."""
-    return _JOB_OFFSET.pack(job, 0, offset)
+def pack_job_offset(job: int, offset: int, previous: int = 0) -> bytes:
+    """ACK, NAK and COMPLETE payload: job and a byte offset (or the total length).
+
+    ``previous`` fills the reserved field: 0, except in ACK and NAK from a device
+    with READY flag bit 1, where it is the seq of the DATA frame read before the
+    one named in the frame's ``ack`` (0xFFFF if none since BEGIN).
+    """
+    return _JOB_OFFSET.pack(job, previous, offset)
+
+
+def unpack_previous(payload: bytes) -> int:
+    """The reserved field of ACK and NAK (see :func:`pack_job_offset`)."""
+    _need(payload, _JOB_OFFSET.size, "ACK/NAK")
+    return int(_JOB_OFFSET.unpack_from(payload)[1])
 
 
 def unpack_job_offset(payload: bytes) -> tuple[int, int]:
@@ -356,6 +376,12 @@ def unpack_job_code(payload: bytes) -> tuple[int, int]:
     _need(payload, _JOB_CODE.size, "RESULT/ERROR")
     job, code = _JOB_CODE.unpack_from(payload)
     return int(job), int(code)
+
+
+def unpack_result_strict(payload: bytes) -> str:
+    """RESULT text; UnicodeDecodeError if it is not valid UTF-8."""
+    _need(payload, _JOB_CODE.size, "RESULT")
+    return payload[_JOB_CODE.size :].decode("utf-8")
 
 
 def pack_error(job: int, code: int, message: str) -> bytes:

@@ -3,34 +3,129 @@
 Imports point one way: harness may import runners and scoring, never the reverse.
 """
 
-from importlib.metadata import PackageNotFoundError, version
+import sys
+import types
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
-try:
-    __version__ = version("onsite-eval")
-except PackageNotFoundError:  # running from a source tree that was not installed
-    __version__ = "0.0.0+source"
 
-from .budgets import VERDICTS, Verdict, hang_seconds, item_budget_seconds, judge
-from .controller import Controller, JobResult
-from .dryrun import CheckResult, dry_run
-from .errors import InputError, Problem, SiteError, TestSetError
-from .events import (
-    Event,
-    ItemFinished,
-    JobFinished,
-    JobStarted,
-    Listener,
-    Notice,
-    SystemLost,
-    SystemStarted,
-)
-from .integrity import SiteChanged
-from .journal import Journal, read_journal
-from .leaderboard import LeaderboardRow, leaderboard, site_of_run
-from .site import Budget, Site, load_site
-from .store import RunLocked, RunState, RunStore, RunStoreError, lock_run_dir
-from .tasks import TASK_KINDS, TaskKind, task_kind
-from .testsets import InvalidItem, TestItem, TestSet, load_asr_testset
+def _version() -> str:
+    # Read on first use: package metadata costs tens of milliseconds to load.
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("onsite-eval")
+    except PackageNotFoundError:  # running from a source tree that was not installed
+        return "0.0.0+source"
+
+
+if TYPE_CHECKING:
+    from .budgets import VERDICTS, Verdict, hang_seconds, item_budget_seconds, judge
+    from .controller import Controller, JobResult
+    from .dryrun import CheckResult, dry_run
+    from .errors import InputError, Problem, SiteError, TestSetError
+    from .events import (
+        Event,
+        ItemFinished,
+        JobFinished,
+        JobStarted,
+        Listener,
+        Notice,
+        SystemLost,
+        SystemStarted,
+    )
+    from .integrity import SiteChanged
+    from .journal import Journal, read_journal
+    from .leaderboard import LeaderboardRow, leaderboard
+    from .run_site import site_of_run
+    from .site import Budget, Site, load_site
+    from .store import RunLocked, RunState, RunStore, RunStoreError, lock_run_dir
+    from .tasks import TASK_KINDS, TaskKind, task_kind
+    from .testsets import InvalidItem, TestItem, TestSet, load_asr_testset
+
+# Where each public name lives. The package loads a module only when one of
+# its names is first used (PEP 562), so `onsite --help` or `onsite score`
+# does not pay for the controller, the runners and the report.
+_EXPORTS: dict[str, str] = {
+    "VERDICTS": "budgets",
+    "Verdict": "budgets",
+    "hang_seconds": "budgets",
+    "item_budget_seconds": "budgets",
+    "judge": "budgets",
+    "Controller": "controller",
+    "JobResult": "controller",
+    "CheckResult": "dryrun",
+    "dry_run": "dryrun",
+    "InputError": "errors",
+    "Problem": "errors",
+    "SiteError": "errors",
+    "TestSetError": "errors",
+    "Event": "events",
+    "ItemFinished": "events",
+    "JobFinished": "events",
+    "JobStarted": "events",
+    "Listener": "events",
+    "Notice": "events",
+    "SystemLost": "events",
+    "SystemStarted": "events",
+    "Journal": "journal",
+    "read_journal": "journal",
+    "LeaderboardRow": "leaderboard",
+    "leaderboard": "leaderboard",
+    "site_of_run": "run_site",
+    "Budget": "site",
+    "Site": "site",
+    "load_site": "site",
+    "RunLocked": "store",
+    "RunState": "store",
+    "RunStore": "store",
+    "RunStoreError": "store",
+    "lock_run_dir": "store",
+    "SiteChanged": "integrity",
+    "TASK_KINDS": "tasks",
+    "TaskKind": "tasks",
+    "task_kind": "tasks",
+    "InvalidItem": "testsets",
+    "TestItem": "testsets",
+    "TestSet": "testsets",
+    "load_asr_testset": "testsets",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        globals()[name] = _version()
+        return globals()[name]
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'harness' has no attribute {name!r}")
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])
+
+
+class _Package(types.ModuleType):
+    """This package's module object: a submodule never hides a public name.
+
+    Importing ``harness.leaderboard`` binds the submodule to the package's
+    ``leaderboard`` attribute, where callers expect the function of that name
+    (as when every name was imported eagerly); the name stays with
+    ``__getattr__`` instead.
+    """
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _EXPORTS and isinstance(value, types.ModuleType):
+            self.__dict__.pop(name, None)
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+
 
 __all__ = [
     "TASK_KINDS",

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
-import fcntl
 import json
 import os
 import secrets
@@ -15,22 +14,21 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-
-from runners import list_serial_ports, probe_serial_port
-
-from . import __version__
-from .controller import Controller
-from .dryrun import dry_run, probe_devices
-from .errors import InputError
+from .errors import InputError, Problem
 from .judge.args import add_arguments as add_judge_arguments
-from .leaderboard import leaderboard, site_of_run
-from .render import ProgressListener, leaderboard_table, make_console, table
-from .report import build_report, write_csv, write_html, write_json
-from .score_cmd import add_score_parser
-from .site import load_site
-from .store import RunLocked, RunState, RunStore, RunStoreError, lock_run_dir
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from .controller import Controller
+    from .site import Site
+    from .store import JobKey, RunStore
+
+# Each command imports what it uses when it runs: the controller, runners,
+# report (HTML, plots) and scorers cost most of a second to import, and
+# `onsite --help`, `onsite status` or `onsite score ir` need none of them.
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -50,6 +48,8 @@ def _fresh_run_dir(run_dir: Path, console: Console) -> int | None:
     is refused instead of starting a second controller beside it. Returns the lock fd
     of the new, empty run directory (or None when there was nothing to move).
     """
+    from .store import lock_run_dir
+
     if not (run_dir / "journal.jsonl").exists():
         return None
     old_lock = lock_run_dir(run_dir)
@@ -65,20 +65,33 @@ def _fresh_run_dir(run_dir: Path, console: Console) -> int | None:
 
 def cmd_run(args: argparse.Namespace, console: Console) -> int:
     """Run (or resume) every job of a site."""
+    from .controller import SKIPPED, Controller
+    from .leaderboard import leaderboard
+    from .render import ProgressListener, leaderboard_table
+    from .site import load_site
+    from .store import RunStore, RunStoreError
+
     site = load_site(args.site)
     run_dir = (Path(args.runs).resolve() / site.name) if args.runs else site.run_dir
     lock_fd = _fresh_run_dir(run_dir, console) if args.fresh else None
+    jobs = _selected_jobs(site, args.task, args.system)
+    listen = _listen(args.console) if args.console else None
     store = RunStore(run_dir, secrets.token_hex(6), site.config.site.fsync_seconds, lock_fd)
-    resume = f"onsite run {args.site}"
+    resume = f"onsite run {args.site}" + "".join(
+        f" --{flag} {name}" for flag in ("task", "system") for name in getattr(args, flag)
+    )
+    background = None
     try:
         store.keep_site_copy(site.path, site.root)
         controller = Controller(
             site, store, limit=args.limit, accept_site_change=args.accept_site_change
         )
         controller.load_testsets()
-        with ProgressListener(console) as listener:
+        if listen is not None:
+            background = _console_beside(controller, run_dir, listen, console)
+        with ProgressListener(console, testsets=controller.testsets, site=site) as listener:
             controller.listener = listener
-            results = controller.run()
+            results = controller.run(jobs)
     except KeyboardInterrupt:
         _quietly_record(store, "session_interrupted", reason="stopped by the operator")
         console.print(
@@ -98,26 +111,125 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
         _quietly_record(store, "session_interrupted", reason="refused: bad or changed input")
         raise
     finally:
+        if background is not None:
+            background.stop()
         try:
             store.close()
         except RunStoreError as exc:
             sys.stderr.write(f"error: {exc}\n")
     console.print(f"run directory: {run_dir}", markup=False)
-    console.print(leaderboard_table(leaderboard(run_dir, controller.testsets)))
+    console.print(leaderboard_table(leaderboard(run_dir, controller.testsets), console.width))
     failed = [r for r in results if r.failed]
     for job in failed:
-        console.print(f"job {job.task} / {job.system} failed: {job.failed}", markup=False)
+        what = job.failed if job.failed == SKIPPED else f"failed: {job.failed}"
+        console.print(f"job {job.task} / {job.system} {what}", markup=False)
     return EXIT_FAILED if failed else EXIT_OK
+
+
+def _selected_jobs(site: Site, tasks: Sequence[str], systems: Sequence[str]) -> list[JobKey]:
+    """The site's jobs narrowed by --task and --system (each repeatable); names are checked."""
+    problems = [
+        Problem(
+            site.path,
+            flag,
+            f"no {flag} {name!r} in the site file",
+            f"use one of: {', '.join(known)}",
+        )
+        for flag, names, known in (
+            ("task", tasks, list(site.config.tasks)),
+            ("system", systems, list(site.config.systems)),
+        )
+        for name in names
+        if name not in known
+    ]
+    if problems:
+        raise InputError(problems)
+    jobs = [
+        (task, system)
+        for task, system in site.jobs()
+        if (not tasks or task in tasks) and (not systems or system in systems)
+    ]
+    if not jobs:
+        raise InputError(
+            [Problem(site.path, "", "no job matches the --task and --system given", "widen them")]
+        )
+    return jobs
+
+
+def _listen(text: str) -> tuple[str, int]:
+    from .console.server import parse_listen
+
+    try:
+        return parse_listen(text)
+    except ValueError as exc:
+        raise InputError([Problem(Path(text), "--console/--listen", str(exc))]) from None
+
+
+def _console_beside(
+    controller: Controller, run_dir: Path, listen: tuple[str, int], console: Console
+) -> Any:
+    """Serve the live console (with controls) from a thread of this process."""
+    # Imported here: the web stack is only loaded by the commands that serve it.
+    from .console.app import ConsoleApp
+    from .console.auth import Tokens
+    from .console.server import bind, serve_in_background
+    from .console.view import RunView
+
+    host, port = listen
+    sock = bind(host, port)
+    view = RunView(
+        run_dir, controller.site, controller=controller.is_running, testsets=controller.testsets
+    )
+    tokens = Tokens.for_bind(host, controls=True)
+    background = serve_in_background(ConsoleApp(view, tokens, controls=controller), sock)
+    _announce(console, sock, tokens)
+    return background
+
+
+def _announce(console: Console, sock: Any, tokens: Any) -> None:
+    from .console.auth import OPERATOR_TOKEN_ENV, VIEWER_TOKEN_ENV
+
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    query = f"/?token={tokens.viewer}" if tokens.viewer else "/"
+    console.print(f"console: http://{shown}:{port}{query}", markup=False)
+    if tokens.operator and not os.environ.get(OPERATOR_TOKEN_ENV):
+        console.print(f"operator token: {tokens.operator}", markup=False)
+    if tokens.viewer and not os.environ.get(VIEWER_TOKEN_ENV):
+        console.print(f"viewer token: {tokens.viewer}", markup=False)
+
+
+def cmd_console(args: argparse.Namespace, console: Console) -> int:
+    """Serve a read-only console of any run directory, following its journal live."""
+    from .console.app import ConsoleApp
+    from .console.auth import Tokens
+    from .console.server import bind, serve
+    from .console.view import RunView
+
+    run_dir = Path(args.run_dir)
+    host, port = _listen(args.listen)
+    view = RunView(run_dir)
+    tokens = Tokens.for_bind(host, controls=False)
+    sock = bind(host, port)
+    _announce(console, sock, tokens)
+    serve(ConsoleApp(view, tokens), sock)
+    return EXIT_OK
 
 
 def _quietly_record(store: RunStore, event: str, **fields: object) -> None:
     """Journal how a session ended when the disk still lets us; never raise from here."""
+    from .store import RunStoreError
+
     with contextlib.suppress(RunStoreError, OSError, ValueError):
         store.record(event, **fields)
 
 
 def cmd_check(args: argparse.Namespace, console: Console) -> int:
     """Dry run: validate, start each system, run a few items; writes nothing to the run dir."""
+    from .dryrun import dry_run, probe_devices
+    from .render import ProgressListener, table
+    from .site import load_site
+
     site = load_site(args.site)
     console.print(f"{site.path}: valid; {len(site.jobs())} job(s)", markup=False)
     probes = probe_devices(site)
@@ -184,63 +296,38 @@ def cmd_check(args: argparse.Namespace, console: Console) -> int:
     return EXIT_OK if ok else EXIT_FAILED
 
 
-def _controller_running(run_dir: Path) -> bool:
-    try:
-        fd = os.open(run_dir / "run.lock", os.O_RDONLY)
-    except FileNotFoundError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-    return False
-
-
 def cmd_status(args: argparse.Namespace, console: Console) -> int:
-    """Where a run stands, from its journal."""
+    """Where a run stands, from its journal; with --watch, refreshed in place."""
+    from .console.view import RunView  # the read model only: no web stack
+    from .render import status_table
+
     run_dir = Path(args.run_dir)
-    site = site_of_run(run_dir)
-    state = RunState.from_journal(run_dir / "journal.jsonl")
-    running = _controller_running(run_dir)
-    loaded = {r["task"]: r for r in state.records if r["event"] == "testset_loaded"}
-    rows = []
-    for task, system in site.jobs():
-        records = state.job_records(task, system)
-        done = state.completed.get((task, system), {})
-        dispatched = {r["item"] for r in records if r["event"] == "dispatched"}
-        in_flight = sorted(dispatched - set(done))
-        restarts = sum(1 for r in records if r["event"] == "system_started" and r.get("restart"))
-        ended = next(
-            (r["event"] for r in reversed(records) if r["event"] in ("job_finished", "job_failed")),
-            "",
-        )
-        total = loaded.get(task, {}).get("items", "?")
-        last = time.strftime("%H:%M:%S", time.localtime(records[-1]["wall"])) if records else "-"
-        rows.append(
-            (
-                task,
-                system,
-                f"{len(done)}/{total}",
-                ", ".join(in_flight) or "-",
-                restarts,
-                ended or ("running" if running else "pending"),
-                last,
-            )
-        )
-    state_text = "a controller is running" if running else "no controller is running"
-    console.print(f"{run_dir}: {state_text}; {len(state.records)} journal records", markup=False)
-    console.print(
-        table("Status", ("task", "system", "done", "in flight", "restarts", "state", "last"), rows)
-    )
-    return EXIT_OK
+    view = RunView(run_dir)
+    if not args.watch:
+        view.refresh()
+        console.print(status_table(view.status(), console.width))
+        return EXIT_OK
+    from rich.live import Live
+
+    with Live(console=console, auto_refresh=False, transient=False) as live:
+        while True:
+            view.refresh()
+            status = view.status()
+            live.update(status_table(status, console.width), refresh=True)
+            if status["controller"] == "stopped" and args.until_stopped:
+                return EXIT_OK
+            time.sleep(args.interval)
 
 
 def cmd_report(args: argparse.Namespace, console: Console) -> int:
     """The leaderboard of a run, as a table or JSON; the full report as HTML, CSV or JSON files."""
+    from .leaderboard import leaderboard, site_of_run
+    from .render import leaderboard_table
+
     run_dir = Path(args.run_dir)
     if args.html or args.csv or args.json_file:
+        from .report import build_report, write_csv, write_html, write_json
+
         site = site_of_run(run_dir)
         data = build_report(
             run_dir,
@@ -267,7 +354,7 @@ def cmd_report(args: argparse.Namespace, console: Console) -> int:
             data.append(item)
         sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
         return EXIT_OK
-    console.print(leaderboard_table(rows))
+    console.print(leaderboard_table(rows, console.width))
     _judging_section(run_dir, console)
     return EXIT_OK
 
@@ -290,6 +377,12 @@ def _judging_section(run_dir: Path, console: Console) -> None:
 
 def cmd_devices(args: argparse.Namespace, console: Console) -> int:
     """List serial ports and probe each (or the given ones) with HELLO."""
+    from runners import list_serial_ports, probe_serial_port
+
+    from .render import table
+
+    if args.action is not None:
+        return cmd_devices_conformance(args, console)
     ports = list(args.port) or [p.device for p in list_serial_ports()]
     if not ports:
         console.print("no serial ports found; give one with --port PATH", markup=False)
@@ -311,12 +404,45 @@ def cmd_devices(args: argparse.Namespace, console: Console) -> int:
     return EXIT_OK if all(r[2] != "no answer" for r in rows) else EXIT_FAILED
 
 
+class _VersionAction(argparse.Action):
+    """``--version``: the version is looked up only when asked for (package metadata is slow)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(
+            option_strings, dest, nargs=0, default=argparse.SUPPRESS, help="show the version"
+        )
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        from . import __version__
+
+        sys.stdout.write(f"onsite {__version__}\n")
+        parser.exit()
+
+
+def cmd_devices_conformance(args: argparse.Namespace, console: Console) -> int:
+    """`onsite devices conformance PORT`: every protocol clause against one device."""
+    from runners import check_device_conformance
+
+    from .render import table
+
+    if args.action != "conformance" or not args.target:
+        console.print("usage: onsite devices conformance PORT [--baud N]", markup=False)
+        return EXIT_FAILED
+    results = check_device_conformance(args.target, args.baud, args.item_timeout)
+    rows = [(f"§{r.section}", r.clause, "pass" if r.passed else "FAIL", r.detail) for r in results]
+    title = f"Protocol conformance of {args.target} at {args.baud} baud"
+    console.print(table(title, ("section", "clause", "result", "detail"), rows))
+    failed = sum(not r.passed for r in results)
+    console.print(f"{len(results) - failed} of {len(results)} clauses pass", markup=False)
+    return EXIT_OK if failed == 0 else EXIT_FAILED
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser, kept separate so tests and docs can inspect it."""
     parser = argparse.ArgumentParser(
         prog="onsite", description="On-site evaluation harness for participant systems."
     )
-    parser.add_argument("--version", action="version", version=f"onsite {__version__}")
+    parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run (or resume) the evaluation a site file describes")
@@ -332,7 +458,23 @@ def build_parser() -> argparse.ArgumentParser:
         help="resume although the site or a test set changed since items completed "
         "(the change is journaled and shown in the report)",
     )
+    run.add_argument("--task", action="append", default=[], help="run only this task (repeatable)")
+    run.add_argument(
+        "--system", action="append", default=[], help="run only this system (repeatable)"
+    )
+    run.add_argument(
+        "--console",
+        metavar="HOST:PORT",
+        help="serve the live console with operator controls there (e.g. 127.0.0.1:8765)",
+    )
     run.set_defaults(handler=cmd_run)
+
+    con = sub.add_parser("console", help="serve a read-only live console of a run directory")
+    con.add_argument("run_dir")
+    con.add_argument(
+        "--listen", default="127.0.0.1:8765", help="HOST:PORT (default 127.0.0.1:8765)"
+    )
+    con.set_defaults(handler=cmd_console)
 
     check = sub.add_parser("check", help="dry run: start each system and try a few items")
     check.add_argument("site")
@@ -341,6 +483,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     status = sub.add_parser("status", help="where a run stands")
     status.add_argument("run_dir")
+    status.add_argument("--watch", action="store_true", help="refresh in place until Ctrl-C")
+    status.add_argument(
+        "--interval", type=float, default=1.0, help="seconds between refreshes (default 1)"
+    )
+    status.add_argument(
+        "--until-stopped",
+        action="store_true",
+        help="with --watch: end once no controller works on the run",
+    )
     status.set_defaults(handler=cmd_status)
 
     report = sub.add_parser("report", help="the leaderboard of a run")
@@ -366,7 +517,16 @@ def build_parser() -> argparse.ArgumentParser:
     devices.add_argument("--port", action="append", default=[], help="probe this port (or URL)")
     devices.add_argument("--baud", type=int, default=115200)
     devices.add_argument("--timeout", type=float, default=3.0, help="seconds to wait per port")
+    devices.add_argument(
+        "action", nargs="?", choices=["conformance"], help="conformance: check every clause"
+    )
+    devices.add_argument("target", nargs="?", metavar="PORT", help="the port to check")
+    devices.add_argument(
+        "--item-timeout", type=float, default=30.0, help="conformance: seconds per answer"
+    )
     devices.set_defaults(handler=cmd_devices)
+
+    from .score_cmd import add_score_parser
 
     add_score_parser(sub)
     return parser
@@ -378,6 +538,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _interrupt)
     try:
         args = build_parser().parse_args(argv)
+        from .render import make_console
+        from .store import RunLocked
+
         console = make_console()
     except KeyboardInterrupt:
         return 130

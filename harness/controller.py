@@ -72,6 +72,10 @@ def _ignore(_: object) -> None:
     return None
 
 
+# What _feed returns when the operator skipped the job's device.
+SKIPPED = "skipped by the operator"
+
+
 class Controller:
     """Runs the jobs of one site into one run store, resuming whatever is left."""
 
@@ -94,6 +98,13 @@ class Controller:
         self._stopping = threading.Event()
         self._active: set[Runner] = set()
         self._active_lock = threading.Lock()
+        # Operator controls (the console): paused jobs and devices hold between items;
+        # a skipped device runs nothing more this session.
+        self._gate = threading.Condition()
+        self._paused_jobs: set[tuple[str, str]] = set()
+        self._paused_devices: set[str] = set()
+        self._skipped_devices: set[str] = set()
+        self._running = False
 
     @property
     def testsets(self) -> dict[str, TestSet]:
@@ -115,6 +126,17 @@ class Controller:
 
     def run(self, jobs: Sequence[tuple[str, str]] | None = None) -> list[JobResult]:
         """Run the given jobs (default: all of the site's) and return how each ended."""
+        self._running = True
+        try:
+            return self._run(jobs)
+        finally:
+            self._running = False
+
+    def is_running(self) -> bool:
+        """True from the start of run() until it returns, unless stop() was called."""
+        return self._running and not self._stopping.is_set()
+
+    def _run(self, jobs: Sequence[tuple[str, str]] | None) -> list[JobResult]:
         self.load_testsets()
         self.store.record(
             "session_started",
@@ -243,10 +265,87 @@ class Controller:
             groups.setdefault(self.site.config.systems[system].device, []).append((task, system))
         return list(groups.values())
 
+    def _device_of(self, system: str) -> str:
+        return self.site.config.systems[system].device
+
+    def _hold(self, task: str, system: str) -> bool:
+        """Wait while the job or its device is paused; False when it must not go on.
+
+        Called between items only, so the item in flight always finishes and paused
+        time is never inside an item's measured seconds.
+        """
+        device = self._device_of(system)
+        with self._gate:
+            while (
+                not self._stopping.is_set()
+                and device not in self._skipped_devices
+                and ((task, system) in self._paused_jobs or device in self._paused_devices)
+            ):
+                self._gate.wait()
+            return not self._stopping.is_set() and device not in self._skipped_devices
+
+    def _scored_count(self, task: str, system: str) -> int:
+        """Completed items of the test set itself, hidden audit repeats left out."""
+        done = self.store.state.completed.get((task, system), {})
+        return sum(1 for item in done if audit_of(item) is None)
+
+    def _skipped(self, task: str, system: str, completed: int, total: int) -> JobResult:
+        self.store.record("job_skipped", task=task, system=system, completed=completed)
+        shown = (self._scored_count(task, system), len(self._items(task)))
+        self.listener(JobFinished(task, system, *shown, SKIPPED))
+        return JobResult(task, system, completed, total, SKIPPED)
+
+    def control(
+        self,
+        action: str,
+        task: str | None = None,
+        system: str | None = None,
+        device: str | None = None,
+        actor: str = "operator",
+    ) -> dict[str, Any]:
+        """Apply an operator action and journal it (event ``operator_action``).
+
+        ``action`` is pause/resume (of a job given by task and system, or of a device),
+        skip (a device, for this session) or stop. Raises KeyError for an unknown job
+        or device and ValueError for an unknown action; nothing is journaled then.
+        """
+        if action == "stop":
+            target: dict[str, Any] = {}
+        elif device is not None:
+            if device not in self.site.config.devices:
+                raise KeyError(f"no device {device!r} in the site file")
+            if action not in ("pause", "resume", "skip"):
+                raise ValueError(f"a device can be paused, resumed or skipped, not {action!r}")
+            target = {"device": device}
+        else:
+            if (task, system) not in self.site.jobs():
+                raise KeyError(f"no job {task}/{system} in the site file")
+            if action not in ("pause", "resume"):
+                raise ValueError(f"a job can be paused or resumed, not {action!r}")
+            target = {"task": task, "system": system}
+        record = self.store.record("operator_action", action=action, actor=actor, **target)
+        with self._gate:
+            if action == "pause" and device is not None:
+                self._paused_devices.add(device)
+            elif action == "resume" and device is not None:
+                self._paused_devices.discard(device)
+            elif action == "skip" and device is not None:
+                self._skipped_devices.add(device)
+            elif action == "pause":
+                self._paused_jobs.add((str(task), str(system)))
+            elif action == "resume":
+                self._paused_jobs.discard((str(task), str(system)))
+            self._gate.notify_all()
+        if action == "stop":
+            self.stop()
+        return record
+
     def stop(self) -> None:
         """Stop soon: no new items; systems are killed and their in-flight items not recorded,
         so a resumed run sends them again with the next attempt number."""
         self._stopping.set()
+        with self._gate:
+            self._gate.notify_all()
         with self._active_lock:
             active = list(self._active)
         for runner in active:
@@ -308,11 +407,15 @@ class Controller:
         items = self._plan(task, system)
         done = self.store.state.completed.get((task, system), {})
         pending = [item for item in items if item.id not in done]
-        self.listener(JobStarted(task, system, len(items), len(items) - len(pending)))
+        # The display counts the test set's items: hidden audit repeats are not shown.
+        scored = [i.id for i in items if audit_of(i.id) is None]
+        self.listener(JobStarted(task, system, len(scored), sum(1 for i in scored if i in done)))
         if not pending:
             return self._finish(task, system, len(items))
-        self.store.open_outputs(task, system)
         device_name = self.site.config.systems[system].device
+        if not self._hold(task, system):
+            return self._skipped(task, system, len(done), len(items))
+        self.store.open_outputs(task, system)
         device = self.site.config.devices[device_name]
         runner = open_runner(
             device.kind, self.site.device_options(device_name), self._spec(task, system)
@@ -330,6 +433,9 @@ class Controller:
             runner.stop()
         if self._stopping.is_set():
             return JobResult(task, system, len(done), len(items), "stopped")
+        if failed == SKIPPED:
+            completed = len(self.store.state.completed.get((task, system), {}))
+            return self._skipped(task, system, completed, len(items))
         self._verify_testset(task)
         return self._finish(task, system, len(items), failed)
 
@@ -339,7 +445,11 @@ class Controller:
             self.store.record("job_failed", task=task, system=system, reason=failed)
         else:
             self.store.record("job_finished", task=task, system=system, completed=completed)
-        self.listener(JobFinished(task, system, completed, total, failed))
+        self.listener(
+            JobFinished(
+                task, system, self._scored_count(task, system), len(self._items(task)), failed
+            )
+        )
         return JobResult(task, system, completed, total, failed)
 
     def _start(
@@ -389,8 +499,12 @@ class Controller:
         stream = self.site.config.tasks[task].stream
         stream_start: float | None = None
         while queue:
-            if self._stopping.is_set():
-                return None
+            held = time.monotonic()
+            if not self._hold(task, system):
+                return None if self._stopping.is_set() else SKIPPED
+            if stream_start is not None:
+                # Paused time is nobody's: the stream's clock waits with the operator.
+                stream_start += time.monotonic() - held
             item = queue.pop()
             due = None
             if stream and "pts" in item.fields:
@@ -533,6 +647,16 @@ class Controller:
         )
         self.listener(
             ItemFinished(
-                task, system, item.id, attempt_no, verdict, result.seconds, budget, message
+                task,
+                system,
+                item.id,
+                attempt_no,
+                verdict,
+                result.seconds,
+                budget,
+                message,
+                speed=speed,
+                output=output,
+                audit=audit_of(item.id) is not None,
             )
         )

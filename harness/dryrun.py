@@ -38,7 +38,8 @@ class CheckResult:
 
 def probe_devices(site: Site) -> dict[str, list[ProbeResult]]:
     """Probe every remote device the site's systems use (SSH: reachability, host key,
-    authentication, a remote command, free disk), device name -> checks in order."""
+    authentication, a remote command, SFTP, a writable workdir, free disk; a private key
+    file other users can read is a warning), device name -> checks in order."""
     used = {cfg.device for cfg in site.config.systems.values()}
     return {
         name: probe(site.device_options(name))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,11 @@ class ItemFinished:
     seconds: float
     budget_seconds: float | None
     message: str
+    # In the task kind's speed unit (None when the item got no answer), and the answer,
+    # so a display can show speed and quality so far.
+    speed: float | None = None
+    output: dict[str, Any] | None = None
+    audit: bool = False
 
 
 @dataclass(frozen=True)

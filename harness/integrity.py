@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputError, Problem
+from .media import frames_cache_root
 from .site import Site
 from .testsets import InvalidItem, TestSet
 
@@ -171,6 +172,8 @@ def contain_testset(testset: TestSet) -> TestSet:
     controller: neither may point outside the directory the organizer named.
     """
     root = Path(os.path.normpath(testset.root))
+    # Frames the harness decoded from the set's own videos live in its cache.
+    cache = frames_cache_root()
     keep = []
     refused = []
     for item in testset.items:
@@ -179,7 +182,11 @@ def contain_testset(testset: TestSet) -> TestSet:
             or any(c in item.id for c in "/\\\0")
             or any(ord(c) < 32 for c in item.id)
         )
-        outside = [str(p) for p in item.files.values() if _escapes(root, Path(p))]
+        outside = [
+            str(p)
+            for p in item.files.values()
+            if _escapes(root, Path(p)) and _escapes(cache, Path(p))
+        ]
         if bad_id:
             refused.append(
                 InvalidItem(item.id, None, "the item id is not a plain name (no '/', '..')")

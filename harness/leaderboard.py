@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import json
 import math
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from .audits import audit_lines
-from .errors import Problem, SiteError
-from .site import Site, load_site
+from .run_site import site_of_run
+from .site import Site, Task
 from .store import RunState
-from .tasks import headline, task_kind
+from .tasks import TaskKind, headline, task_kind
 from .testsets import TestSet
 
 _ANSWERED = ("ok", "over_budget")
@@ -58,6 +58,10 @@ class LeaderboardRow:
     venue_failures: int = 0
     # Run without the sandbox (the device said sandbox = false): shown and a verdict rule.
     unsealed: bool = False
+    # The running score (harness/report/running_score.py) with the site's weights.
+    running_score: float | None = None
+    # No job_finished after the job's last dispatch: still running, stopped or failed.
+    in_progress: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready. The headline metric is also given under its own name (e.g. "wer"),
@@ -84,23 +88,21 @@ def percentile(values: list[float], fraction: float) -> float | None:
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
-def site_of_run(run_dir: Path) -> Site:
-    """The site a run used: its copy in the run directory, paths resolved as the original's."""
-    copy = run_dir / "site.toml"
-    meta_path = run_dir / "run.json"
-    if not copy.is_file() or not meta_path.is_file():
-        raise SiteError(
-            [
-                Problem(
-                    run_dir,
-                    "",
-                    "not a run directory (no site.toml and run.json)",
-                    "give the directory `onsite run` wrote, e.g. runs/demo",
-                )
-            ]
-        )
-    meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    return load_site(copy, base=Path(meta["site_root"]))
+def quality_so_far(
+    kind: TaskKind, cfg: Task, testset: TestSet, records: Iterable[Mapping[str, Any]]
+) -> float | None:
+    """The task's headline metric over the given completions (item, verdict, output,
+    seconds), scored as the leaderboard scores them; None before any completion."""
+    refs = testset.references()
+    done = [r for r in records if r["item"] in refs]
+    if not done:
+        return None
+    ids = {r["item"] for r in done}
+    answered = [r for r in done if r["verdict"] in _ANSWERED]
+    outputs = {r["item"]: r["output"] for r in answered}
+    seconds = {r["item"]: r["seconds"] for r in done}
+    attempted = replace(testset, items=tuple(i for i in testset.items if i.id in ids))
+    return headline(kind, cfg, kind.score(attempted, cfg, outputs, seconds))
 
 
 def leaderboard(run_dir: Path, testsets: dict[str, TestSet] | None = None) -> list[LeaderboardRow]:
@@ -117,6 +119,16 @@ def leaderboard(run_dir: Path, testsets: dict[str, TestSet] | None = None) -> li
     return rows
 
 
+def _in_progress(records: list[dict[str, Any]]) -> bool:
+    """True unless a job_finished record follows the job's last dispatch."""
+    for record in reversed(records):
+        if record["event"] == "job_finished":
+            return False
+        if record["event"] == "dispatched":
+            return True
+    return True
+
+
 def _unsealed(site: Site, system: str) -> bool:
     device = site.config.devices[site.config.systems[system].device]
     return getattr(device, "sandbox", True) is False
@@ -126,7 +138,8 @@ def _row(site: Site, state: RunState, testset: TestSet, task: str, system: str) 
     cfg = site.config.tasks[task]
     kind = task_kind(cfg.kind)
     completed = state.completed.get((task, system), {})
-    records = [r for r in completed.values() if r["item"] in testset.references()]
+    known = {item.id for item in testset.items}
+    records = [r for r in completed.values() if r["item"] in known]
     verdicts = [r["verdict"] for r in records]
     answered = [r for r in records if r["verdict"] in _ANSWERED]
     outputs = {r["item"]: r["output"] for r in answered}
@@ -151,6 +164,12 @@ def _row(site: Site, state: RunState, testset: TestSet, task: str, system: str) 
     budgets = [r["budget_seconds"] for r in records]
     total_budget = sum(budgets) if records and all(b is not None for b in budgets) else None
     total_seconds = sum(r["seconds"] for r in records)
+    # Imported here: harness.report imports this module.
+    from .report.running_score import running_score
+
+    restarts = sum(1 for r in starts if r.get("restart") and r.get("cause") != "venue")
+    weights = site.config.site.running_score.model_dump()
+    running = running_score(records, restarts, weights).score if records else None
     return LeaderboardRow(
         task=task,
         system=system,
@@ -169,7 +188,9 @@ def _row(site: Site, state: RunState, testset: TestSet, task: str, system: str) 
         crashes=verdicts.count("crashed"),
         errors=verdicts.count("error"),
         invalid_outputs=verdicts.count("invalid_output"),
-        restarts=sum(1 for r in starts if r.get("restart") and r.get("cause") != "venue"),
+        restarts=restarts,
+        running_score=running,
+        in_progress=_in_progress(state.job_records(task, system)),
         venue_failures=sum(1 for r in state.job_records(task, system) if r["event"] == "link_lost"),
         unsealed=_unsealed(site, system),
         setup_seconds=starts[0]["setup_seconds"] if starts else None,

@@ -69,6 +69,11 @@ class Frames:
     error: str | None  # why decoding stopped early, if it did
 
 
+def frames_cache_root() -> Path:
+    """Where decoded video frames are cached: files the harness made, not the test set's."""
+    return Path(tempfile.gettempdir()) / "onsite-frames"
+
+
 def extract_frames(video: Path, cache: Path | None = None) -> Frames:
     """Decode every frame of a video to PNG files, once: they are cached by content hash.
 
@@ -77,7 +82,7 @@ def extract_frames(video: Path, cache: Path | None = None) -> Frames:
     import cv2
 
     digest = hashlib.sha256(video.read_bytes()).hexdigest()[:16]
-    out = (cache or Path(tempfile.gettempdir()) / "onsite-frames") / digest
+    out = (cache or frames_cache_root()) / digest
     meta = out / "frames.json"
     if meta.is_file():
         info: dict[str, Any] = json.loads(meta.read_text())

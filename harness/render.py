@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from typing import Any
+import time
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from rich import box
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
+from rich.console import Console, Group
+from rich.table import Column, Table
+from rich.text import Text
 
 from .events import (
     Event,
@@ -20,7 +21,15 @@ from .events import (
     SystemLost,
     SystemStarted,
 )
-from .leaderboard import LeaderboardRow
+
+if TYPE_CHECKING:
+    # Only for annotations: the leaderboard, site files (pydantic) and task kinds load
+    # the scorers, which `onsite score` and `onsite --help` never need.
+    from rich.progress import Progress
+
+    from .leaderboard import LeaderboardRow
+    from .site import Site
+    from .testsets import TestSet
 
 _VERDICT_STYLE = {
     "ok": "green",
@@ -54,24 +63,56 @@ def _num(value: float | None, digits: int = 2) -> str:
 
 
 class ProgressListener:
-    """Shows a run as it goes: a bar per job on a terminal, one line per event otherwise."""
+    """Shows a run as it goes: a bar per job on a terminal, one line per event otherwise.
 
-    def __init__(self, console: Console, verbose_items: bool | None = None) -> None:
+    With the site and its test sets, each bar also shows the ETA, the mean speed in the
+    task's unit and the quality so far (rescored at most every QUALITY_SECONDS per job).
+    """
+
+    QUALITY_SECONDS = 1.0
+
+    def __init__(
+        self,
+        console: Console,
+        verbose_items: bool | None = None,
+        testsets: Mapping[str, TestSet] | None = None,
+        site: Site | None = None,
+    ) -> None:
         self.console = console
         self.plain = is_plain(console)
         self.verbose_items = self.plain if verbose_items is None else verbose_items
+        self.testsets = testsets or {}
+        self.site = site
         self._progress: Progress | None = None
         self._tasks: dict[tuple[str, str], Any] = {}
+        self._done: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        self._scored_at: dict[tuple[str, str], float] = {}
 
     def __enter__(self) -> ProgressListener:
         if not self.plain:
+            # Long job names wrap; the figures never shrink to "…" (80-column terminals).
+            # Imported here: only run and check show progress bars.
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeRemainingColumn,
+            )
+
+            def fixed() -> Column:
+                return Column(no_wrap=True)
+
             self._progress = Progress(
-                TextColumn("{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                TextColumn("{task.fields[last]}"),
+                TextColumn("{task.description}", table_column=Column(overflow="fold", ratio=1)),
+                BarColumn(bar_width=8, table_column=fixed()),
+                MofNCompleteColumn(table_column=fixed()),
+                TimeRemainingColumn(compact=True, table_column=fixed()),
+                TextColumn("{task.fields[speed]}", table_column=fixed()),
+                TextColumn("{task.fields[quality]}", table_column=fixed()),
+                TextColumn("{task.fields[last]}", table_column=Column(overflow="fold")),
                 console=self.console,
+                expand=True,
             )
             self._progress.start()
         return self
@@ -79,6 +120,32 @@ class ProgressListener:
     def __exit__(self, *exc: object) -> None:
         if self._progress is not None:
             self._progress.stop()
+
+    def _figures(self, key: tuple[str, str], force: bool = False) -> dict[str, str]:
+        """Speed (mean in the task's unit) and quality so far of one job, as short text."""
+        task = key[0]
+        records = self._done.get(key, [])
+        if self.site is None or task not in self.site.config.tasks:
+            return {}
+        cfg = self.site.config.tasks[task]
+        from .tasks import task_kind
+
+        kind = task_kind(cfg.kind)
+        speeds = [r["speed"] for r in records if r["speed"] is not None]
+        unit = _UNITS.get(kind.speed_unit, kind.speed_unit)
+        out = {"speed": f"{sum(speeds) / len(speeds):.2f} {unit}" if speeds else ""}
+        now = time.monotonic()
+        testset = self.testsets.get(task)
+        if testset is not None and (
+            force or now - self._scored_at.get(key, 0.0) >= self.QUALITY_SECONDS
+        ):
+            self._scored_at[key] = now
+            from .leaderboard import quality_so_far
+
+            value = quality_so_far(kind, cfg, testset, records)
+            name = _METRIC_NAMES.get(kind.metric(cfg), kind.metric(cfg))
+            out["quality"] = f"{name} {_pct(value)}" if value is not None else ""
+        return out
 
     def _say(self, text: str) -> None:
         if self._progress is not None:
@@ -92,7 +159,12 @@ class ProgressListener:
             case JobStarted(task, system, total, done):
                 if self._progress is not None:
                     self._tasks[key] = self._progress.add_task(
-                        f"{task} / {system}", total=total, completed=done, last=""
+                        f"{task} / {system}",
+                        total=total,
+                        completed=done,
+                        last="",
+                        speed="",
+                        quality="",
                     )
                 else:
                     self._say(f"{task} {system}: start, {done}/{total} items already done")
@@ -100,8 +172,23 @@ class ProgressListener:
                 what = "restarted" if restart else "ready"
                 self._say(f"{task} {system}: {what} ({name} {version}) setup {setup:.2f} s")
             case ItemFinished(task, system, item, attempt, verdict, seconds, budget, message):
+                if not event.audit:
+                    self._done.setdefault(key, []).append(
+                        {
+                            "item": item,
+                            "verdict": verdict,
+                            "seconds": seconds,
+                            "speed": event.speed,
+                            "output": event.output,
+                        }
+                    )
                 if self._progress is not None and key in self._tasks:
-                    self._progress.update(self._tasks[key], advance=1, last=verdict)
+                    self._progress.update(
+                        self._tasks[key],
+                        advance=0 if event.audit else 1,
+                        last=verdict,
+                        **self._figures(key),
+                    )
                 if self.verbose_items or verdict != "ok":
                     budget_text = f" / budget {budget:.2f} s" if budget is not None else ""
                     extra = f" - {message}" if message and verdict != "ok" else ""
@@ -113,6 +200,8 @@ class ProgressListener:
             case SystemLost(task, system, reason):
                 self._say(f"{task} {system}: system lost ({reason}); restarting")
             case JobFinished(task, system, completed, total, failed):
+                if self._progress is not None and key in self._tasks:
+                    self._progress.update(self._tasks[key], **self._figures(key, force=True))
                 status = f"FAILED: {failed}" if failed else "done"
                 self._say(f"{task} {system}: {status}, {completed}/{total} items completed")
             case Notice(task, message):
@@ -154,31 +243,63 @@ LEADERBOARD_COLUMNS = (
     "restart",
     "setup s",
     "set budget s",
+    "run score",
+)
+
+# Below this many columns the leaderboard folds its failure counts into one column and
+# drops the secondary ones, so that no cell is cut to "…".
+WIDE_COLUMNS = 170
+
+_CAPTION = (
+    "quality: the task's headline metric over completed items (a failed item "
+    "counts as wrong; for WER its words count as deletions). speed: mean, p95, max per "
+    "item in the unit shown (rtf = processing / audio seconds; chars/second over the "
+    "set). over: answers past the item budget; t/o: timeouts; err: error answers; "
+    "inval: invalid outputs; restart: the participant's (+Nv: the venue's lost links, "
+    "never charged); run score: the running score, 0..100"
 )
 
 
 def _set_budget(row: LeaderboardRow) -> str:
     if row.total_budget_seconds is None:
         return "-"
+    used = f"{row.total_seconds:.1f}/{row.total_budget_seconds:.1f}"
     if row.budget_scope != "set":
-        return f"{row.total_seconds:.1f}/{row.total_budget_seconds:.1f}"
-    verdict = "met" if row.set_budget_met else "MISSED"
-    return f"{row.total_seconds:.1f}/{row.total_budget_seconds:.1f} {verdict}"
+        return used
+    if row.in_progress:
+        # Part of the set is done: the budget can be neither met nor missed yet.
+        return f"{used} in progress"
+    return f"{used} {'met' if row.set_budget_met else 'MISSED'}"
 
 
-def leaderboard_table(rows: Sequence[LeaderboardRow]) -> Table:
-    """The leaderboard as a rich table: quality, speed, stability per task and system."""
-    out = Table(
-        title="Leaderboard",
-        caption="quality: the task's headline metric over completed items (a failed item "
-        "counts as wrong; for WER its words count as deletions). speed: mean, p95, max per "
-        "item in the unit shown (rtf = processing / audio seconds; chars/second over the "
-        "set). over: answers past the item budget; t/o: timeouts; err: error answers; "
-        "inval: invalid outputs; restart: the participant's (+Nv: the venue's lost links, "
-        "never charged)",
-        box=box.SIMPLE_HEAD,
-        pad_edge=False,
+def _failures(row: LeaderboardRow) -> str:
+    counts = (
+        ("over", row.over_budget),
+        ("t/o", row.timeouts),
+        ("crash", row.crashes),
+        ("err", row.errors),
+        ("inval", row.invalid_outputs),
     )
+    return " ".join(f"{n} {name}" for name, n in counts if n) or "-"
+
+
+def _restarts(row: LeaderboardRow) -> str:
+    return str(row.restarts) + (f" +{row.venue_failures}v" if row.venue_failures else "")
+
+
+def _quality(row: LeaderboardRow) -> str:
+    return f"{_METRIC_NAMES.get(row.metric, row.metric)} {_pct(row.score)}"
+
+
+def leaderboard_table(rows: Sequence[LeaderboardRow], width: int | None = None) -> Table | Group:
+    """The leaderboard as a rich table: quality, speed, stability per task and system.
+
+    ``width`` is the terminal's; under WIDE_COLUMNS the compact layout is used, whose
+    cells wrap instead of being cut.
+    """
+    if width is not None and width < WIDE_COLUMNS:
+        return _compact_leaderboard(rows)
+    out = Table(title="Leaderboard", caption=_CAPTION, box=box.SIMPLE_HEAD, pad_edge=False)
     for column in LEADERBOARD_COLUMNS:
         out.add_column(
             column, justify="left" if column in ("task", "system") else "right", no_wrap=True
@@ -189,7 +310,7 @@ def leaderboard_table(rows: Sequence[LeaderboardRow]) -> Table:
             row.system + (" (unsealed)" if row.unsealed else ""),
             f"{row.completed}/{row.items}",
             str(row.scored),
-            f"{_METRIC_NAMES.get(row.metric, row.metric)} {_pct(row.score)}",
+            _quality(row),
             row.detail + (f"; late {_pct(row.late_rate)}" if row.late_rate is not None else ""),
             _num(row.speed_mean),
             _num(row.speed_p95),
@@ -200,11 +321,51 @@ def leaderboard_table(rows: Sequence[LeaderboardRow]) -> Table:
             str(row.crashes),
             str(row.errors),
             str(row.invalid_outputs),
-            str(row.restarts) + (f" +{row.venue_failures}v" if row.venue_failures else ""),
+            _restarts(row),
             _num(row.setup_seconds),
             _set_budget(row),
+            _num(row.running_score, 1),
         )
     return out
+
+
+def _compact_leaderboard(rows: Sequence[LeaderboardRow]) -> Group:
+    """The leaderboard for a narrow terminal (80 columns): a table per task, one column of
+    failures, no secondary figures; long names and figures wrap, never cut."""
+    parts: list[Any] = []
+    for task in dict.fromkeys(row.task for row in rows):
+        out = Table(
+            title=f"Leaderboard: {task}", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True
+        )
+        for column in ("system", "items", "quality", "speed", "fails", "rst", "score", "set"):
+            out.add_column(
+                column,
+                justify="left" if column in ("system", "fails") else "right",
+                overflow="fold",
+            )
+        for row in (r for r in rows if r.task == task):
+            unit = _UNITS.get(row.speed_unit, row.speed_unit)
+            speed = "-" if row.speed_mean is None else f"{row.speed_mean:.2f} {unit}"
+            out.add_row(
+                row.system + (" (unsealed)" if row.unsealed else ""),
+                f"{row.completed}/{row.items}",
+                _quality(row),
+                speed,
+                _failures(row),
+                _restarts(row),
+                _num(row.running_score, 1),
+                _set_budget(row),
+            )
+        parts.append(out)
+    parts.append(
+        Text(
+            "quality: headline metric over completed items; speed: mean per item; fails: "
+            "over budget, t/o, crash, err, inval; rst: restarts (+Nv the venue's); score: "
+            "running score 0..100; set: seconds used of the set's budget",
+            style="dim italic",
+        )
+    )
+    return Group(*parts)
 
 
 def table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> Table:
@@ -220,3 +381,75 @@ def table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> 
 def verdict_style(verdict: str) -> str:
     """The colour a verdict is shown in."""
     return _VERDICT_STYLE.get(verdict, "")
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    whole = int(round(seconds))
+    hours, rest = divmod(whole, 3600)
+    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
+
+
+def status_table(status: Mapping[str, Any], width: int | None = None) -> Group:
+    """`onsite status`: the console's status document (harness/console/view.py) as a table.
+
+    Under WIDE_COLUMNS the speed and failure columns are left out and cells wrap, so an
+    80-column terminal shows every job whole.
+    """
+    running = status["controller"] == "running"
+    who = "a controller is running" if running else "no controller is running"
+    head = Text(f"{status['run_dir']}: {who}; {status['records']} journal records")
+    wide = width is None or width >= 120
+    if wide:
+        return Group(head, _status_rows("Status", status["jobs"], wide=True))
+    # Narrow: a table per task, so that names need not share the line with the task's.
+    tasks = dict.fromkeys(job["task"] for job in status["jobs"])
+    return Group(
+        head,
+        *(
+            _status_rows(f"Status: {task}", [j for j in status["jobs"] if j["task"] == task], False)
+            for task in tasks
+        ),
+    )
+
+
+def _status_rows(title: str, jobs: Sequence[Mapping[str, Any]], wide: bool) -> Table:
+    columns = ["task"] if wide else []
+    columns += ["system", "state", "done", "ETA", "quality"]
+    columns += ["speed", "fails"] if wide else []
+    columns += ["score", "restarts" if wide else "rst", "in flight"]
+    out = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=not wide)
+    for column in columns:
+        left = column in ("task", "system", "state", "fails", "in flight")
+        out.add_column(column, justify="left" if left else "right", overflow="fold")
+    for job in jobs:
+        quality = job["quality"]
+        name = _METRIC_NAMES.get(quality["metric"], quality["metric"])
+        speed = job["speed"]
+        unit = _UNITS.get(speed["unit"], speed["unit"])
+        flight = job["in_flight"]
+        cells = [job["task"]] if wide else []
+        cells += [
+            job["system"],
+            job["state"],
+            f"{job['completed']}/{job['total'] if job['total'] is not None else '?'}",
+            _duration(job["eta_seconds"]),
+            "-" if quality["value"] is None else f"{name} {_pct(quality['value'])}",
+        ]
+        if wide:
+            verdicts = {k: v for k, v in job["verdicts"].items() if k != "ok"}
+            cells += [
+                "-" if speed["mean"] is None else f"{speed['mean']:.2f} {unit}",
+                " ".join(f"{n} {k}" for k, n in sorted(verdicts.items())) or "-",
+            ]
+        restarts = str(job["restarts"]) + (
+            f" +{job['venue_failures']}v" if job.get("venue_failures") else ""
+        )
+        cells += [
+            _num(job["running_score"], 1),
+            restarts,
+            f"{flight['item']} {flight['item_seconds']:.0f}s" if flight else "-",
+        ]
+        out.add_row(*cells)
+    return out

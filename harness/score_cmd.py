@@ -8,75 +8,34 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
+if TYPE_CHECKING:
+    from rich.console import Console
 
-from scoring import (
-    AsrReport,
-    FormatError,
-    check_ids,
-    det_curve,
-    listening_plan,
-    pair_comparison,
-    read_command_file,
-    read_conditions,
-    read_detections,
-    read_face_detections,
-    read_face_references,
-    read_identification_candidates,
-    read_identification_truth,
-    read_mos_ratings,
-    read_ocr_outputs,
-    read_ocr_truth,
-    read_pair_judgements,
-    read_sentence_ids,
-    read_slot_file,
-    read_sus_responses,
-    read_transcripts,
-    read_verification_scores,
-    read_verification_truth,
-    score_asr,
-    score_commands,
-    score_detection,
-    score_identification,
-    score_mos,
-    score_ocr,
-    score_slots,
-    score_sus,
-    score_verification_pairs,
-)
-from scoring.cwmt_xml import (
-    Mismatch,
-    check_mirror,
-    check_submissions,
-    load_mt_file,
-    parse_result_name,
-    require_mirror,
-    validate_target,
-)
-from scoring.cws import score_cws_files
-from scoring.ir import score_ir_files
-from scoring.mt import score_mt_files
-from scoring.mt_human import score_human
-from scoring.ner import score_ner_file
-from scoring.plots import PlotFiles, plot_cmc, plot_det, plot_roc, plot_wer_by_condition
-from scoring.pos import score_pos_files
-from scoring.summarization import score_summarization_files
-from scoring.textcat import score_textcat_files
-from scoring.word_alignment import score_alignment_files
+    from scoring import AsrReport
+    from scoring.plots import PlotFiles
 
 from .judge.args import STATION_FAMILIES, add_station_source
-from .render import table
+
+# Each family's function imports its own scorer when it runs, so `onsite score
+# ir` loads neither numpy, the numba aligner, matplotlib nor the other families.
 
 
 def _asr_report(args: argparse.Namespace) -> AsrReport:
+    from scoring import check_ids, read_conditions, read_transcripts, score_asr
+
     refs = read_transcripts(Path(args.ref))
     hyps = read_transcripts(Path(args.hyp))
     check_ids(refs, hyps, Path(args.ref), Path(args.hyp))
     conditions = read_conditions(Path(args.conditions), refs) if args.conditions else None
     return score_asr(
-        refs, hyps, unit=args.unit, case_sensitive=args.case_sensitive, conditions=conditions
+        refs,
+        hyps,
+        unit=args.unit,
+        case_sensitive=args.case_sensitive,
+        conditions=conditions,
+        unicode=args.unicode,
     )
 
 
@@ -100,6 +59,7 @@ def _asr(args: argparse.Namespace) -> dict[str, Any]:
         "sentences": overall.utterances,
         "sentences_correct": overall.sentences_correct,
         "sentence_correct_rate": overall.sentence_correct_rate,
+        # Per-utterance counts only go to --json: the table shows the totals.
         "utterances": [
             {
                 "id": u.id,
@@ -109,13 +69,15 @@ def _asr(args: argparse.Namespace) -> dict[str, Any]:
                 "deletions": u.deletions,
                 "insertions": u.insertions,
             }
-            for u in report.utterances
+            for u in (report.utterances if args.json else ())
         ],
         "by_condition": {k: v.to_dict() for k, v in report.by_condition.items()},
     }
 
 
 def _plot_asr(args: argparse.Namespace, stem: Path) -> PlotFiles:
+    from scoring.plots import plot_wer_by_condition
+
     report = _asr_report(args)
     if not report.by_condition:
         raise ValueError("--plot for asr shows WER by condition: give --conditions FILE too")
@@ -125,6 +87,9 @@ def _plot_asr(args: argparse.Namespace, stem: Path) -> PlotFiles:
 
 
 def _plot_roc(args: argparse.Namespace, stem: Path) -> PlotFiles:
+    from scoring import read_verification_scores, read_verification_truth, score_verification_pairs
+    from scoring.plots import plot_roc
+
     report = score_verification_pairs(
         read_verification_scores(args.hyp), read_verification_truth(args.ref)
     )
@@ -133,6 +98,13 @@ def _plot_roc(args: argparse.Namespace, stem: Path) -> PlotFiles:
 
 
 def _plot_cmc(args: argparse.Namespace, stem: Path) -> PlotFiles:
+    from scoring import (
+        read_identification_candidates,
+        read_identification_truth,
+        score_identification,
+    )
+    from scoring.plots import plot_cmc
+
     report = score_identification(
         read_identification_candidates(args.hyp), read_identification_truth(args.ref)
     )
@@ -140,26 +112,37 @@ def _plot_cmc(args: argparse.Namespace, stem: Path) -> PlotFiles:
 
 
 def _plot_det(args: argparse.Namespace, stem: Path) -> PlotFiles:
+    from scoring import det_curve, read_detections
+    from scoring.plots import plot_det
+
     curve = det_curve(read_detections(args.hyp), args.n_true, args.n_nontarget)
     return plot_det({Path(args.hyp).stem: curve}, stem)
 
 
 def _command(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.commands import read_command_file, score_commands
+
     return score_commands(read_command_file(args.ref), read_command_file(args.hyp)).to_dict()
 
 
 def _kws(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.kws import read_slot_file, score_slots
+
     refs = read_slot_file(args.ref)
     hyps = read_slot_file(args.hyp, require_setting=False)
     return score_slots(refs, hyps).to_dict(include_sentences=args.details)
 
 
 def _ocr(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.ocr import read_ocr_outputs, read_ocr_truth, score_ocr
+
     report = score_ocr(read_ocr_truth(args.ref), read_ocr_outputs(args.hyp), seconds=args.seconds)
     return report.to_dict(include_characters=args.details)
 
 
 def _face_detect(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.faces import read_face_detections, read_face_references, score_detection
+
     detections = read_face_detections(args.hyp)
     report = score_detection(
         read_face_references(args.ref), detections.boxes, seconds=detections.seconds or None
@@ -168,6 +151,12 @@ def _face_detect(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _face_identify(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.faces import (
+        read_identification_candidates,
+        read_identification_truth,
+        score_identification,
+    )
+
     report = score_identification(
         read_identification_candidates(args.hyp), read_identification_truth(args.ref)
     )
@@ -175,6 +164,12 @@ def _face_identify(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _face_verify(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.faces import (
+        read_verification_scores,
+        read_verification_truth,
+        score_verification_pairs,
+    )
+
     report = score_verification_pairs(
         read_verification_scores(args.hyp), read_verification_truth(args.ref)
     )
@@ -182,6 +177,8 @@ def _face_verify(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _kws_det(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.kws import det_curve, read_detections
+
     detections = read_detections(args.hyp)
     try:
         curve = det_curve(detections, args.n_true, args.n_nontarget)
@@ -195,6 +192,8 @@ def _kws_det(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _tts_pair(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.tts import pair_comparison, read_pair_judgements
+
     judgements = read_pair_judgements(args.hyp)
     stats = pair_comparison(judgements, confidence=args.confidence, unit=args.unit)
     return {
@@ -207,12 +206,16 @@ def _tts_pair(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _tts_sus(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.tts import read_sus_responses, score_sus
+
     responses = read_sus_responses(args.hyp)
     scores = score_sus(responses)
     return {"blanks": len(responses), "systems": [s.to_dict() for s in scores.values()]}
 
 
 def _tts_mos(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.tts import read_mos_ratings, score_mos
+
     ratings = read_mos_ratings(args.hyp)
     scores = score_mos(ratings, confidence=args.confidence)
     return {
@@ -228,6 +231,8 @@ def _numbered(prefix: str, n: int) -> list[str]:
 
 
 def _tts_plan(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.tts import listening_plan, read_sentence_ids
+
     # A plain number is a count; anything else names a file (write ./12 for a file "12").
     count = args.sentences.isascii() and args.sentences.isdigit()
     sentences = _numbered("s", int(args.sentences)) if count else read_sentence_ids(args.sentences)
@@ -243,14 +248,34 @@ def _tts_plan(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _mt(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.cwmt_xml import load_mt_file, require_mirror
+    from scoring.mt import score_mt_files
+
     if args.src:
         source = load_mt_file(args.src, "source")
         target = load_mt_file(args.hyp, "target")
         require_mirror(source, target)
-    return score_mt_files(Path(args.hyp), [Path(r) for r in args.ref], lang=args.lang)
+    # The table shows system and document figures: segments only go to --json.
+    return score_mt_files(
+        Path(args.hyp),
+        [Path(r) for r in args.ref],
+        lang=args.lang,
+        metrics=args.metrics,
+        with_segments=args.json,
+    )
 
 
 def _mt_check(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.cwmt_xml import (
+        Mismatch,
+        check_mirror,
+        check_submissions,
+        load_mt_file,
+        parse_result_name,
+        validate_target,
+    )
+    from scoring.errors import FormatError
+
     source = load_mt_file(args.src, "source")
     problems: list[Any] = []
     files = []
@@ -269,35 +294,77 @@ def _mt_check(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _mt_human(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.mt_human import score_human
+
     return score_human(args.hyp).to_dict()
 
 
 def _mt_align(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.word_alignment import score_alignment_files
+
     return score_alignment_files(args.hyp, args.ref)
 
 
 def _cws(args: argparse.Namespace) -> dict[str, Any]:
-    return score_cws_files(args.gold, args.test, args.words, accepted=args.accepted)
+    from scoring.cws import score_cws_files
+
+    return score_cws_files(
+        args.gold,
+        args.test,
+        args.words,
+        accepted=args.accepted,
+        lcs=args.lcs,
+        script_quirks=args.sighan_quirks,
+    )
 
 
 def _ner(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.ner import score_ner_file
+
     return score_ner_file(args.conll)
 
 
 def _pos(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.pos import score_pos_files
+
     return score_pos_files(args.gold, args.test, args.train)
 
 
 def _textcat(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.textcat import score_textcat_files
+
     return score_textcat_files(args.gold, args.pred, seconds=args.seconds)
 
 
 def _ir(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.ir import score_ir_files
+
     return score_ir_files(args.qrels, args.run, complete=args.complete)
 
 
 def _summarization(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.summarization import score_summarization_files
+
     return score_summarization_files(args.hyp)
+
+
+# `onsite score mt --metrics`: kept here so `--help` needs no scorer import
+# (tests check it equals scoring.mt_batch.METRICS).
+MT_METRICS = ("bleu", "nist", "gtm", "mwer", "mper", "bleu_shortest")
+
+
+def _mt_metrics(text: str) -> tuple[str, ...]:
+    """``--metrics``: comma-separated MT metric names, or ``all``."""
+    names = [n.strip().lower() for n in text.split(",") if n.strip()]
+    if names == ["all"]:
+        return MT_METRICS
+    unknown = [n for n in names if n not in MT_METRICS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown metric {', '.join(unknown) or repr(text)}; give some of "
+            f"{','.join(MT_METRICS)} separated by commas, or all"
+        )
+    return tuple(dict.fromkeys(names))
 
 
 def _positive_int(text: str) -> int:
@@ -360,6 +427,12 @@ _FAMILIES: dict[str, _Family] = {
             _arg("--hyp", required=True, help="hypotheses (trn or Kaldi text)"),
             _arg("--unit", choices=("word", "char"), default="word"),
             _arg("--case-sensitive", action="store_true"),
+            _arg(
+                "--unicode",
+                action="store_true",
+                help="Unicode-aware tokens instead of sclite's: any Unicode space splits, "
+                "str.lower folds, char mode splits CJK only, `foo*` stays as written",
+            ),
             _arg("--conditions", help="'<utt-id>\\t<label>' lines (e.g. SNR): WER per label"),
         ),
         plot=_plot_asr,
@@ -396,9 +469,21 @@ _FAMILIES: dict[str, _Family] = {
         "translation: BLEU and NIST (mteval-v13a), BLEU shortest-ref, GTM, mWER, mPER",
         (
             _arg("--hyp", required=True, help="system output: CWMT XML or one segment per line"),
-            _arg("--ref", required=True, action="append", help="a reference file (1 to 4)"),
+            _arg(
+                "--ref",
+                required=True,
+                action="append",
+                help="a reference file; repeat for more (any number, as mteval)",
+            ),
             _arg("--lang", choices=("en", "zh", "ja"), default="en", help="target language"),
             _arg("--src", help="the source XML: the output must mirror its docs and segments"),
+            _arg(
+                "--metrics",
+                type=_mt_metrics,
+                default=MT_METRICS,
+                help="comma-separated, from bleu,nist,gtm,mwer,mper,bleu_shortest; "
+                "default all (the CWMT/HTRDP set); e.g. --metrics bleu computes BLEU alone",
+            ),
         ),
         tables=("documents",),
     ),
@@ -433,6 +518,18 @@ _FAMILIES: dict[str, _Family] = {
             _arg("--test", required=True, help="system segmentation"),
             _arg("--words", help="the training word list, for OOV and IV figures"),
             _arg("--accepted", help="judged review file: pieces accepted as correct"),
+            _arg(
+                "--lcs",
+                action="store_true",
+                help="match a true longest common subsequence instead of GNU diff's choice "
+                "(the script's numbers are the default)",
+            ),
+            _arg(
+                "--sighan-quirks",
+                action="store_true",
+                help="also reproduce the script's slips: an empty word before a leading "
+                "U+3000, `chop` of a word list's last byte when it lacks a final newline",
+            ),
         ),
     ),
     "ner": _Family(
@@ -542,17 +639,36 @@ def _cell(value: Any) -> Any:
     return f"{value:.6g}" if isinstance(value, float) else value
 
 
+def _os_error(exc: OSError) -> str:
+    """An unreadable path, with the fix: the bare errno text names no remedy."""
+    where = exc.filename if exc.filename is not None else "?"
+    if isinstance(exc, FileNotFoundError):
+        return f"{where}: no such file; check the path (relative paths start at {Path.cwd()})"
+    if isinstance(exc, IsADirectoryError):
+        return f"{where}: is a directory; give the file inside it"
+    if isinstance(exc, PermissionError):
+        return f"{where}: permission denied; make the file readable (chmod a+r)"
+    return f"{where}: {exc.strerror or exc}; check that the path is a readable file"
+
+
 def cmd_score(args: argparse.Namespace, console: Console) -> int:
     """Run one family's scorer and print its figures."""
+    from scoring.errors import FormatError
+
+    from .render import table
+
     family = _FAMILIES[args.family]
     try:
         result = args.scorer(args)
         if getattr(args, "plot", None):
             files = family.plot(args, Path(args.plot))  # type: ignore[misc]
             sys.stderr.write(f"wrote {files.png} and {files.svg}\n")
-    except (FormatError, ValueError, OSError) as exc:
-        # The readers name the file and line; an unreadable path arrives as OSError.
+    except (FormatError, ValueError) as exc:
+        # The readers name the file and line.
         sys.stderr.write(f"error: {exc}\n")
+        return 2
+    except OSError as exc:
+        sys.stderr.write(f"error: {_os_error(exc)}\n")
         return 2
     if args.json:
         sys.stdout.write(json.dumps(result, ensure_ascii=False, indent=2) + "\n")

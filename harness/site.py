@@ -119,14 +119,21 @@ class SerialDevice(_Strict):
     # Run this device-agent module under the pty emulator instead of opening a port.
     emulate: str | None = None
     emulate_args: list[str] = []
+    # Or run this device program (with "{port}" for its tty) behind the emulated line.
+    emulate_command: list[str] = []
     silence_seconds: PositiveFloat = 3.0
     ping_seconds: PositiveFloat = 0.5
     max_window: Annotated[int, Field(ge=1)] = 3
 
     @model_validator(mode="after")
     def _port_or_emulator(self) -> SerialDevice:
-        if not self.port and not self.emulate:
-            raise ValueError('give port = "/dev/ttyUSB0" (or emulate = "<agent module>")')
+        if not self.port and not self.emulate and not self.emulate_command:
+            raise ValueError(
+                'give port = "/dev/ttyUSB0" (or emulate = "<agent module>", or '
+                'emulate_command = ["./mydevice", "{port}"])'
+            )
+        if self.emulate and self.emulate_command:
+            raise ValueError("give emulate or emulate_command, not both")
         return self
 
 

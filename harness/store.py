@@ -87,6 +87,8 @@ class RunState:
     audit_seed: int | None = None
     job_settings: dict[JobKey, dict[str, Any]] = field(default_factory=dict)
     testset_hashes: dict[str, dict[str, str]] = field(default_factory=dict)
+    _by_job: dict[JobKey, list[dict[str, Any]]] = field(default_factory=dict, repr=False)
+    _by_job_size: int = field(default=-1, repr=False)
 
     @classmethod
     def from_journal(cls, path: Path, keep_records: bool = True) -> RunState:
@@ -122,10 +124,20 @@ class RunState:
         return self.attempts.get((task, system, item), 0) + 1
 
     def job_records(self, task: str, system: str) -> list[dict[str, Any]]:
-        """Every record about one (task, system) job, in order (needs ``keep_records``)."""
+        """Every record about one (task, system) job, in order (needs ``keep_records``).
+
+        Indexed once per replay, so reading every job costs one pass, not one per job.
+        """
         if not self.keep_records:
             raise RuntimeError("this state was replayed without its records")
-        return [r for r in self.records if r.get("task") == task and r.get("system") == system]
+        if self._by_job_size != len(self.records):
+            index: dict[JobKey, list[dict[str, Any]]] = defaultdict(list)
+            for r in self.records:
+                if "task" in r and "system" in r:
+                    index[(r["task"], r["system"])].append(r)
+            self._by_job = index
+            self._by_job_size = len(self.records)
+        return list(self._by_job.get((task, system), ()))
 
 
 def output_line(record: dict[str, Any]) -> dict[str, Any]:

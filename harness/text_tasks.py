@@ -19,7 +19,8 @@ from scoring.cwmt_xml import MtFile, load_mt_file, require_mirror
 from scoring.cws import read_lines, read_segmentation, read_word_list, score_cws, split_words
 from scoring.errors import FormatError
 from scoring.ir import Topic, read_qrels, read_topics, score_ir
-from scoring.mt import MtSegment, score_mt
+from scoring.mt import MtSegment, as_sgml_text
+from scoring.mt_batch import score_mt_batch
 from scoring.ner import parse_tag, score_ner
 from scoring.pos import PosTraining, read_tagged, score_pos
 from scoring.textcat import MAX_CATEGORIES, read_category_file, score_textcat
@@ -191,14 +192,18 @@ def _score_mt(testset: TestSet, task: Task, outputs: Outputs, _: Any) -> dict[st
         answer = _answer(outputs, item.id)
         # An unanswered segment is scored as an empty translation, as in a CWMT submission.
         hyp = str(answer["text"]) if answer else ""
-        segments.append(MtSegment(ref.doc_id, ref.seg_id, hyp, ref.refs))
+        # As mteval sees them: the output is literal text, the references
+        # were decoded once by their reader (see scoring.mt.as_sgml_text).
+        refs = tuple(as_sgml_text(r) for r in ref.refs)
+        segments.append(MtSegment(ref.doc_id, ref.seg_id, as_sgml_text(hyp), refs))
     lang = testset.items[0].reference.lang if testset.items else DEFAULT_LANG
-    return score_mt(segments, lang).to_dict()
+    # score_mt's report, computed for the whole set at once (equal value for value).
+    return score_mt_batch(segments, lang).to_dict()
 
 
 def _source_words(item: TestItem) -> float:
     # CJK characters count one each, other runs are whitespace words: no segmenter needed.
-    return float(len(tokenize(str(item.fields["text"]), "char", case_sensitive=True)))
+    return float(len(tokenize(str(item.fields["text"]), "char", case_sensitive=True, unicode=True)))
 
 
 # --------------------------------------------------------------------------- cws

@@ -10,6 +10,7 @@ from devices import PortInfo as SerialPortInfo  # noqa: E402
 from devices import ProbeResult as SerialProbeResult  # noqa: E402
 from devices import list_ports as list_serial_ports  # noqa: E402
 from devices import probe as probe_serial_port  # noqa: E402
+from devices.conformance import run_conformance as check_device_conformance  # noqa: E402
 
 from .base import (
     ItemAttempt,
@@ -23,19 +24,23 @@ from .base import (
     SystemSpec,
 )
 from .local import LocalExecRunner, LocalServeRunner
+from .logcap import LogCap
 from .proctree import TreeMeter, kill_tree
 from .protocol import PROTOCOL_VERSION, ProtocolError, parse_message
 from .registry import device_kinds, open_runner, register
+from .sandbox import check_available as check_sandbox
 from .serial_runner import SerialOptions, SerialRunner
 from .ssh import ProbeResult, SshServeRunner, probe
 from .ssh_link import SshOptions
 
 __all__ = [
+    "check_device_conformance",
     "PROTOCOL_VERSION",
     "ItemAttempt",
     "ItemRequest",
     "LocalExecRunner",
     "LocalServeRunner",
+    "LogCap",
     "Mode",
     "Outcome",
     "ProbeResult",
@@ -53,6 +58,7 @@ __all__ = [
     "SystemSpec",
     "TreeMeter",
     "device_kinds",
+    "check_sandbox",
     "kill_tree",
     "list_serial_ports",
     "open_runner",

@@ -22,7 +22,11 @@ class Sandbox:
 
     ``enabled`` False runs the system unsealed (the report marks it). ``user`` is who the
     system runs as when the controller is root (never root itself). ``network`` opens the
-    network, closed by default.
+    network, closed by default. ``hidden`` are paths that must not exist inside even when
+    they lie under a directory the sandbox shows (the run directory, the test sets, the
+    site file's directory under a workdir that is the repository root): an empty tmpfs
+    covers them. ``max_processes`` caps the processes and threads of the sandbox user
+    (RLIMIT_NPROC; applied when the controller is root and the system runs as ``user``).
     """
 
     enabled: bool = True
@@ -31,6 +35,7 @@ class Sandbox:
     # Paths that must not exist inside even when they lie under a bound directory
     # (the run directory, test sets, the site file under a workdir of the repository root).
     hidden: tuple[Path, ...] = ()
+    max_processes: int = 1024
 
 
 # Default ceilings; task kinds and devices may set their own.
@@ -100,6 +105,12 @@ class ItemAttempt:
     system_lost: bool = False
     # The link to the device failed, not the system: the item is run again, not judged.
     link_lost: bool = False
+    # What starting the item's process cost, from the request to the program's start, as
+    # far as the runner can see it (exec mode); part of ``seconds``, shown apart.
+    spawn_seconds: float | None = None
+    # Serial devices: the frame that confirmed the input had arrived, which started the
+    # processing clock ("complete", "ack" or "answer"); None for other runners.
+    clock_start: str | None = None
 
     @property
     def seconds(self) -> float:

@@ -22,7 +22,8 @@ class LineBuffer:
     system. Subclasses say how to wait for and read more bytes (``_fill``).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int = MAX_LINE_BYTES) -> None:
+        self._limit = limit
         self._buf = bytearray()
         self._eof = False
         self.arrived = 0.0
@@ -34,7 +35,7 @@ class LineBuffer:
     def readline(self, deadline: float) -> bytes | None:
         """The next line, b"" at end of stream, or None if the deadline passed."""
         while True:
-            nl = self._buf.find(b"\n")
+            nl = self._buf.find(b"\n", 0, self._limit + 1)
             if nl >= 0:
                 line = bytes(self._buf[: nl + 1])
                 del self._buf[: nl + 1]
@@ -45,8 +46,8 @@ class LineBuffer:
                     self._buf.clear()
                     return line
                 return b""
-            if len(self._buf) > MAX_LINE_BYTES:
-                raise LineTooLong(f"more than {MAX_LINE_BYTES} bytes without a newline")
+            if len(self._buf) > self._limit:
+                raise LineTooLong(f"more than {self._limit} bytes without a newline")
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return None
@@ -56,8 +57,8 @@ class LineBuffer:
 class LineReader(LineBuffer):
     """Lines from a file descriptor (a local system's stdout pipe)."""
 
-    def __init__(self, fd: int) -> None:
-        super().__init__()
+    def __init__(self, fd: int, limit: int = MAX_LINE_BYTES) -> None:
+        super().__init__(limit)
         self._fd = fd
         self._poll = select.poll()
         self._poll.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)

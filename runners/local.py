@@ -1,42 +1,53 @@
-"""Systems that run as local processes, in serve mode (resident, JSON lines) or exec mode."""
+"""Systems that run as local processes, in serve mode (resident, JSON lines) or exec mode.
+
+Both run sealed in a bubblewrap sandbox unless the device says ``sandbox = false``
+(runners/sandbox.py, docs/security.md); either way a system gets a clean environment,
+copies of its inputs, and a stderr log capped at ``max_log_bytes``.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import secrets
 import shutil
+import stat
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
+
+import psutil
 
 from . import protocol
 from .base import ItemAttempt, ItemRequest, Runner, StartError, StartInfo, SystemSpec
 from .exchange import attempt_builder, await_answer
 from .lines import LineReader, LineTooLong
-from .proctree import TreeMeter, child_setup, kill_tree
+from .logcap import LogCap
+from .proctree import TreeMeter, kill_tree
+from .sandbox import (
+    HOME_DIR,
+    IN_DIR,
+    OUT_DIR,
+    TMP_DIR,
+    TOOLS_DIR,
+    Account,
+    SandboxCommand,
+    ScratchDirs,
+    account,
+    check_available,
+    clean_env,
+    program_files,
+)
+from .spawn import spawn, wait_exit
 
 _BYE_GRACE_SECONDS = 2.0
 _LOG_MARKER = "--- onsite: "
-
-
-def _child_env(extra: Mapping[str, str]) -> dict[str, str]:
-    """The controller's environment with its own interpreter's bin directory first on PATH.
-
-    So that a command starting with "python" means the Python the harness was
-    installed into (the project's virtual environment), not whatever is first on
-    the operator's PATH.
-    """
-    env = dict(os.environ)
-    bindir = str(Path(sys.executable).parent)
-    env["PATH"] = bindir + os.pathsep + env.get("PATH", "")
-    env.setdefault("PYTHONUNBUFFERED", "1")
-    env.update(extra)
-    return env
+_SPAWNER = Path(__file__).with_name("spawner.py")
 
 
 def _tail(path: Path, limit: int = 400) -> str:
@@ -56,52 +67,149 @@ def _tail(path: Path, limit: int = 400) -> str:
 
 
 def stage_file(source: Path, stage_dir: Path, anon_id: str, key: str) -> Path:
-    """Place one input under an anonymous name; a hard link when possible, else a copy."""
+    """Place a copy of one input under an anonymous name, read-only.
+
+    Never a link: a system writing into its input must not reach the test set's file.
+    The copy is created exclusively (O_EXCL) so that nothing already there is reused.
+    """
     target = stage_dir / f"{anon_id}-{key}{source.suffix}"
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o444)
     try:
-        os.link(source, target)
-    except OSError:
-        shutil.copyfile(source, target)
+        with open(source, "rb") as src:
+            size = os.fstat(src.fileno()).st_size
+            copied = 0
+            while copied < size:
+                sent = os.sendfile(fd, src.fileno(), copied, size - copied)
+                if sent == 0:
+                    break
+                copied += sent
+    except BaseException:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            target.unlink()
+        raise
+    os.fchmod(fd, 0o444)
+    os.close(fd)
     return target
 
 
 class _LocalRunner(Runner):
-    """What serve and exec mode share: staging, logging, CPU pinning."""
+    """What serve and exec mode share: the sandbox, staging, the capped log, CPU pinning."""
 
     def __init__(self, spec: SystemSpec, cpus: Sequence[int] | None = None) -> None:
         self.spec = spec
         self.cpus = tuple(cpus) if cpus else None
-        self._env = _child_env(spec.env)
-        spec.stage_dir.mkdir(parents=True, exist_ok=True)
+        self.scratch = ScratchDirs.under(spec.stage_dir)
+        self.sealed = spec.sandbox.enabled
+        self._account: Account | None = None
+        self._sandbox: SandboxCommand | None = None
         spec.log_path.parent.mkdir(parents=True, exist_ok=True)
-        self._log: IO[bytes] | None = None
+        self._log: LogCap | None = None
         self._setup_staged: dict[str, str] | None = None
 
-    def _open_log(self) -> IO[bytes]:
-        if self._log is None or self._log.closed:
-            self._log = open(self.spec.log_path, "ab")
+    # -- where things are, seen from the system ----------------------------------------
+
+    def _seen(self, path: Path) -> str:
+        """The path the system uses for a file in one of its scratch directories."""
+        if not self.sealed:
+            return str(path)
+        for host, inside in (
+            (self.scratch.inputs, IN_DIR),
+            (self.scratch.outputs, OUT_DIR),
+            (self.scratch.home, HOME_DIR),
+            (self.scratch.tmp, TMP_DIR),
+        ):
+            if path.parent == host:
+                return str(inside / path.name)
+        return str(path)
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The system's whole environment."""
+        if self.sealed:
+            return clean_env(self.spec.env, HOME_DIR, TMP_DIR)
+        return clean_env(self.spec.env, self.scratch.home, self.scratch.tmp)
+
+    def _prepare(self) -> None:
+        """Check the sandbox can be made and empty the scratch directories (every start)."""
+        if self.sealed and self._sandbox is None:
+            bwrap = check_available(self.spec.sandbox)
+            self._account = account(self.spec.sandbox)
+            self._sandbox = SandboxCommand(
+                self.spec.sandbox,
+                bwrap,
+                self.spec.workdir,
+                self.scratch,
+                self._account,
+                program_files(self.spec.command, self.spec.workdir),
+                tools=[_SPAWNER],
+            )
+        try:
+            self.scratch.reset(self._account)
+        except OSError as exc:
+            raise StartError(f"cannot prepare {self.spec.stage_dir}: {exc}") from exc
+        self._setup_staged = None
+
+    def _wrap(self, command: Sequence[str], pdeathsig: bool) -> list[str]:
+        """The command line that starts ``command`` sealed, or dying with the controller."""
+        if self._sandbox is not None:
+            return self._sandbox.argv(command)
+        if not pdeathsig:
+            return list(command)
+        return ["/usr/bin/setpriv", "--pdeathsig", "KILL", "--", *command]
+
+    def _spawn(
+        self, command: Sequence[str], pdeathsig: bool = True, **popen: Any
+    ) -> subprocess.Popen[bytes]:
+        cwd = None if self.sealed else self.spec.workdir
+        try:
+            return spawn(  # type: ignore[no-any-return]
+                self._wrap(command, pdeathsig),
+                self.cpus,
+                cwd=cwd,
+                env=self.env,
+                stderr=self._open_log().write_fd,
+                **popen,
+            )
+        except OSError as exc:
+            raise StartError(
+                f"cannot start {command[0]!r} in {self.spec.workdir}: {exc.strerror or exc}"
+            ) from exc
+
+    # -- the log -----------------------------------------------------------------------
+
+    def _open_log(self) -> LogCap:
+        if self._log is None:
+            self._log = LogCap(self.spec.log_path, self.spec.max_log_bytes)
         return self._log
 
     def _mark_log(self, text: str) -> None:
-        log = self._open_log()
-        log.write(f"{_LOG_MARKER}{text} at {time.strftime('%Y-%m-%d %H:%M:%S')}\n".encode())
-        log.flush()
+        self._open_log().note(f"{_LOG_MARKER}{text} at {time.strftime('%Y-%m-%d %H:%M:%S')}")
+
+    def _log_tail(self) -> str:
+        if self._log is not None:
+            self._log.settle()
+        return _tail(self.spec.log_path)
+
+    # -- staging -----------------------------------------------------------------------
 
     def _stage(self, request: ItemRequest) -> tuple[dict[str, Any], list[Path]]:
         inputs: dict[str, Any] = dict(request.fields)
         staged: list[Path] = []
         for key, source in request.files.items():
-            path = stage_file(source, self.spec.stage_dir, request.anon_id, key)
+            path = stage_file(source, self.scratch.inputs, request.anon_id, key)
             staged.append(path)
-            inputs[key] = str(path)
+            inputs[key] = self._seen(path)
         return inputs, staged
 
     def _stage_setup_files(self) -> dict[str, str]:
-        """Stage the files every start sends in hello (a gallery), once per runner."""
+        """Stage the files every start sends in hello (a gallery), once per start."""
         if self._setup_staged is None:
             token = secrets.token_hex(4)
             self._setup_staged = {
-                name: str(stage_file(path, self.spec.stage_dir, f"setup-{token}-{n}", "file"))
+                name: self._seen(
+                    stage_file(path, self.scratch.inputs, f"setup-{token}-{n}", "file")
+                )
                 for n, (name, path) in enumerate(self.spec.setup_files.items())
             }
         return self._setup_staged
@@ -113,12 +221,27 @@ class _LocalRunner(Runner):
                 path.unlink()
 
     def _close_log(self) -> None:
+        """After the system is gone: close the log, remove its inputs and scratch."""
         if self._log is not None:
             self._log.close()
             self._log = None
-        if self._setup_staged is not None:
-            self._unstage([Path(p) for p in self._setup_staged.values()])
-            self._setup_staged = None
+        self._setup_staged = None
+        with contextlib.suppress(OSError):
+            self.scratch.clear()
+
+
+def _system_process(pid: int) -> int:
+    """The system's own process below bubblewrap's (measured without bwrap's memory)."""
+    try:
+        proc = psutil.Process(pid)
+        while proc.name() == "bwrap":
+            children = proc.children()
+            if len(children) != 1:
+                break
+            proc = children[0]
+        return proc.pid
+    except psutil.Error:
+        return pid
 
 
 class LocalServeRunner(_LocalRunner):
@@ -130,37 +253,39 @@ class LocalServeRunner(_LocalRunner):
         self._reader: LineReader | None = None
         self._meter: TreeMeter | None = None
         self._cpu_mark: float | None = None
+        self._system_pid: int | None = None
 
     @property
     def pid(self) -> int | None:
-        """The system's process id while it runs."""
+        """The process id of the system's outermost process (bubblewrap's when sealed)."""
         return self._proc.pid if self._proc is not None else None
+
+    def _check_program(self) -> None:
+        """Refuse a program that is not there, in the words of a failed exec.
+
+        Sealed, the failure would otherwise surface as the sandbox's exit code 127.
+        """
+        program = self.spec.command[0] if self.spec.command else ""
+        if "/" in program:
+            found = os.access(self.spec.workdir / program, os.X_OK)
+        else:
+            found = shutil.which(program, path=self.env["PATH"]) is not None
+        if not found:
+            raise StartError(
+                f"cannot start {program!r} in {self.spec.workdir}: No such file or directory"
+            )
 
     def start(self) -> StartInfo:
         spec = self.spec
+        self._prepare()
+        self._check_program()
         self._mark_log(f"starting {' '.join(spec.command)}")
         setup_files = self._stage_setup_files()
         t0 = time.monotonic()
-        try:
-            proc = subprocess.Popen(
-                spec.command,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=self._open_log(),
-                cwd=spec.workdir,
-                env=self._env,
-                start_new_session=True,
-                preexec_fn=child_setup(self.cpus),
-                bufsize=0,
-            )
-        except OSError as exc:
-            raise StartError(
-                f"cannot start {spec.command[0]!r} in {spec.workdir}: {exc.strerror or exc}"
-            ) from exc
+        proc = self._spawn(spec.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
         self._proc = proc
         assert proc.stdout is not None
-        self._reader = LineReader(proc.stdout.fileno())
-        self._meter = TreeMeter(proc.pid)
+        self._reader = LineReader(proc.stdout.fileno(), spec.max_output_bytes)
         deadline = t0 + spec.setup_seconds
         try:
             self._write(protocol.hello(spec.task, spec.kind, setup_files))
@@ -172,13 +297,15 @@ class LocalServeRunner(_LocalRunner):
             self.kill()
             raise StartError(
                 f"no ready message within setup_seconds={spec.setup_seconds:g}; "
-                f"stderr: {_tail(spec.log_path)}"
+                f"stderr: {self._log_tail()}"
             )
         if line == b"":
-            code = proc.wait()
-            raise StartError(
-                f"exited with code {code} before ready; stderr: {_tail(spec.log_path)}"
-            )
+            code = wait_exit(proc, 5.0)
+            tail = self._log_tail()
+            self.kill()
+            if code is None:
+                raise StartError(f"closed its stdout before ready; stderr: {tail}")
+            raise StartError(f"exited with code {code} before ready; stderr: {tail}")
         ready_at = self._reader.arrived
         try:
             message = protocol.parse_message(line)
@@ -188,6 +315,8 @@ class LocalServeRunner(_LocalRunner):
         if not isinstance(message, protocol.Ready):
             self.kill()
             raise StartError(f"expected a ready message, got op {message.op!r}")
+        self._system_pid = _system_process(proc.pid)
+        self._meter = TreeMeter(self._system_pid)
         self._cpu_mark, _ = self._meter.sample(ready_at)
         return StartInfo(message.name, message.version, ready_at - t0, proc.pid)
 
@@ -221,30 +350,81 @@ class LocalServeRunner(_LocalRunner):
         try:
             self._write(data)
         except OSError:
-            return self._crashed(attempt, sent)
+            return self._crashed(attempt, "stdin")
         assert self._reader is not None
-        return await_answer(
+        closed: list[str] = []
+
+        def kill() -> None:
+            # Sealed, bubblewrap keeps its own copies of the pipes, so a system that closed
+            # its end looks like a hang; tell the two apart before the evidence is gone.
+            closed.extend(self._closed_pipes())
+            self.kill()
+
+        result = await_answer(
             self._reader,
             deadline,
             request.anon_id,
             request.hang_seconds,
             attempt,
-            self.kill,
-            lambda: self._crashed(attempt, sent),
+            kill,
+            lambda: self._crashed(attempt, "stdout"),
         )
+        if closed and result.outcome == "timeout":
+            return dataclasses.replace(
+                result,
+                outcome="crashed",
+                message=f"closed its {' and '.join(closed)} while still running (the "
+                "protocol keeps stdin and stdout open until bye); killed",
+            )
+        return result
 
-    def _crashed(self, attempt: Any, sent: float) -> ItemAttempt:
+    def _closed_pipes(self) -> list[str]:
+        """Which of its stdin and stdout pipes no process of the system holds any more.
+
+        Any descriptor counts (a system may move the protocol off fd 1 to keep library
+        chatter out of it), in the system's process or any it started.
+        """
+        proc = self._proc
+        if proc is None or proc.stdin is None or proc.stdout is None:
+            return []
+        if self._system_pid is None:
+            return []
+        try:
+            wanted = {
+                "stdin": f"pipe:[{os.fstat(proc.stdin.fileno()).st_ino}]",
+                "stdout": f"pipe:[{os.fstat(proc.stdout.fileno()).st_ino}]",
+            }
+            root = psutil.Process(self._system_pid)
+            pids = [root.pid, *(p.pid for p in root.children(recursive=True))]
+        except (OSError, ValueError, psutil.Error):
+            return []
+        held: set[str] = set()
+        for pid in pids:
+            try:
+                names = os.listdir(f"/proc/{pid}/fd")
+            except OSError:
+                continue
+            for name in names:
+                try:
+                    held.add(os.readlink(f"/proc/{pid}/fd/{name}"))
+                except OSError:
+                    continue
+        return [stream for stream, target in wanted.items() if target not in held]
+
+    def _crashed(self, attempt: Any, stream: str) -> ItemAttempt:
+        """The system's end of a pipe closed: it exited, or it closed the pipe and lives on."""
         assert self._proc is not None
         now = time.monotonic()
-        try:
-            code = self._proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            code = None
-        result = attempt(
-            "crashed",
-            now,
-            message=f"exited with code {code}; stderr: {_tail(self.spec.log_path)}",
-        )
+        code = wait_exit(self._proc, 1.0)
+        tail = self._log_tail()
+        if code is None:
+            message = (
+                f"closed its {stream} while still running (the protocol keeps stdin and "
+                f"stdout open until bye); killed; stderr: {tail}"
+            )
+        else:
+            message = f"exited with code {code}; stderr: {tail}"
+        result = attempt("crashed", now, message=message)
         self.kill()
         return result
 
@@ -275,10 +455,7 @@ class LocalServeRunner(_LocalRunner):
             with contextlib.suppress(OSError):
                 assert proc.stdin is not None
                 proc.stdin.close()
-            try:
-                proc.wait(timeout=_BYE_GRACE_SECONDS)
-            except subprocess.TimeoutExpired:
-                pass
+            wait_exit(proc, _BYE_GRACE_SECONDS)
         self.kill()
         self._close_log()
 
@@ -287,8 +464,7 @@ class LocalServeRunner(_LocalRunner):
         if proc is None:
             return
         kill_tree(proc.pid)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=10)
+        wait_exit(proc, 10.0)
         for stream in (proc.stdin, proc.stdout):
             if stream is not None:
                 with contextlib.suppress(OSError):
@@ -298,6 +474,7 @@ class LocalServeRunner(_LocalRunner):
         self._proc = None
         self._reader = None
         self._meter = None
+        self._system_pid = None
 
 
 class LocalExecRunner(_LocalRunner):
@@ -307,27 +484,84 @@ class LocalExecRunner(_LocalRunner):
     system must write its answer to: a JSON object, or plain UTF-8 text that
     is taken as ``{"text": ...}``. The item's time includes the process start,
     since that is what the system costs per item.
+
+    Each item's process is started by a small resident spawner (runners/spawner.py)
+    that lives where the system runs (inside its sandbox): it starts the program with
+    posix_spawn and waits for it on a pidfd, so the controller neither forks itself nor
+    builds a sandbox per item, and an item's time holds no polling delay.
     """
 
-    _current: int | None = None
+    def __init__(self, spec: SystemSpec, cpus: Sequence[int] | None = None) -> None:
+        super().__init__(spec, cpus)
+        self._spawner: subprocess.Popen[bytes] | None = None
+        self._replies: LineReader | None = None
+
+    @property
+    def spawner_pid(self) -> int | None:
+        """The spawner's outermost process (bubblewrap's when sealed), while it runs."""
+        return self._spawner.pid if self._spawner is not None else None
 
     def start(self) -> StartInfo:
+        self._kill_spawner()
+        self._prepare()
         self._mark_log("exec mode: a process per item")
+        self._start_spawner()
         return StartInfo(self.spec.name, "", 0.0, None)
 
+    def _start_spawner(self) -> None:
+        script = str(TOOLS_DIR / _SPAWNER.name) if self.sealed else str(_SPAWNER)
+        # Unsealed, the spawner is not killed with the controller but sees its stdin end,
+        # and kills the item it runs before it goes (a SIGKILL would leave the item behind).
+        proc = self._spawn(
+            [sys.executable, "-I", "-S", script],
+            pdeathsig=False,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            bufsize=0,
+        )
+        assert proc.stdout is not None
+        self._spawner = proc
+        self._replies = LineReader(proc.stdout.fileno())
+        line = self._replies.readline(time.monotonic() + max(self.spec.setup_seconds, 10.0))
+        if not line or b"ready" not in line:
+            self._kill_spawner()
+            raise StartError(
+                "the exec-mode spawner did not start"
+                + ("" if line is None else f" (said {line[:200]!r})")
+                + f"; log: {self._log_tail()}"
+            )
+
+    def _kill_spawner(self) -> None:
+        proc = self._spawner
+        if proc is None:
+            return
+        kill_tree(proc.pid)
+        wait_exit(proc, 10.0)
+        for stream in (proc.stdin, proc.stdout):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+        self._spawner = None
+        self._replies = None
+
     def run_item(self, request: ItemRequest) -> ItemAttempt:
+        if self._spawner is None:
+            # Killed after a timeout or lost: a fresh one, before the item's clock starts.
+            self._start_spawner()
         t_stage = time.monotonic()
         inputs, staged = self._stage(request)
         if staged:
             input_path = staged[0]
         else:
-            input_path = self.spec.stage_dir / f"{request.anon_id}-input.json"
+            input_path = self.scratch.inputs / f"{request.anon_id}-input.json"
             input_path.write_text(json.dumps(inputs, ensure_ascii=False), encoding="utf-8")
             staged.append(input_path)
-        output_path = self.spec.stage_dir / f"{request.anon_id}-output"
+        output_path = self.scratch.outputs / f"{request.anon_id}-output"
         staged.append(output_path)
         command = [
-            arg.replace("{input}", str(input_path)).replace("{output}", str(output_path))
+            arg.replace("{input}", self._seen(input_path)).replace(
+                "{output}", self._seen(output_path)
+            )
             for arg in self.spec.command
         ]
         stage_seconds = time.monotonic() - t_stage
@@ -339,107 +573,95 @@ class LocalExecRunner(_LocalRunner):
     def _run(
         self, request: ItemRequest, command: list[str], output_path: Path, stage_seconds: float
     ) -> ItemAttempt:
+        assert self._spawner is not None and self._replies is not None
+        assert self._spawner.stdin is not None
+        data = (json.dumps({"argv": command}) + "\n").encode()
         sent = time.monotonic()
-        try:
-            proc = subprocess.Popen(
-                command,
-                stdin=subprocess.DEVNULL,
-                stdout=self._open_log(),
-                stderr=subprocess.STDOUT,
-                cwd=self.spec.workdir,
-                env=self._env,
-                start_new_session=True,
-                preexec_fn=child_setup(self.cpus),
-            )
-        except OSError as exc:
-            return ItemAttempt(
-                request.anon_id,
-                "crashed",
-                sent,
-                time.monotonic(),
-                stage_seconds,
-                message=f"cannot start {command[0]!r}: {exc.strerror or exc}",
-            )
         deadline = sent + request.hang_seconds
-        self._current = proc.pid
+
+        def attempt(outcome: str, done: float, **fields: Any) -> ItemAttempt:
+            return ItemAttempt(
+                request.anon_id,
+                outcome,  # type: ignore[arg-type]
+                fields.pop("started", sent),
+                done,
+                stage_seconds,
+                **fields,
+            )
+
         try:
-            status, usage, done = self._wait(proc.pid, deadline)
-        finally:
-            self._current = None
-        if status is None:
-            kill_tree(proc.pid)
-            _, usage, _ = self._wait(proc.pid, time.monotonic() + 10)
-            proc.returncode = -9
-            return ItemAttempt(
-                request.anon_id,
+            os.write(self._spawner.stdin.fileno(), data)
+            line = self._replies.readline(deadline)
+        except (OSError, LineTooLong) as exc:
+            self._kill_spawner()
+            return attempt("crashed", time.monotonic(), message=f"exec-mode spawner failed: {exc}")
+        if line is None:
+            done = time.monotonic()
+            self._kill_spawner()
+            return attempt(
                 "timeout",
-                sent,
                 done,
-                stage_seconds,
                 message=f"no exit within hang_seconds={request.hang_seconds:g}; killed",
-                **self._usage(usage),
             )
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        kill_tree(proc.pid)  # leftovers the command forked into the background
-        usage_fields = self._usage(usage)
-        if proc.returncode != 0:
-            return ItemAttempt(
-                request.anon_id,
+        done = self._replies.arrived
+        if line == b"":
+            self._kill_spawner()
+            return attempt(
                 "crashed",
-                sent,
                 done,
-                stage_seconds,
-                message=f"exited with code {proc.returncode}; log: {_tail(self.spec.log_path)}",
-                **usage_fields,
+                message="the process that starts each item ended (killed by the system?); "
+                f"log: {self._log_tail()}",
             )
-        return self._read_output(request, output_path, sent, done, stage_seconds, usage_fields)
-
-    @staticmethod
-    def _wait(pid: int, deadline: float) -> tuple[int | None, Any, float]:
-        pause = 0.0005
-        while True:
-            got, status, usage = os.wait4(pid, os.WNOHANG)
-            now = time.monotonic()
-            if got == pid:
-                return status, usage, now
-            if now >= deadline:
-                return None, None, now
-            time.sleep(min(pause, max(0.0, deadline - now)))
-            pause = min(pause * 2, 0.01)
-
-    @staticmethod
-    def _usage(usage: Any) -> dict[str, Any]:
-        if usage is None:
-            return {}
-        return {
-            "cpu_seconds": usage.ru_utime + usage.ru_stime,
-            "peak_rss_bytes": usage.ru_maxrss * 1024,
+        reply = json.loads(line)
+        if "error" in reply:
+            return attempt("crashed", done, message=reply["error"])
+        fields: dict[str, Any] = {
+            "cpu_seconds": reply["cpu"],
+            "peak_rss_bytes": reply["maxrss"],
+            "spawn_seconds": max(0.0, reply["spawned"] - reply["started"]),
         }
+        # The spawner read the shared monotonic clock right before posix_spawn and right
+        # after the exit woke it: the item's own span without the two pipe hops (the
+        # controller's overhead). The system cannot reach the spawner (not dumpable, no
+        # handle on its pipes); a span outside the controller's own is not believed.
+        if sent <= reply["started"] <= reply["exited"] <= done:
+            fields["started"] = reply["started"]
+            done = reply["exited"]
+        code = os.waitstatus_to_exitcode(reply["status"])
+        if code != 0:
+            return attempt(
+                "crashed",
+                done,
+                message=f"exited with code {code}; log: {self._log_tail()}",
+                **fields,
+            )
+        return self._read_output(output_path, self.spec.max_output_bytes, attempt, done, fields)
 
     @staticmethod
     def _read_output(
-        request: ItemRequest,
         output_path: Path,
-        sent: float,
+        max_bytes: int,
+        attempt: Any,
         done: float,
-        stage_seconds: float,
-        usage_fields: dict[str, Any],
+        fields: dict[str, Any],
     ) -> ItemAttempt:
         def invalid(message: str) -> ItemAttempt:
-            return ItemAttempt(
-                request.anon_id,
-                "invalid_output",
-                sent,
-                done,
-                stage_seconds,
-                message=message,
-                **usage_fields,
-            )
+            return attempt("invalid_output", done, message=message, **fields)  # type: ignore[no-any-return]
 
         try:
-            raw = output_path.read_bytes()
+            # Never follow a link or block on a FIFO the system left there: the controller
+            # must read the system's own bytes and nothing else.
+            fd = os.open(output_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
         except FileNotFoundError:
             return invalid("exited 0 but wrote no output file at {output}")
+        except OSError as exc:
+            return invalid(f"cannot read the output file: {exc.strerror or exc}")
+        with open(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return invalid("the output at {output} is not a regular file")
+            raw = fh.read(max_bytes + 1)
+        if len(raw) > max_bytes:
+            return invalid(f"output file larger than max_output_bytes={max_bytes}")
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -452,17 +674,16 @@ class LocalExecRunner(_LocalRunner):
                 return invalid(f"output file starts with '{{' but is not JSON: {exc}")
         else:
             output = {"text": stripped}
-        return ItemAttempt(
-            request.anon_id, "result", sent, done, stage_seconds, output=output, **usage_fields
-        )
+        return attempt("result", done, output=output, **fields)  # type: ignore[no-any-return]
 
     def stop(self) -> None:
+        self._kill_spawner()
         self._close_log()
 
     def kill(self) -> None:
-        """Nothing stays resident between items in exec mode."""
+        """Nothing of the system stays resident between items; the spawner is ours."""
 
     def interrupt(self) -> None:
-        pid = self._current
-        if pid is not None:
-            kill_tree(pid)
+        proc = self._spawner
+        if proc is not None:
+            kill_tree(proc.pid)

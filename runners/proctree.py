@@ -1,47 +1,12 @@
-"""Local process trees: start them so they can be killed whole, kill them, measure them."""
+"""Local process trees: kill them whole, measure them (runners/spawn.py starts them)."""
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import signal
-import sys
-from collections.abc import Callable, Sequence
 
 import psutil
-
-_PR_SET_PDEATHSIG = 1
-
-
-def _libc_prctl() -> Callable[..., int] | None:
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        return ctypes.CDLL(None, use_errno=True).prctl  # type: ignore[no-any-return]
-    except (OSError, AttributeError):
-        return None
-
-
-_prctl = _libc_prctl()
-
-
-def child_setup(cpus: Sequence[int] | None) -> Callable[[], None]:
-    """A preexec function: die with the controller, and keep to the given CPUs.
-
-    Dying with the controller matters when it is killed with SIGKILL: the
-    system must not keep running (and holding its CPU) behind a resumed run.
-    Affinity set here, before exec, is inherited by everything the system forks.
-    """
-    cpu_set = set(cpus) if cpus else None
-
-    def setup() -> None:
-        if _prctl is not None:
-            _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-        if cpu_set:
-            os.sched_setaffinity(0, cpu_set)
-
-    return setup
 
 
 def kill_tree(pid: int) -> None:

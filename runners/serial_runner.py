@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -50,6 +51,8 @@ class SerialOptions:
     # Agent module to run under devices.emulator instead of opening a real port.
     emulate: str | None = None
     emulate_args: tuple[str, ...] = ()
+    # A device program speaking the protocol on "{port}", run behind the emulated line.
+    emulate_command: tuple[str, ...] = ()
     # No frame at all from a working device for this long means the link is lost.
     silence_seconds: float = 3.0
     ping_seconds: float = 0.5
@@ -69,16 +72,22 @@ class SerialOptions:
                 f"known: {', '.join(sorted(known))}"
             )
         values = dict(options)
-        if "emulate_args" in values:
-            values["emulate_args"] = tuple(str(a) for a in values["emulate_args"])
+        for key in ("emulate_args", "emulate_command"):
+            if key in values:
+                values[key] = tuple(str(a) for a in values[key])
         vocab = values.get("vocabulary")
         if isinstance(vocab, list | tuple):
             values["vocabulary"] = tuple(str(v) for v in vocab)
         opts = cls(**values)
         if opts.reset not in ("dtr", "rts", "none"):
             raise ValueError(f'reset must be "dtr", "rts" or "none", got {opts.reset!r}')
-        if not opts.port and not opts.emulate:
-            raise ValueError('a serial device needs port = "/dev/ttyUSB0" (or emulate = ...)')
+        if not opts.port and not opts.emulate and not opts.emulate_command:
+            raise ValueError(
+                'a serial device needs port = "/dev/ttyUSB0" (or emulate = ..., or '
+                'emulate_command = ["./mydevice", "{port}"])'
+            )
+        if opts.emulate_command and not any("{port}" in a for a in opts.emulate_command):
+            raise ValueError('emulate_command must name the device\'s tty as "{port}"')
         if opts.baud <= 0 or opts.boot_timeout <= 0:
             raise ValueError("baud and boot_timeout must be positive")
         return opts
@@ -137,7 +146,7 @@ class SerialRunner(Runner):
         if self._link is not None:
             return self._link
         opts = self.options
-        if opts.emulate and self._emulator is None:
+        if (opts.emulate or opts.emulate_command) and self._emulator is None:
             self._port_path = self._start_emulator()
         try:
             handle = serial.serial_for_url(
@@ -146,13 +155,16 @@ class SerialRunner(Runner):
         except (serial.SerialException, ValueError) as exc:
             raise StartError(f"cannot open serial port {self._port_path}: {exc}") from exc
         self._serial = handle
-        self._link = DeviceLink(handle, opts.baud, opts.silence_seconds, opts.max_window)
+        # The answer ceiling travels in HELLO (RESULT payload: 4 bytes of job and code + text).
+        host_max = min(wire.MAX_PAYLOAD, self.spec.max_output_bytes + 4)
+        self._link = DeviceLink(
+            handle, opts.baud, opts.silence_seconds, opts.max_window, host_max_payload=host_max
+        )
         self._link.counters = self.counters
         return self._link
 
     def _start_emulator(self) -> str:
         opts = self.options
-        assert opts.emulate
         root = Path(__file__).resolve().parents[1]
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(
@@ -162,8 +174,11 @@ class SerialRunner(Runner):
             sys.executable,
             "-m",
             "devices.emulator",
-            "--agent",
-            opts.emulate,
+            *(
+                ["--agent", opts.emulate]
+                if opts.emulate
+                else ["--command", shlex.join(opts.emulate_command)]
+            ),
             "--baud",
             str(opts.baud),
             *opts.emulate_args,
@@ -186,7 +201,8 @@ class SerialRunner(Runner):
             proc.kill()
             proc.wait()
             raise StartError(
-                f"the emulator for {opts.emulate} did not start; see {self.spec.log_path}"
+                f"the emulator for {opts.emulate or shlex.join(opts.emulate_command)} did not "
+                f"start; see {self.spec.log_path}"
             )
         self._emulator = proc
         return line
@@ -242,6 +258,8 @@ class SerialRunner(Runner):
             raise RuntimeError("run_item before start")
         t_stage = time.monotonic()
         before = self.counters.copy()
+        # Measured again for this item: BEGIN's answer, then each PONG while it is processed.
+        link.round_trip_seconds = None
 
         def attempt(
             outcome: Outcome, sent: float, done: float, stage: float, **kw: Any
@@ -274,6 +292,8 @@ class SerialRunner(Runner):
             transfer = link.transfer(job, wire.JobKind.ITEM, pcm, rate)
         except DeviceRefused as exc:
             now = time.monotonic()
+            if exc.code == wire.ErrorCode.NOT_SET_UP:
+                return self._setup_lost(attempt, now, now - t_stage, str(exc))
             return attempt("error", now, now, now - t_stage, message=str(exc))
         except LinkInterrupted:
             now = time.monotonic()
@@ -281,8 +301,10 @@ class SerialRunner(Runner):
         except LinkLost as exc:
             now = time.monotonic()
             return self._lost(attempt, now, now, now - t_stage, f"during transfer: {exc}")
-        sent = transfer.complete_at
+        # The clock starts when the input had reached the device, not when COMPLETE said so.
+        sent = transfer.clock_start
         stage_seconds = sent - t_stage
+        clock_kw: dict[str, Any] = {"clock_start": transfer.clock_event}
         ping = self.options.ping_seconds if ready.ping_while_busy else None
         try:
             answer = link.wait_answer(job, sent + request.hang_seconds, ping)
@@ -295,6 +317,7 @@ class SerialRunner(Runner):
                 stage_seconds,
                 message=f"no RESULT within hang_seconds={request.hang_seconds:g}; reset",
                 system_lost=True,
+                **clock_kw,
             )
             self.kill()
             return result
@@ -303,6 +326,15 @@ class SerialRunner(Runner):
             return attempt("crashed", sent, now, stage_seconds, message="interrupted")
         except LinkLost as exc:
             return self._lost(attempt, sent, time.monotonic(), stage_seconds, str(exc))
+        if answer.invalid is not None:
+            return attempt(
+                "invalid_output",
+                sent,
+                answer.arrived,
+                stage_seconds,
+                message=answer.invalid,
+                **clock_kw,
+            )
         if answer.error is not None:
             return attempt(
                 "error",
@@ -310,8 +342,43 @@ class SerialRunner(Runner):
                 answer.arrived,
                 stage_seconds,
                 message=f"device error {answer.error_code}: {answer.error}",
+                **clock_kw,
             )
-        return attempt("result", sent, answer.arrived, stage_seconds, output={"text": answer.text})
+        return attempt(
+            "result", sent, answer.arrived, stage_seconds, output={"text": answer.text}, **clock_kw
+        )
+
+    def _setup_lost(self, attempt: Any, now: float, stage: float, why: str) -> ItemAttempt:
+        """The device forgot its setup (a reboot whose READY was lost): the venue's failure.
+
+        Handshake and SETUP again at once, and hand the item back as link_lost so
+        the controller sends it again as the next attempt without judging it.
+        """
+        self._log(f"the device lost its setup ({why}); HELLO and SETUP again")
+        result = attempt(
+            "crashed",
+            now,
+            now,
+            stage,
+            message=f"link lost: the device lost its setup ({why}); handshake repeated",
+            link_lost=True,
+        )
+        link = self._link
+        try:
+            assert link is not None
+            deadline = time.monotonic() + self.options.boot_timeout
+            self._ready = link.hello(deadline)
+            vocabulary = wire.vocabulary_bytes(self._vocabulary())
+            deadline = time.monotonic() + self.spec.setup_seconds
+            answer = link.run_job(wire.JobKind.SETUP, vocabulary, 0, deadline)
+            if answer.error is not None:
+                raise LinkLost(f"SETUP refused: error {answer.error_code}: {answer.error}")
+        except (LinkLost, LinkInterrupted, TimeoutError, OSError, serial.SerialException) as exc:
+            # No session now: let the controller restart the system the usual way.
+            self._log(f"handshake after a lost setup failed: {exc}")
+            self._reset_device()
+            return replace(result, system_lost=True)
+        return result
 
     def _lost(self, attempt: Any, sent: float, done: float, stage: float, why: str) -> ItemAttempt:
         """The device stopped answering: reset it (soft, then hard) and report the link lost."""

@@ -2,16 +2,18 @@
 
 The participant protocol runs unchanged over an SSH exec channel: stdin and
 stdout of the channel carry the JSON lines, stderr goes to the system's log.
-The remote command gets its own session and process group, whose id it
-reports on its first stdout line, so that a hung system and everything it
-started can be killed from a second channel.
+The remote command runs under a small sh wrapper (runners.ssh_wrapper) that gives
+the system its own session and a clean environment, reports the session id on
+its first stdout line, and kills everything the system started when the channel
+closes; a hung system is killed from a second channel, and what an earlier
+controller left running is killed before anything is sent again.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import posixpath
-import re
 import secrets
 import select
 import shlex
@@ -19,7 +21,8 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import IO, Any
+from pathlib import Path
+from typing import Any
 
 import paramiko
 
@@ -36,36 +39,57 @@ from .ssh_link import (
     UnreachableError,
     connect,
     connect_once,
+    exec_put,
+    key_file_warning,
     read_banner,
     run_remote,
-    sftp_makedirs,
 )
+from .ssh_log import CappedLog
+from .ssh_wrapper import (
+    cleanup_command,
+    kill_command,
+    prepare_command,
+    stage_dir,
+    system_dir,
+    system_slug,
+    wrapper_command,
+)
+
+logger = logging.getLogger(__name__)
 
 _BYE_GRACE_SECONDS = 2.0
 _RECONNECT_SECONDS = 30.0
 _METER_SECONDS = 0.25
 _REMOTE_OP_SECONDS = 10.0
 _PID_PREFIX = b"onsite-pid "
-_REPORT_PID = 'echo onsite-pid $$; exec "$@"'
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_WORKDIR_PREFIX = "onsite-workdir "
 _MIN_FREE_BYTES = 1 << 30
-
-# Kill the remote session's process group, then anything that left the group but not the session.
-_KILL_SCRIPT = (
-    "kill -s KILL -- -{pgid} 2>/dev/null; "
-    "command -v pkill >/dev/null 2>&1 && pkill -KILL -s {pgid}; exit 0"
-)
+# After the channel closes, the wrapper gives the system this long to exit on its own.
+_WRAPPER_GRACE_SECONDS = 2.0
 
 
 class _ChannelLines(LineBuffer):
     """Lines from an SSH channel's stdout (lines.LineBuffer's contract)."""
 
-    def __init__(self, chan: paramiko.Channel) -> None:
+    def __init__(self, chan: paramiko.Channel, max_bytes: int) -> None:
         super().__init__()
         self._chan = chan
         self._fd = chan.fileno()
+        self.max_bytes = max_bytes
+
+    def readline(self, deadline: float) -> bytes | None:
+        line = super().readline(deadline)
+        if line and len(line) > self.max_bytes:
+            raise LineTooLong(self._too_long())
+        return line
+
+    def _too_long(self) -> str:
+        return f"an answer of more than max_output_bytes={self.max_bytes} bytes"
 
     def _fill(self, timeout: float) -> None:
+        if len(self._buf) > self.max_bytes and b"\n" not in self._buf:
+            # Never hold more than the ceiling of an answer that is already too long.
+            raise LineTooLong(self._too_long())
         chan = self._chan
         # paramiko timeouts are per call; the deadline is ours, so wait on the channel's
         # readiness pipe and read only what is already buffered.
@@ -102,20 +126,22 @@ class SshServeRunner(Runner):
         )
         # How long start() keeps retrying an unreachable machine; tests shorten it.
         self.reconnect_seconds = _RECONNECT_SECONDS
-        spec.log_path.parent.mkdir(parents=True, exist_ok=True)
-        self._log: IO[bytes] | None = None
-        self._log_lock = threading.Lock()
+        self._log = CappedLog(spec.log_path, spec.max_log_bytes)
         self._client: paramiko.SSHClient | None = None
         self._transport: paramiko.Transport | None = None
         self._sftp: paramiko.SFTPClient | None = None
+        self._has_sftp = True
         self._remote_dir = self.options.workdir
+        self._slug = system_slug(spec.task, spec.name, str(spec.log_path.absolute()))
+        self._system_dir = system_dir(self._remote_dir, self._slug)
         self._meter: RemoteMeter | None = None
         self._chan: paramiko.Channel | None = None
         self._reader: _ChannelLines | None = None
         self._pump: threading.Thread | None = None
         self._pgid: int | None = None
-        # Process groups we could not kill because the link was down: killed on reconnect.
-        self._orphans: set[int] = set()
+        self._token: str | None = None
+        # A start whose processes could not be killed because the link was down.
+        self._orphaned = False
         self._staged: set[str] = set()
         self._rtt: float | None = None
         self._rtt_at = float("-inf")
@@ -127,7 +153,7 @@ class SshServeRunner(Runner):
 
     @property
     def pid(self) -> int | None:
-        """The remote system's process id (also its process group id) while it runs."""
+        """The remote system's process id (also its session and process group id) while it runs."""
         return self._pgid
 
     @property
@@ -145,18 +171,41 @@ class SshServeRunner(Runner):
 
     @property
     def remote_workdir(self) -> str:
-        """The absolute remote directory the system runs in and inputs are staged to."""
+        """The absolute remote directory the system runs in."""
         return self._remote_dir
+
+    @property
+    def remote_stage_dir(self) -> str:
+        """The remote directory of the current start's staged inputs."""
+        return self._stage_dir
+
+    @property
+    def _stage_dir(self) -> str:
+        return stage_dir(self._system_dir, self._token or "none")
 
     def start(self) -> StartInfo:
         spec = self.spec
         if spec.mode != "serve":
             raise StartError(f"mode {spec.mode!r} is not supported on ssh devices; use serve mode")
         self._ensure_connected()
+        # Before anything is sent: kill what an earlier start (ours, or a controller that
+        # died) left running on the machine, and remove the files it staged.
+        self._token = secrets.token_hex(16)
+        self._prepare_remote(self._token)
         assert self._transport is not None
         self._mark_log(f"starting {' '.join(spec.command)} on {self.options.address}")
         setup_files = self._stage_setup_files()
-        command = self._remote_command()
+        try:
+            command = wrapper_command(
+                self._remote_dir,
+                self._system_dir,
+                self._token,
+                spec.env,
+                spec.command,
+                _WRAPPER_GRACE_SECONDS,
+            )
+        except ValueError as exc:
+            raise StartError(str(exc)) from exc
         t0 = time.monotonic()
         try:
             chan = self._transport.open_session(timeout=_REMOTE_OP_SECONDS)
@@ -167,7 +216,7 @@ class SshServeRunner(Runner):
                 f"cannot start {spec.command[0]!r} on {self.options.address}: {exc}"
             ) from exc
         self._chan = chan
-        self._reader = _ChannelLines(chan)
+        self._reader = _ChannelLines(chan, spec.max_output_bytes)
         self._pump = threading.Thread(
             target=self._pump_stderr, args=(chan,), name=f"ssh-stderr-{spec.name}", daemon=True
         )
@@ -197,7 +246,7 @@ class SshServeRunner(Runner):
             lost, code = self._ended()
             self.kill()
             if lost:
-                raise StartError(f"connection lost: {lost}")
+                raise StartError(f"link lost: {lost}")
             raise StartError(
                 f"exited with code {code} before ready; stderr: {_tail(spec.log_path)}"
             )
@@ -224,16 +273,15 @@ class SshServeRunner(Runner):
         staged: list[str] = []
         try:
             for key, source in request.files.items():
-                remote = posixpath.join(self._remote_dir, f"{request.anon_id}-{key}{source.suffix}")
+                remote = posixpath.join(self._stage_dir, f"{request.anon_id}-{key}{source.suffix}")
                 self._staged.add(remote)
                 staged.append(remote)
-                assert self._sftp is not None
-                self._sftp.put(str(source), remote, confirm=False)
+                self._put(source, remote)
                 inputs[key] = remote
         except (OSError, EOFError, paramiko.SSHException) as exc:
             now = time.monotonic()
             lost = self._lost_reason(wait=0.0)
-            message = f"connection lost: {lost}" if lost else f"staging failed: {exc}"
+            message = f"link lost: {lost}" if lost else f"staging failed: {exc}"
             self._unstage(staged)
             self.kill()
             return ItemAttempt(
@@ -263,19 +311,29 @@ class SshServeRunner(Runner):
             chan.status_event.wait(_BYE_GRACE_SECONDS)
         self.kill()
         transport = self._transport
-        if self._orphans and not (transport is not None and transport.is_active()):
+        if self._orphaned and not (transport is not None and transport.is_active()):
             # The link died under a running system: one quick try to kill what it left behind.
             with contextlib.suppress(StartError):
                 self._ensure_connected(retry_seconds=0.0)
+        transport = self._transport
+        if transport is not None and transport.is_active():
+            # Everything of every start of this system, and its directory with what was staged.
+            with contextlib.suppress(OSError, EOFError, paramiko.SSHException):
+                status, _, _ = run_remote(
+                    transport, cleanup_command(self._system_dir), _REMOTE_OP_SECONDS
+                )
+                if status == 0:
+                    self._orphaned = False
+                    self._staged.clear()
         self._unstage(list(self._staged))
         self._drop_connection()
         self._close_log()
 
     def kill(self) -> None:
         chan = self._chan
-        if self._pgid is not None:
-            if not self._kill_group(self._pgid):
-                self._orphans.add(self._pgid)
+        if self._token is not None:
+            if not self._kill_start(self._token, self._pgid):
+                self._orphaned = True
         if chan is not None:
             with contextlib.suppress(Exception):
                 chan.close()
@@ -285,6 +343,7 @@ class SshServeRunner(Runner):
         self._reader = None
         self._pump = None
         self._pgid = None
+        self._token = None
 
     # -- the exchange ---------------------------------------------------------------------
 
@@ -316,7 +375,7 @@ class SshServeRunner(Runner):
         now = time.monotonic()
         lost, code = self._ended()
         if lost:
-            result = attempt("crashed", now, message=f"connection lost: {lost}", link_lost=True)
+            result = attempt("crashed", now, message=f"link lost: {lost}", link_lost=True)
         else:
             result = attempt(
                 "crashed",
@@ -370,26 +429,59 @@ class SshServeRunner(Runner):
         client, trusted = connect(self.options, retry)
         if trusted:
             self._mark_log(trusted)
+        warning = key_file_warning(self.options)
+        if warning:
+            logger.warning("%s", warning)
+            self._mark_log(f"warning: {warning}")
         self._client = client
         self._transport = client.get_transport()
+        assert self._transport is not None
+        self._meter = RemoteMeter(self._transport)
+        self._sftp = None
         try:
             self._sftp = client.open_sftp()
             self._sftp.get_channel().settimeout(_REMOTE_OP_SECONDS)
-            self._remote_dir = sftp_makedirs(self._sftp, self.options.workdir)
-            self._meter = RemoteMeter(self._transport)
+        except (OSError, EOFError, paramiko.SSHException) as exc:
+            if self._has_sftp:
+                self._mark_log(
+                    f"the SSH server at {self.options.address} has no SFTP subsystem ({exc}); "
+                    "inputs are staged through the exec channel"
+                )
+            self._has_sftp = False
+        # Leftovers from a connection that died: the system it ran and the inputs staged for it.
+        if self._orphaned or self._staged:
+            with contextlib.suppress(StartError):
+                self._prepare_remote(None)
+        self._rtt_at = float("-inf")
+        self._maybe_measure_rtt()
+
+    def _prepare_remote(self, token: str | None) -> None:
+        """Kill what earlier starts of this system left, empty its remote directory, and
+        make the stage directory of the start with this token."""
+        transport = self._transport
+        assert transport is not None
+        script = prepare_command(self.options.workdir, self._slug, token or "none")
+        try:
+            status, out, err = run_remote(transport, script, _REMOTE_OP_SECONDS)
         except (OSError, EOFError, paramiko.SSHException) as exc:
             self._drop_connection()
             raise StartError(
-                f"connected to {self.options.address} but cannot prepare workdir "
+                f"connected to {self.options.address} but cannot prepare the workdir "
                 f"{self.options.workdir!r}: {exc}"
             ) from exc
-        # Leftovers from a connection that died: the system it ran and the inputs staged for it.
-        for pgid in list(self._orphans):
-            if self._kill_group(pgid):
-                self._orphans.discard(pgid)
-        self._unstage(list(self._staged))
-        self._rtt_at = float("-inf")
-        self._maybe_measure_rtt()
+        text = out.decode(errors="replace")
+        found = [ln for ln in text.splitlines() if ln.startswith(_WORKDIR_PREFIX)]
+        if status != 0 or not found:
+            why = err.decode(errors="replace").strip() or f"exit status {status}"
+            raise StartError(
+                f"cannot prepare the workdir on {self.options.address}: {why}; make "
+                f"{self.options.workdir!r} a directory the account {self.options.user!r} "
+                "can write, or set workdir in the device settings"
+            )
+        self._orphaned = False
+        self._staged.clear()
+        self._remote_dir = found[-1][len(_WORKDIR_PREFIX) :]
+        self._system_dir = system_dir(self._remote_dir, self._slug)
 
     def _drop_connection(self) -> None:
         for closable in (self._meter, self._sftp, self._client):
@@ -408,8 +500,15 @@ class SshServeRunner(Runner):
             return
         # An SFTP stat of the workdir: one request and its answer on the open connection, no
         # process started on the other side, and bounded by the SFTP channel's timeout.
+        # Without SFTP, a line to the resident meter shell and back (shell builtins only).
         sftp = self._sftp
         if sftp is None:
+            if self._meter is None:
+                return
+            rtt = self._meter.ping()
+            if rtt is None:
+                return
+            self._rtt, self._rtt_at = rtt, time.monotonic()
             return
         t0 = time.monotonic()
         try:
@@ -420,35 +519,26 @@ class SshServeRunner(Runner):
         self._rtt = t1 - t0
         self._rtt_at = t1
 
-    def _remote_command(self) -> str:
-        spec = self.spec
-        env = {"PYTHONUNBUFFERED": "1", **spec.env}
-        for name in env:
-            if not _ENV_NAME.fullmatch(name):
-                raise StartError(f"env name {name!r} is not a valid shell variable name")
-        assigns = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
-        argv = " ".join(shlex.quote(arg) for arg in spec.command)
-        # The inner shell reports its pid (which setsid made a session and group leader),
-        # then becomes the system itself, keeping that pid.
-        launch = f"sh -c {shlex.quote(_REPORT_PID)} onsite-system {argv}"
-        script = (
-            f"cd {shlex.quote(self._remote_dir)} || exit 126; "
-            "if command -v setsid >/dev/null 2>&1; "
-            f"then exec env {assigns} setsid -w {launch}; "
-            f"else exec env {assigns} {launch}; fi"
-        )
-        # Run under sh whatever the account's login shell is.
-        return f"sh -c {shlex.quote(script)}"
-
-    def _kill_group(self, pgid: int) -> bool:
+    def _kill_start(self, token: str, sid: int | None) -> bool:
+        """Kill every process of one start (over a new channel); False if the link is down."""
         transport = self._transport
         if transport is None or not transport.is_active():
             return False
         try:
-            run_remote(transport, _KILL_SCRIPT.format(pgid=pgid), _REMOTE_OP_SECONDS)
+            run_remote(transport, kill_command(self._system_dir, token, sid), _REMOTE_OP_SECONDS)
         except (OSError, EOFError, paramiko.SSHException):
             return False
         return True
+
+    def _put(self, source: Path, remote: str) -> None:
+        """Copy one input to the machine (SFTP, else the exec channel); never writes source."""
+        if self._sftp is not None:
+            self._sftp.put(str(source), remote, confirm=False)
+            return
+        transport = self._transport
+        if transport is None:
+            raise OSError("not connected")
+        exec_put(transport, source, remote, _REMOTE_OP_SECONDS)
 
     def _stage_setup_files(self) -> dict[str, str]:
         """Copy the files hello carries (a gallery) to the remote workdir, at every start:
@@ -457,18 +547,29 @@ class SshServeRunner(Runner):
         token = secrets.token_hex(4)
         try:
             for n, (name, source) in enumerate(self.spec.setup_files.items()):
-                remote = posixpath.join(self._remote_dir, f"setup-{token}-{n}{source.suffix}")
+                remote = posixpath.join(self._stage_dir, f"setup-{token}-{n}{source.suffix}")
                 self._staged.add(remote)
-                assert self._sftp is not None
-                self._sftp.put(str(source), remote, confirm=False)
+                self._put(source, remote)
                 staged[name] = remote
         except (OSError, EOFError, paramiko.SSHException) as exc:
             raise StartError(f"cannot stage setup files on {self.options.address}: {exc}") from exc
         return staged
 
     def _unstage(self, paths: list[str]) -> None:
+        if not paths:
+            return
         sftp = self._sftp
         if sftp is None:
+            transport = self._transport
+            if transport is None or not transport.is_active():
+                return
+            command = "rm -f -- " + " ".join(shlex.quote(p) for p in paths)
+            try:
+                status, _, _ = run_remote(transport, command, _REMOTE_OP_SECONDS)
+            except (OSError, EOFError, paramiko.SSHException):
+                return  # kept in _staged: removed after the next connect
+            if status == 0:
+                self._staged.difference_update(paths)
             return
         for path in paths:
             try:
@@ -506,16 +607,8 @@ class SshServeRunner(Runner):
 
     # -- the log --------------------------------------------------------------------------
 
-    def _open_log(self) -> IO[bytes]:
-        if self._log is None or self._log.closed:
-            self._log = open(self.spec.log_path, "ab")
-        return self._log
-
     def _mark_log(self, text: str) -> None:
-        with self._log_lock:
-            log = self._open_log()
-            log.write(f"{_LOG_MARKER}{text} at {time.strftime('%Y-%m-%d %H:%M:%S')}\n".encode())
-            log.flush()
+        self._log.write(f"{_LOG_MARKER}{text} at {time.strftime('%Y-%m-%d %H:%M:%S')}\n".encode())
 
     def _pump_stderr(self, chan: paramiko.Channel) -> None:
         while True:
@@ -528,32 +621,33 @@ class SshServeRunner(Runner):
             self._log_bytes(data)
 
     def _log_bytes(self, data: bytes) -> None:
-        with self._log_lock:
-            log = self._open_log()
-            log.write(data)
-            log.flush()
+        self._log.write(data)
 
     def _close_log(self) -> None:
-        with self._log_lock:
-            if self._log is not None:
-                self._log.close()
-                self._log = None
+        self._log.close()
 
 
 def probe(options: Mapping[str, Any] | SshOptions) -> list[ProbeResult]:
-    """Check an SSH device step by step for ``onsite check``; stops at the first failure."""
+    """Check an SSH device step by step for ``onsite check``; stops at the first failure.
+
+    A private key file that other users can read is reported as a passing "key file"
+    check whose detail starts with "warning:".
+    """
     try:
         opts = options if isinstance(options, SshOptions) else SshOptions.from_mapping(options)
     except ValueError as exc:
         return [ProbeResult("settings", False, str(exc))]
     results: list[ProbeResult] = []
+    warning = key_file_warning(opts)
+    if warning:
+        results.append(ProbeResult("key file", True, f"warning: {warning}"))
     try:
         banner, seconds = read_banner(opts)
     except OSError as exc:
-        return [ProbeResult("reachable", False, f"{opts.endpoint}: {exc}")]
+        return [*results, ProbeResult("reachable", False, f"{opts.endpoint}: {exc}")]
     if not banner.startswith("SSH-"):
         detail = f"{opts.endpoint} is not an SSH server: {banner!r}"
-        return [ProbeResult("reachable", False, detail)]
+        return [*results, ProbeResult("reachable", False, detail)]
     detail = f"{opts.endpoint}: {banner} ({seconds * 1e3:.1f} ms)"
     results.append(ProbeResult("reachable", True, detail))
     try:
@@ -571,38 +665,67 @@ def probe(options: Mapping[str, Any] | SshOptions) -> list[ProbeResult]:
     results.append(ProbeResult("host key", True, trusted or "matches"))
     results.append(ProbeResult("authentication", True, f"logged in as {opts.address}"))
     try:
-        transport = client.get_transport()
-        assert transport is not None
-        status, out, err = run_remote(
-            transport,
-            "sh -c " + shlex.quote("uname -sm; command -v setsid || echo 'no setsid'"),
-        )
-        text = out.decode(errors="replace").strip().replace("\n", ", ")
-        if status != 0:
-            detail = f"exit {status}: {err.decode(errors='replace').strip()}"
-            results.append(ProbeResult("remote command", False, detail))
-            return results
-        results.append(ProbeResult("remote command", True, text))
-        sftp = client.open_sftp()
-        try:
-            workdir = sftp_makedirs(sftp, opts.workdir)
-        finally:
-            sftp.close()
-        status, out, err = run_remote(transport, f"df -Pk {shlex.quote(workdir)}")
-        rows = out.decode(errors="replace").splitlines()
-        try:
-            free = int(rows[-1].split()[3]) * 1024
-        except (IndexError, ValueError):
-            results.append(
-                ProbeResult("free disk", False, f"cannot read df for {workdir}: {err!r}")
-            )
-            return results
-        detail = f"{free / 1e9:.1f} GB free in {workdir}"
-        if free < _MIN_FREE_BYTES:
-            detail += f" (need at least {_MIN_FREE_BYTES / 1e9:.1f} GB)"
-        results.append(ProbeResult("free disk", free >= _MIN_FREE_BYTES, detail))
+        _probe_remote(client, opts, results)
     except (OSError, EOFError, paramiko.SSHException) as exc:
         results.append(ProbeResult("remote command", False, str(exc)))
     finally:
         client.close()
     return results
+
+
+def _probe_remote(client: paramiko.SSHClient, opts: SshOptions, results: list[ProbeResult]) -> None:
+    """The checks that need a login: a command, SFTP, the workdir, free disk."""
+    transport = client.get_transport()
+    assert transport is not None
+    status, out, err = run_remote(
+        transport,
+        "sh -c " + shlex.quote("uname -sm; command -v setsid || echo 'no setsid'"),
+    )
+    text = out.decode(errors="replace").strip().replace("\n", ", ")
+    if status != 0:
+        detail = f"exit {status}: {err.decode(errors='replace').strip()}"
+        results.append(ProbeResult("remote command", False, detail))
+        return
+    results.append(ProbeResult("remote command", True, text))
+    try:
+        client.open_sftp().close()
+        results.append(ProbeResult("sftp", True, "available"))
+    except (OSError, EOFError, paramiko.SSHException):
+        detail = (
+            f"the SSH server at {opts.address} has no SFTP subsystem; inputs will be "
+            "staged through the exec channel (slower for large inputs)"
+        )
+        results.append(ProbeResult("sftp", True, detail))
+    check = (
+        'w=$1; mkdir -p "$w" 2>/dev/null && cd "$w" 2>/dev/null || '
+        '{ echo "cannot create or enter $w" >&2; exit 3; }; '
+        'f=".onsite-probe-$$"; : >"$f" 2>/dev/null && rm -f "$f" || '
+        '{ echo "cannot write in $w" >&2; exit 3; }; '
+        'mkfifo "$f" 2>/dev/null && rm -f "$f" || '
+        '{ echo "cannot make a FIFO in $w (the system gets its stdin through one)" >&2; exit 3; }; '
+        "pwd -P"
+    )
+    status, out, err = run_remote(
+        transport, f"sh -c {shlex.quote(check)} onsite-probe {shlex.quote(opts.workdir)}"
+    )
+    if status != 0:
+        why = err.decode(errors="replace").strip() or f"exit status {status}"
+        detail = (
+            f"the remote workdir {opts.workdir} is not writable by {opts.user}: {why}; "
+            "make it writable for that account, or set workdir to a directory that is"
+        )
+        results.append(ProbeResult("workdir", False, detail))
+        return
+    workdir = out.decode(errors="replace").strip().splitlines()[-1]
+    results.append(ProbeResult("workdir", True, f"{workdir} is writable"))
+    status, out, err = run_remote(transport, f"df -Pk {shlex.quote(workdir)}")
+    rows = out.decode(errors="replace").splitlines()
+    try:
+        free = int(rows[-1].split()[3]) * 1024
+    except (IndexError, ValueError):
+        results.append(ProbeResult("free disk", False, f"cannot read df for {workdir}: {err!r}"))
+        return
+    detail = f"{free / 1e9:.1f} GB free in {workdir}"
+    if free < _MIN_FREE_BYTES:
+        detail += f" (need at least {_MIN_FREE_BYTES / 1e9:.1f} GB)"
+    results.append(ProbeResult("free disk", free >= _MIN_FREE_BYTES, detail))

@@ -157,7 +157,9 @@ class _RefuseUnknown(paramiko.MissingHostKeyPolicy):
 
 def _client(opts: SshOptions) -> tuple[paramiko.SSHClient, _RefuseUnknown]:
     client = paramiko.SSHClient()
-    if opts.known_hosts is not None and opts.known_hosts.exists():
+    # A pinned key always wins: known_hosts is not consulted at all, so a stale or planted
+    # line there can neither let a wrong key in nor lock the right one out.
+    if opts.host_key is None and opts.known_hosts is not None and opts.known_hosts.exists():
         # Loaded as "system" keys so paramiko never rewrites the operator's file.
         client.load_system_host_keys(str(opts.known_hosts))
     if opts.host_key:
@@ -166,6 +168,22 @@ def _client(opts: SshOptions) -> tuple[paramiko.SSHClient, _RefuseUnknown]:
     policy = _RefuseUnknown(opts)
     client.set_missing_host_key_policy(policy)
     return client, policy
+
+
+def key_file_warning(opts: SshOptions) -> str | None:
+    """A warning when the private key file can be read by other users (not fatal)."""
+    if opts.key is None:
+        return None
+    try:
+        mode = opts.key.stat().st_mode
+    except OSError:
+        return None
+    if mode & 0o077 == 0:
+        return None
+    return (
+        f"the private key file {opts.key} can be read by other users (mode {mode & 0o777:o}); "
+        f"anyone with an account here can log into {opts.address}: chmod 600 {opts.key}"
+    )
 
 
 def _load_key(opts: SshOptions) -> paramiko.PKey | None:
@@ -286,6 +304,30 @@ def run_remote(
         chan.close()
 
 
+def exec_put(
+    transport: paramiko.Transport, local: Path, remote: str, timeout: float = 10.0
+) -> None:
+    """Copy a file over an exec channel (``cat > remote``), for servers without SFTP."""
+    chan = transport.open_session(timeout=timeout)
+    try:
+        chan.settimeout(timeout)
+        chan.exec_command("cat > " + shlex.quote(remote))
+        # The local file is only ever read: the remote copy is what the system gets.
+        with open(local, "rb") as fh:
+            while chunk := fh.read(1 << 15):
+                chan.sendall(chunk)
+        chan.shutdown_write()
+        err = bytearray()
+        while chunk := chan.recv_stderr(1 << 16):
+            err += chunk
+        chan.status_event.wait(timeout)
+        if chan.exit_status != 0:
+            text = err.decode(errors="replace").strip() or f"exit status {chan.exit_status}"
+            raise OSError(f"cannot write {remote}: {text}")
+    finally:
+        chan.close()
+
+
 def sftp_makedirs(sftp: paramiko.SFTPClient, path: str) -> str:
     """mkdir -p over SFTP; returns the absolute path."""
     parts = path.split("/")
@@ -323,6 +365,7 @@ def read_banner(opts: SshOptions) -> tuple[str, float]:
 _METER_SCRIPT = r"""
 getconf CLK_TCK 2>/dev/null || echo 100
 while read -r sid; do
+  if [ "$sid" = ping ]; then echo onsite-end; continue; fi
   for f in /proc/[0-9]*/stat; do
     { read -r line < "$f"; } 2>/dev/null || continue
     rest=${line##*) }
@@ -401,6 +444,19 @@ class RemoteMeter:
         if not seen:
             return None, None
         return ticks / self._ticks, hwm_kb * 1024 or None
+
+    def ping(self) -> float | None:
+        """Seconds for one line to the resident shell and its answer back (None if it failed)."""
+        try:
+            if self._chan is None or self._chan.closed:
+                self._chan = self._open()
+            t0 = time.monotonic()
+            self._chan.sendall(b"ping\n")
+            self._read_until(self._chan, _METER_END)
+            return time.monotonic() - t0
+        except (OSError, EOFError, ValueError, paramiko.SSHException):
+            self.close()
+            return None
 
     def close(self) -> None:
         """Close the meter's channel; the next sample opens a new one."""

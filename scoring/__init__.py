@@ -5,58 +5,136 @@ NIST sclite's alignment weights and micro-averaged counts), so numbers can be
 checked against that tool. This package imports nothing else from the
 project: only the standard library and numpy. Each family lives in its own
 module (asr, commands, kws, ocr, faces, tts); the main entry points are
-re-exported here.
+re-exported here and loaded on first use.
 """
 
-from .asr import AsrReport, AsrScore, UtteranceScore, score_asr
-from .asr_align import (
-    CORRECT_COST,
-    DELETION_COST,
-    INSERTION_COST,
-    SUBSTITUTION_COST,
-    AlignedPair,
-    Alignment,
-    Op,
-    Unit,
-    align,
-    is_cjk_char,
-    tokenize,
-)
-from .asr_formats import (
-    TranscriptFormat,
-    check_ids,
-    detect_format,
-    read_conditions,
-    read_transcripts,
-)
-from .commands import CommandReport, read_command_file, score_commands
-from .errors import FormatError
-from .faces import (
-    DetectionReport,
-    IdentificationReport,
-    VerificationReport,
-    read_face_detections,
-    read_face_references,
-    read_identification_candidates,
-    read_identification_truth,
-    read_verification_scores,
-    read_verification_truth,
-    score_detection,
-    score_identification,
-    score_verification_pairs,
-)
-from .kws import DetCurve, KwsReport, det_curve, read_detections, read_slot_file, score_slots
-from .ocr import OcrReport, read_ocr_outputs, read_ocr_truth, score_ocr
-from .tts import (
-    listening_plan,
-    pair_comparison,
-    read_mos_ratings,
-    read_pair_judgements,
-    read_sentence_ids,
-    read_sus_responses,
-    score_mos,
-    score_sus,
-)
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .asr import AsrReport, AsrScore, UtteranceScore, score_asr
+    from .asr_align import (
+        CORRECT_COST,
+        DELETION_COST,
+        INSERTION_COST,
+        SUBSTITUTION_COST,
+        AlignedPair,
+        Alignment,
+        Op,
+        Unit,
+        align,
+        is_cjk_char,
+        tokenize,
+    )
+    from .asr_formats import (
+        TranscriptFormat,
+        check_ids,
+        detect_format,
+        read_conditions,
+        read_transcripts,
+    )
+    from .commands import CommandReport, read_command_file, score_commands
+    from .errors import FormatError
+    from .faces import (
+        DetectionReport,
+        IdentificationReport,
+        VerificationReport,
+        read_face_detections,
+        read_face_references,
+        read_identification_candidates,
+        read_identification_truth,
+        read_verification_scores,
+        read_verification_truth,
+        score_detection,
+        score_identification,
+        score_verification_pairs,
+    )
+    from .kws import DetCurve, KwsReport, det_curve, read_detections, read_slot_file, score_slots
+    from .ocr import OcrReport, read_ocr_outputs, read_ocr_truth, score_ocr
+    from .tts import (
+        listening_plan,
+        pair_comparison,
+        read_mos_ratings,
+        read_pair_judgements,
+        read_sentence_ids,
+        read_sus_responses,
+        score_mos,
+        score_sus,
+    )
+
+# Where each public name lives. A module is loaded when one of its names is
+# first used (PEP 562): `onsite score ir` should not import numpy, the numba
+# aligner or the face scorers.
+_EXPORTS: dict[str, str] = {
+    "AsrReport": "asr",
+    "AsrScore": "asr",
+    "UtteranceScore": "asr",
+    "score_asr": "asr",
+    "AlignedPair": "asr_align",
+    "Alignment": "asr_align",
+    "CORRECT_COST": "asr_align",
+    "DELETION_COST": "asr_align",
+    "INSERTION_COST": "asr_align",
+    "Op": "asr_align",
+    "SUBSTITUTION_COST": "asr_align",
+    "Unit": "asr_align",
+    "align": "asr_align",
+    "is_cjk_char": "asr_align",
+    "tokenize": "asr_align",
+    "TranscriptFormat": "asr_formats",
+    "check_ids": "asr_formats",
+    "detect_format": "asr_formats",
+    "read_conditions": "asr_formats",
+    "read_transcripts": "asr_formats",
+    "CommandReport": "commands",
+    "read_command_file": "commands",
+    "score_commands": "commands",
+    "FormatError": "errors",
+    "DetectionReport": "faces",
+    "IdentificationReport": "faces",
+    "VerificationReport": "faces",
+    "read_face_detections": "faces",
+    "read_face_references": "faces",
+    "read_identification_candidates": "faces",
+    "read_identification_truth": "faces",
+    "read_verification_scores": "faces",
+    "read_verification_truth": "faces",
+    "score_detection": "faces",
+    "score_identification": "faces",
+    "score_verification_pairs": "faces",
+    "DetCurve": "kws",
+    "KwsReport": "kws",
+    "det_curve": "kws",
+    "read_detections": "kws",
+    "read_slot_file": "kws",
+    "score_slots": "kws",
+    "OcrReport": "ocr",
+    "read_ocr_outputs": "ocr",
+    "read_ocr_truth": "ocr",
+    "score_ocr": "ocr",
+    "listening_plan": "tts",
+    "pair_comparison": "tts",
+    "read_mos_ratings": "tts",
+    "read_pair_judgements": "tts",
+    "read_sentence_ids": "tts",
+    "read_sus_responses": "tts",
+    "score_mos": "tts",
+    "score_sus": "tts",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'scoring' has no attribute {name!r}")
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])
+
 
 __all__ = [
     "CORRECT_COST",

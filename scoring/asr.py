@@ -196,6 +196,7 @@ def score_asr(
     unit: Unit = "word",
     case_sensitive: bool = False,
     conditions: Mapping[str, str] | None = None,
+    unicode: bool = False,
 ) -> AsrReport:
     """Score hypotheses against references, keyed by utterance id.
 
@@ -204,6 +205,7 @@ def score_asr(
     `conditions` is given but does not cover every reference id (so no
     utterance silently drops out of the breakdown). Utterances keep the
     order of `refs`; `by_condition` is sorted by condition name.
+    Tokens are sclite's unless `unicode` (see `tokenize`).
     """
     _unknown_ids("hypotheses", hyps, refs)
     if conditions is not None:
@@ -220,8 +222,10 @@ def score_asr(
         ids = list(refs)
         hyp_texts = [hyps.get(utt_id) for utt_id in ids]
         # _tokens: all-CJK text stays a str (a sequence of its character tokens).
-        ref_toks = [_tokens(refs[utt_id], unit, case_sensitive) for utt_id in ids]
-        hyp_toks = [() if h is None else _tokens(h, unit, case_sensitive) for h in hyp_texts]
+        ref_toks = [_tokens(refs[utt_id], unit, case_sensitive, unicode) for utt_id in ids]
+        hyp_toks = [
+            () if h is None else _tokens(h, unit, case_sensitive, unicode) for h in hyp_texts
+        ]
         # All utterances in one call: the per-call cost of the compiled aligner
         # would otherwise dominate on short utterances.
         alignments = align_all(ref_toks, hyp_toks)

@@ -39,11 +39,14 @@ over integer-coded tokens, all utterances of a corpus in one call
 steps is kept in tests/test_scoring_fast_align.py as the reference the
 compiled one is checked against.
 
+Tokenisation (`tokenize`) follows sclite ``-e utf-8`` (``-c NOASCII`` for
+characters) by default; ``unicode=True`` is the documented Unicode-aware
+alternative.
+
 Not reproduced (special words that ordinary transcripts do not contain):
 sclite's ``@`` null word (cost 0.001 to insert or delete, dropped from the
-path), optionally deletable ``(word)`` under ``-D``, fragments under ``-F``,
-``{a / b}`` alternations, and ``new_WORD`` stripping one trailing ``*`` from
-words longer than one character.
+path), optionally deletable ``(word)`` under ``-D``, fragments under ``-F``
+and ``{a / b}`` alternations.
 """
 
 from __future__ import annotations
@@ -115,21 +118,45 @@ _CHAR_TOKEN = re.compile(f"(?!\\s)[{_CJK_CLASS}]|[^\\s{_CJK_CLASS}]+")
 _NOT_CJK_TOKEN = re.compile(f"[^{_CJK_CLASS}]|\\s")
 
 
-def tokenize(text: str, unit: Unit = "word", case_sensitive: bool = False) -> list[str]:
+# sclite's word splitting and `-c NOASCII` character splitting: only space
+# and tab separate words (and line breaks, which a sclite line cannot
+# hold); every non-ASCII character is a token of its own (U+3000 and NBSP
+# included), and runs of other ASCII stay whole.
+_SCLITE_SPACE = re.compile("[ \t\n\r]+")
+_SCLITE_CHAR_TOKEN = re.compile("[^\x00-\x7f]|[\x00-\x08\x0b\x0c\x0e-\x1f\x21-\x7f]+")
+_ASCII = re.compile("[\x00-\x7f]")
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def tokenize(
+    text: str, unit: Unit = "word", case_sensitive: bool = False, unicode: bool = False
+) -> list[str]:
     """Split `text` into scoring tokens.
 
-    ``word``: split on whitespace. ``char``: additionally split every CJK
-    character (ideographs, CJK/fullwidth punctuation, kana, Hangul) into its
-    own token while keeping runs of other characters (e.g. ASCII words) whole,
-    like sclite ``-c NOASCII``. Unless `case_sensitive`, text is lowercased
-    first (``str.lower``, as sclite does, rather than ``casefold``).
+    Default (sclite ``-e utf-8``, with ``-c NOASCII`` for ``char``): words
+    are split at spaces and tabs only; ``char`` also makes every non-ASCII
+    character its own token while runs of other ASCII characters stay
+    whole (``café`` is ``caf`` + ``é``); unless `case_sensitive`, ASCII
+    letters only are lowercased; a token longer than one character loses
+    one trailing ``*`` (sclite's ``new_WORD``), so ``foo*`` equals ``foo``.
+
+    `unicode`: the Unicode-aware alternative (not sclite's numbers): split
+    at any Unicode whitespace (``str.split``), lowercase with
+    ``str.lower``, keep ``*``, and in ``char`` mode split only CJK
+    characters (ideographs, CJK/full-width punctuation, kana, Hangul) while
+    keeping runs of other characters (``café``) whole.
     """
-    tokens = _tokens(text, unit, case_sensitive)
+    tokens = _tokens(text, unit, case_sensitive, unicode)
     return tokens if isinstance(tokens, list) else list(tokens)
 
 
-def _tokens(text: str, unit: Unit, case_sensitive: bool) -> Sequence[str]:
-    """`tokenize`, but text that is all CJK comes back as the string itself.
+def _unstar(tokens: list[str]) -> list[str]:
+    # sclite new_WORD: "foo*" is read as "foo" (one star, words of 2+ chars).
+    return [t[:-1] if len(t) > 1 and t[-1] == "*" else t for t in tokens]
+
+
+def _tokens(text: str, unit: Unit, case_sensitive: bool, unicode: bool = False) -> Sequence[str]:
+    """`tokenize`, but text that is all one-character tokens comes back as the string itself.
 
     A string is a sequence of its one-character tokens, so for the common
     Chinese/Japanese case this skips making a list and a string object per
@@ -137,13 +164,23 @@ def _tokens(text: str, unit: Unit, case_sensitive: bool) -> Sequence[str]:
     """
     if unit not in ("word", "char"):
         raise ValueError(f"unknown unit {unit!r}; expected 'word' or 'char'")
+    if unicode:
+        if not case_sensitive:
+            text = text.lower()
+        if unit == "word":
+            return text.split()
+        if _NOT_CJK_TOKEN.search(text) is None:
+            return text
+        return _CHAR_TOKEN.findall(text)
     if not case_sensitive:
-        text = text.lower()
+        text = text.lower() if text.isascii() else text.translate(_ASCII_LOWER)
     if unit == "word":
-        return text.split()
-    if _NOT_CJK_TOKEN.search(text) is None:
-        return text
-    return _CHAR_TOKEN.findall(text)
+        words = [w for w in _SCLITE_SPACE.split(text) if w]
+    elif _ASCII.search(text) is None:
+        return text  # no ASCII at all: every character is a token, none ends a word with *
+    else:
+        words = _SCLITE_CHAR_TOKEN.findall(text)
+    return _unstar(words) if "*" in text else words
 
 
 @dataclass(frozen=True)

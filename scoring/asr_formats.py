@@ -36,6 +36,48 @@ _SHOWN_IDS = 10
 
 def _decoded_lines(path: str | os.PathLike[str]) -> list[tuple[int, str]]:
     """(line number, text) for every transcript line, skipping blanks and comments."""
+    try:
+        lines = _streamed_lines(path)
+    except UnicodeDecodeError:
+        # Read again as bytes, line by line, to name the line and byte.
+        lines = _bytewise_lines(path)
+    if not lines:
+        raise FormatError(
+            path,
+            None,
+            "the file holds no transcripts",
+            "write one utterance per line, as `words (utt_id)` (trn) or `utt_id words` (Kaldi)",
+        )
+    return lines
+
+
+def _kept(lineno: int, text: str) -> str | None:
+    """A line's transcript text, or None for a blank or comment line (one rule for both readers)."""
+    if lineno == 1 and text.startswith(_BOM):
+        text = text[len(_BOM) :]
+    text = text.rstrip("\r")
+    if not text.strip() or text.lstrip().startswith(";;"):
+        return None
+    return text
+
+
+def _streamed_lines(path: str | os.PathLike[str]) -> list[tuple[int, str]]:
+    """`_decoded_lines` read as a text stream: no copy of the whole file is held.
+
+    Lines end at "\n" alone, as in `_bytewise_lines`; UnicodeDecodeError
+    (a ValueError) when the file is not UTF-8.
+    """
+    lines: list[tuple[int, str]] = []
+    with open(path, encoding="utf-8", newline="\n") as fh:
+        for lineno, text in enumerate(fh, start=1):
+            kept = _kept(lineno, text[:-1] if text.endswith("\n") else text)
+            if kept is not None:
+                lines.append((lineno, kept))
+    return lines
+
+
+def _bytewise_lines(path: str | os.PathLike[str]) -> list[tuple[int, str]]:
+    """`_decoded_lines` from the file's bytes, naming the first line that is not UTF-8."""
     with open(path, "rb") as fh:
         data = fh.read()
     lines: list[tuple[int, str]] = []
@@ -52,19 +94,9 @@ def _decoded_lines(path: str | os.PathLike[str]) -> list[tuple[int, str]]:
                 "of the line)",
                 "re-save the file as UTF-8, e.g. `iconv -f LATIN1 -t UTF-8`",
             ) from None
-        if lineno == 1 and text.startswith(_BOM):
-            text = text[len(_BOM) :]
-        text = text.rstrip("\r")
-        if not text.strip() or text.lstrip().startswith(";;"):
-            continue
-        lines.append((lineno, text))
-    if not lines:
-        raise FormatError(
-            path,
-            None,
-            "the file holds no transcripts",
-            "write one utterance per line, as `words (utt_id)` (trn) or `utt_id words` (Kaldi)",
-        )
+        kept = _kept(lineno, text)
+        if kept is not None:
+            lines.append((lineno, kept))
     return lines
 
 
@@ -100,7 +132,9 @@ def _parse_trn(path: str | os.PathLike[str], lineno: int, text: str) -> tuple[st
             "trn line with an empty id `()`",
             "put the utterance id inside the final parentheses",
         )
-    return utt_id, stripped[:open_at].strip()
+    # Only space and tab separate sclite's words, so other blanks (NBSP,
+    # U+3000) at either end are left for the tokeniser to keep as text.
+    return utt_id, stripped[:open_at].strip(" \t")
 
 
 def _parse_kaldi(text: str) -> tuple[str, str]:

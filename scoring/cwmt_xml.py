@@ -156,6 +156,12 @@ class MtFile:
 def _decode(path: Path) -> str:
     try:
         data = path.read_bytes()
+    except IsADirectoryError as exc:
+        raise FormatError(path, None, "is a directory", "give the file inside it") from exc
+    except FileNotFoundError as exc:
+        raise FormatError(
+            path, None, "no such file", f"check the path (relative paths start at {Path.cwd()})"
+        ) from exc
     except OSError as exc:
         raise FormatError(
             path, None, f"cannot read file ({exc.strerror})", "check the path"
@@ -194,11 +200,29 @@ def read_plain(path: str | Path, role: Role = "target") -> MtFile:
     return MtFile(path, "plain", role, segs)
 
 
+_SEG_TAG = re.compile(r"<seg\b", re.IGNORECASE)
+
+
 def load_mt_file(path: str | Path, role: Role = "target") -> MtFile:
-    """Read ``path`` as CWMT XML if its content looks like XML, else as plain text."""
+    """Read ``path`` as CWMT XML if its content looks like XML, else as plain text.
+
+    A file that starts like XML (``<!--``, ``<tstset`` ...) but has no
+    ``<?xml`` declaration and no ``<seg`` element anywhere is plain text
+    that happens to start with markup (a translated comment, say) and is
+    read as such when it does not parse; malformed XML with segments is
+    still an error.
+    """
     path = Path(path)
     text = _decode(path)
-    return read_xml(path, role, text) if is_xml(text) else read_plain(path, role)
+    if not is_xml(text):
+        return read_plain(path, role)
+    try:
+        return read_xml(path, role, text)
+    except FormatError:
+        declared = text.lstrip("\ufeff \t\r\n").startswith("<?xml")
+        if declared or _SEG_TAG.search(text):
+            raise
+        return read_plain(path, role)
 
 
 @dataclass
@@ -244,15 +268,28 @@ def _quote_attributes(text: str) -> tuple[str, int]:
     return _TAG.sub(fix_tag, text), count
 
 
+# C0 controls XML 1.0 forbids even as character references. mteval reads
+# its SGML with Perl regexes and keeps them (a form feed is whitespace to
+# its tokeniser), so they are carried through the parser as private-use
+# stand-ins (plane 15) and put back in the text.
+_FORBIDDEN_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")
+_STAND_IN = 0xF0000
+_RESTORE = {_STAND_IN + c: c for c in [*range(0, 9), 11, 12, *range(14, 32)]}
+
+
 def _parse_tree(path: Path, text: str) -> tuple[_Node, int]:
     text, repaired = _quote_attributes(text)
+    if _FORBIDDEN_CONTROL.search(text):
+        text = _FORBIDDEN_CONTROL.sub(lambda m: chr(_STAND_IN + ord(m.group())), text)
     parser = xml.parsers.expat.ParserCreate()
     stack: list[_Node] = []
     root: list[_Node] = []
 
     def start(tag: str, attrs: dict[str, str]) -> None:
         node = _Node(
-            tag.lower(), {k.lower(): v for k, v in attrs.items()}, parser.CurrentLineNumber
+            tag.lower(),
+            {k.lower(): v.translate(_RESTORE) for k, v in attrs.items()},
+            parser.CurrentLineNumber,
         )
         if stack:
             stack[-1].children.append(node)
@@ -264,6 +301,7 @@ def _parse_tree(path: Path, text: str) -> tuple[_Node, int]:
         stack.pop()
 
     def data(chunk: str) -> None:
+        chunk = chunk.translate(_RESTORE)
         if stack:
             top = stack[-1]
             (top.children[-1].tail if top.children else top.text).append(chunk)

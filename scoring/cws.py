@@ -5,13 +5,14 @@ Conventions, as in the bakeoff ``score`` script:
 * Gold and test files are read line by line, in step. A line is split into
   words at ASCII whitespace and at the full-width space U+3000 (the script
   turns U+3000 into a space; other Unicode spaces are *not* separators).
-* Per line, words are matched as a longest common subsequence of the two
-  word-string sequences (what the script gets from GNU ``diff`` on
-  one-word-per-line files), not by character offsets: the matched count is
-  the LCS length. "True words recognised" = gold words minus gold words on
-  changed diff lines = matched words; likewise for test words.
-* Recall = matched / gold words, precision = matched / test words,
-  F = 2PR / (P + R), all pooled over the file (micro averages).
+* Per line, the script runs GNU ``diff -y`` on the two word lists (one word
+  per line) and counts its rows with its own patterns. By default this
+  module does the same over the rows `scoring.gnu_diff` computes (a model
+  of GNU diff 3.8, checked against the real binary in the tests), so the
+  matched words are the lines diff leaves unchanged, which is not always a
+  longest common subsequence. ``lcs=True`` matches a true LCS instead.
+* Recall = gold words recognised / gold words, precision = test words
+  recognised / test words, F = 2PR / (P + R), all pooled over the file.
 * OOV = a gold word not in the training word list (exact string). OOV rate
   = OOV gold words / gold words; OOV recall = matched OOV gold words / OOV
   gold words; IV recall likewise for the other gold words.
@@ -19,6 +20,8 @@ Conventions, as in the bakeoff ``score`` script:
   script warns "possible misalignment"); such lines are listed in
   ``warnings``. Unlike the script, files with different line counts are an
   error rather than silently truncated to the shorter one.
+* Two slips of the script (an empty word before a leading U+3000, ``chop``
+  of a word list's last byte) are reproduced only with ``script_quirks``.
 
 The HTRDP error-tolerance procedure (differing pieces reviewed by judges,
 accepted pieces added to the reference) is `write_cws_review` +
@@ -28,6 +31,7 @@ docs/scoring-cws-ner-pos.md.
 
 from __future__ import annotations
 
+import codecs
 import os
 import re
 from collections import Counter
@@ -37,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import FormatError
+from .gnu_diff import render_sdiff_row, sdiff_rows
 
 __all__ = [
     "CwsScore",
@@ -77,12 +82,43 @@ def _f(p: float, r: float) -> float:
 # --- reading ------------------------------------------------------------------
 
 
+# Encodings in which the byte 0x0a is always a line end, never part of a
+# character: for them a text stream splits lines exactly as the bytes do.
+_STREAMED_CODECS = frozenset({"utf-8", "gb18030", "gbk", "gb2312", "ascii"})
+
+
+def _streamed_lines(path: str | os.PathLike[str], encoding: str) -> list[str]:
+    """`read_lines` from a text stream, holding no copy of the whole file.
+
+    Lines end at "\n" alone, as in `read_lines`; UnicodeDecodeError (a
+    ValueError) when the file does not decode.
+    """
+    out: list[str] = []
+    with open(path, encoding=encoding, newline="\n") as fh:
+        for text in fh:
+            text = text[:-1] if text.endswith("\n") else text
+            if not out and text.startswith(_BOM):
+                text = text[len(_BOM) :]
+            out.append(text.rstrip("\r"))
+    return out
+
+
 def read_lines(path: str | os.PathLike[str], encoding: str = "utf-8") -> list[str]:
     """All lines of a text file, decoded line by line so errors name the line.
 
     A UTF-8 BOM on line 1 and a trailing CR are dropped; a final newline does
     not start an extra line.
     """
+    if codecs.lookup(encoding).name in _STREAMED_CODECS:
+        try:
+            return _streamed_lines(path, encoding)
+        except UnicodeDecodeError:
+            pass  # read again as bytes, line by line, to name the line and byte
+    return _bytewise_lines(path, encoding)
+
+
+def _bytewise_lines(path: str | os.PathLike[str], encoding: str) -> list[str]:
+    """`read_lines` from the file's bytes, naming the first line that does not decode."""
     with open(path, "rb") as fh:
         data = fh.read()
     raw_lines = data.split(b"\n")
@@ -100,7 +136,8 @@ def read_lines(path: str | os.PathLike[str], encoding: str = "utf-8") -> list[st
                 lineno,
                 f"not valid {encoding} (byte 0x{raw[exc.start]:02x} at byte {exc.start + 1} "
                 "of the line)",
-                f"re-save the file as {encoding}, e.g. `iconv -f GB18030 -t UTF-8`",
+                f"re-save the file as {encoding}, e.g. "
+                f"`iconv -f {likely_encoding(data)} -t {encoding.upper()}`",
             ) from None
         if lineno == 1 and text.startswith(_BOM):
             text = text[len(_BOM) :]
@@ -108,20 +145,91 @@ def read_lines(path: str | os.PathLike[str], encoding: str = "utf-8") -> list[st
     return out
 
 
-def split_words(line: str) -> list[str]:
-    """Words of one segmented line (separators: ASCII whitespace, U+3000)."""
-    return [w for w in _SEPARATORS.split(line) if w]
+def likely_encoding(data: bytes) -> str:
+    """The iconv name of the encoding `data` most likely is in, for a hint.
+
+    GB18030/GBK text is mostly byte pairs with both bytes at 0xA1 or above
+    (the GB2312 rows); Latin-1 text has single high bytes between ASCII
+    letters. Only meant to pick the example in an error message.
+    """
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "UTF-16"
+    high = paired = 0
+    k = 0
+    while k < len(data):
+        if data[k] < 0x80:
+            k += 1
+            continue
+        if k + 1 < len(data) and data[k] >= 0x81 and data[k + 1] >= 0xA1:
+            high += 2
+            paired += 2
+            k += 2
+        else:
+            high += 1
+            k += 1
+    if high and paired >= 0.8 * high:
+        try:
+            data.decode("gb18030")
+        except UnicodeDecodeError:
+            return "LATIN1"
+        return "GB18030"
+    return "LATIN1"
 
 
-def read_segmentation(path: str | os.PathLike[str], encoding: str = "utf-8") -> list[list[str]]:
+def split_words(
+    line: str, script_quirks: bool = False, ideographic_space: bool = True
+) -> list[str]:
+    """Words of one segmented line (separators: ASCII whitespace, U+3000).
+
+    With `script_quirks`, a line whose first non-blank character is U+3000
+    starts with an empty word, as in the script (it strips ASCII blanks,
+    then turns U+3000 into a space, then splits with Perl's ``split``,
+    which keeps a leading empty field). Without `ideographic_space`,
+    U+3000 is part of a word (`ideographic_space_separates`).
+    """
+    if not ideographic_space:
+        return [w for w in _ASCII_SEPARATORS.split(line) if w]
+    words = [w for w in _SEPARATORS.split(line) if w]
+    if script_quirks and line.strip(_ASCII_SPACE).startswith("\u3000"):
+        words.insert(0, "")
+    return words
+
+
+_ASCII_SEPARATORS = re.compile("[ \t\n\r\f\v]+")
+# The script turns U+3000 into a space by its UTF-8 bytes (E3 80 80) or its
+# Big5 bytes (A1 40); in GB2312/GBK/GB18030 U+3000 is A1 A1, which it keeps.
+_GB_ENCODINGS = frozenset({"gb2312", "gbk", "gb18030", "cp936", "euc-cn", "euc_cn", "hz"})
+
+
+def ideographic_space_separates(encoding: str) -> bool:
+    """Whether the script splits words at U+3000 in files of `encoding`."""
+    return encoding.lower().replace("_", "-") not in _GB_ENCODINGS
+
+
+def read_segmentation(
+    path: str | os.PathLike[str], encoding: str = "utf-8", *, script_quirks: bool = False
+) -> list[list[str]]:
     """One word list per line of a segmented file (words separated by spaces)."""
-    return [split_words(line) for line in read_lines(path, encoding)]
+    space = ideographic_space_separates(encoding)
+    return [split_words(line, script_quirks, space) for line in read_lines(path, encoding)]
 
 
-def read_word_list(path: str | os.PathLike[str], encoding: str = "utf-8") -> frozenset[str]:
-    """Training word list, one word per line (blank lines ignored)."""
+def read_word_list(
+    path: str | os.PathLike[str], encoding: str = "utf-8", *, script_quirks: bool = False
+) -> frozenset[str]:
+    """Training word list, one word per line (blank lines ignored).
+
+    With `script_quirks`, a last line without a newline loses its last
+    byte, as Perl's ``chop`` makes the script do; the cut word is kept with
+    the broken byte escaped (``surrogateescape``), so it matches nothing
+    unless the cut left a valid word.
+    """
     words: set[str] = set()
-    for lineno, line in enumerate(read_lines(path, encoding), start=1):
+    lines = read_lines(path, encoding)
+    if script_quirks and lines and _last_byte(path) not in (b"", b"\n", b"\r"):
+        raw = lines[-1].encode(encoding, "surrogateescape")[:-1]
+        lines[-1] = raw.decode(encoding, "surrogateescape")
+    for lineno, line in enumerate(lines, start=1):
         word = line.strip(_ASCII_SPACE)
         if not word:
             continue
@@ -303,11 +411,15 @@ class CwsScore:
     iv_matched: int | None
     accepted_pieces: int
     warnings: tuple[str, ...]
+    # Test words counted as recognised; equal to `matched` except where the
+    # script's patterns count the two sides differently (empty words).
+    test_matched: int | None = None
 
     @property
     def precision(self) -> float:
-        """matched / test words."""
-        return _frac(self.matched, self.test_words)
+        """test words recognised / test words."""
+        hits = self.matched if self.test_matched is None else self.test_matched
+        return _frac(hits, self.test_words)
 
     @property
     def recall(self) -> float:
@@ -351,6 +463,7 @@ class CwsScore:
             "gold_words": self.gold_words,
             "test_words": self.test_words,
             "matched": self.matched,
+            "test_matched": self.matched if self.test_matched is None else self.test_matched,
             "insertions": self.insertions,
             "deletions": self.deletions,
             "substitutions": self.substitutions,
@@ -401,21 +514,130 @@ def apply_accepted(
     return out, used
 
 
+def _script_line(
+    gold: Sequence[str],
+    test: Sequence[str],
+    words: Collection[str] | None,
+    encoding: str,
+    shortcut: bool = True,
+) -> tuple[int, int, int, int, int, int, int, int, int]:
+    """One line as the script counts it from ``diff -y``'s output.
+
+    Returns (insertions, deletions, substitutions, gold missed, test
+    missed, OOV, OOV missed, IV, IV missed). The rows are rendered as diff
+    prints them and read with the script's own patterns, so words spelled
+    ``|``, ``<`` or ``>``, empty words and words cut at the 61st column
+    count exactly as the script counts them. With `shortcut`, lines whose
+    words the patterns cannot misread skip the rendering (same counts).
+    """
+    gb = [w.encode(encoding, "surrogateescape") for w in gold]
+    tb = [w.encode(encoding, "surrogateescape") for w in test]
+    plain = (0 < len(w) <= _HALF_ROW and _ROW_SENSITIVE.search(w) is None for w in (*gb, *tb))
+    if shortcut and all(plain):
+        return _plain_rows(gold, test, gb, tb, words)
+    ins = dels = subs = gold_missed = test_missed = oov = oov_missed = iv = iv_missed = 0
+    for row in sdiff_rows(gb, tb):
+        line = render_sdiff_row(
+            row.marker,
+            None if row.left is None else gb[row.left],
+            None if row.right is None else tb[row.right],
+        )
+        if _SUB_ROW.search(line):
+            subs += 1
+        elif _INS_ROW.search(line):
+            ins += 1
+        elif _DEL_ROW.search(line):
+            dels += 1
+        first = _FIRST_WORD.match(line)
+        if first:
+            missed = _GOLD_MISSED.match(line) is not None
+            gold_missed += missed
+            if words is not None:
+                if first.group(1).decode(encoding, "surrogateescape") in words:
+                    iv += 1
+                    iv_missed += missed
+                else:
+                    oov += 1
+                    oov_missed += missed
+        test_missed += _TEST_MISSED.search(line) is not None
+    return ins, dels, subs, gold_missed, test_missed, oov, oov_missed, iv, iv_missed
+
+
+# Words of at most 60 bytes leave at least two blanks before diff -y's
+# marker column in any encoding (no character is wider than its bytes; a
+# 61-column word leaves one, and the script's "missed" pattern needs two),
+# and words without these bytes cannot make the script's patterns read
+# anything but the row's own marker.
+_HALF_ROW = 60
+_ROW_SENSITIVE = re.compile(rb"[|<>\x00-\x1f\x7f]")
+
+
+def _plain_rows(
+    gold: Sequence[str],
+    test: Sequence[str],
+    gb: Sequence[bytes],
+    tb: Sequence[bytes],
+    words: Collection[str] | None,
+) -> tuple[int, int, int, int, int, int, int, int, int]:
+    """`_script_line` for words the patterns read plainly: the marker decides."""
+    ins = dels = subs = gold_missed = test_missed = oov = oov_missed = iv = iv_missed = 0
+    for row in sdiff_rows(gb, tb):
+        missed = row.marker in "|<"
+        if row.marker == "|":
+            subs += 1
+            test_missed += 1
+        elif row.marker == ">":
+            ins += 1
+            test_missed += 1
+        elif row.marker == "<":
+            dels += 1
+        if row.left is not None:
+            gold_missed += missed
+            if words is not None:
+                if gold[row.left] in words:
+                    iv += 1
+                    iv_missed += missed
+                else:
+                    oov += 1
+                    oov_missed += missed
+    return ins, dels, subs, gold_missed, test_missed, oov, oov_missed, iv, iv_missed
+
+
+# The script's patterns over a diff -y row (Perl byte-mode \s is ASCII, as
+# in Python's bytes patterns; `$` also matches before the final newline).
+_SUB_ROW = re.compile(rb"\s\|\s")
+_INS_ROW = re.compile(rb"\s>\s")
+_DEL_ROW = re.compile(rb"\s<\s")
+_FIRST_WORD = re.compile(rb"([^\s]+)\s")
+_GOLD_MISSED = re.compile(rb"[^\s]+\s.*\s[|><]\s")
+_TEST_MISSED = re.compile(rb"\s[|><]\s.*[^\s]$")
+
+
 def score_cws(
     gold_lines: Sequence[Sequence[str]],
     test_lines: Sequence[Sequence[str]],
     words: Collection[str] | None = None,
     accepted: AcceptedPieces = frozenset(),
+    *,
+    lcs: bool = False,
+    encoding: str = "utf-8",
 ) -> CwsScore:
     """Score segmented lines (already split into words), paired by index.
 
     ``words`` is the training word list (None: no OOV/IV figures);
     ``accepted`` holds ``(gold piece, accepted segmentation)`` word tuples
     from the judges (`read_accepted_pieces`).
+
+    By default words are matched as the bakeoff script matches them: by the
+    lines GNU diff 3.8 leaves unchanged (`scoring.gnu_diff`), counted with
+    the script's patterns over diff's side-by-side rows (``encoding`` is
+    the files' encoding, which decides diff's column widths). ``lcs=True``
+    matches a true longest common subsequence instead (never fewer matches
+    than diff; ins/del/sub from `_edit_counts`).
     """
     if len(gold_lines) != len(test_lines):
         raise ValueError(f"{len(gold_lines)} gold lines but {len(test_lines)} test lines")
-    n_gold = n_test = matched = ins = dels = subs = used = 0
+    n_gold = n_test = matched = test_matched = ins = dels = subs = used = 0
     oov = oov_hit = iv = iv_hit = 0
     warnings: list[str] = []
     for lineno, (gold, test) in enumerate(zip(gold_lines, test_lines, strict=True), start=1):
@@ -428,10 +650,20 @@ def score_cws(
         if accepted:
             gold, k = apply_accepted(gold, test, accepted)
             used += k
-        pairs = match_words(gold, test)
         n_gold += len(gold)
         n_test += len(test)
+        if not lcs:
+            a, b, c, g_miss, t_miss, o, o_miss, v, v_miss = _script_line(
+                gold, test, words, encoding
+            )
+            ins, dels, subs = ins + a, dels + b, subs + c
+            matched += len(gold) - g_miss
+            test_matched += len(test) - t_miss
+            oov, oov_hit, iv, iv_hit = oov + o, oov_hit + o - o_miss, iv + v, iv_hit + v - v_miss
+            continue
+        pairs = match_words(gold, test)
         matched += len(pairs)
+        test_matched += len(pairs)
         a, b, c = _edit_counts(pairs, len(gold), len(test))
         ins, dels, subs = ins + a, dels + b, subs + c
         if words is not None:
@@ -460,6 +692,7 @@ def score_cws(
         iv_matched=iv_hit if has_list else None,
         accepted_pieces=used,
         warnings=tuple(warnings),
+        test_matched=test_matched,
     )
 
 
@@ -470,18 +703,76 @@ def score_cws_files(
     *,
     accepted: Path | str | None = None,
     encoding: str = "utf-8",
+    lcs: bool = False,
+    script_quirks: bool = False,
 ) -> dict[str, Any]:
     """Score a segmented test file against the gold file (`CwsScore.to_dict`).
 
     ``words``: training word list (one word per line); ``accepted``: a
-    judged review file (`write_cws_review`, verdicts filled in).
+    judged review file (`write_cws_review`, verdicts filled in); ``lcs``:
+    see `score_cws`. ``script_quirks`` reproduces two slips of the script
+    that are off by default (and reported in ``warnings`` when they would
+    change a number): a line starting with U+3000 gets an extra empty word,
+    and a word list without a final newline loses the last byte of its
+    last word (Perl's ``chop``).
     """
-    gold_lines = read_segmentation(gold, encoding)
-    test_lines = read_segmentation(test, encoding)
+    gold_lines = read_segmentation(gold, encoding, script_quirks=script_quirks)
+    test_lines = read_segmentation(test, encoding, script_quirks=script_quirks)
     check_line_counts(gold, test, len(gold_lines), len(test_lines))
-    word_list = None if words is None else read_word_list(words, encoding)
+    _refuse_empty(gold, gold_lines, "gold")
+    _refuse_empty(test, test_lines, "test")
+    notes: list[str] = []
+    if not script_quirks and ideographic_space_separates(encoding):
+        notes += _phantom_notes(gold, encoding) + _phantom_notes(test, encoding)
+    word_list = None
+    if words is not None:
+        word_list = read_word_list(words, encoding, script_quirks=script_quirks)
+        if not script_quirks and not _ends_with_newline(words):
+            notes.append(
+                f"{os.fspath(words)}: no newline after the last word; the script's `chop` "
+                "would cut its last byte (--sighan-quirks reproduces that)"
+            )
     pieces = frozenset() if accepted is None else read_accepted_pieces(accepted)
-    return score_cws(gold_lines, test_lines, word_list, pieces).to_dict()
+    out = score_cws(gold_lines, test_lines, word_list, pieces, lcs=lcs, encoding=encoding)
+    out_dict = out.to_dict()
+    out_dict["warnings"] = notes + out_dict["warnings"]
+    out_dict["matching"] = "lcs" if lcs else "gnu-diff"
+    return out_dict
+
+
+def _last_byte(path: Path | str | os.PathLike[str]) -> bytes:
+    with open(path, "rb") as fh:
+        size = fh.seek(0, os.SEEK_END)
+        if size == 0:
+            return b""
+        fh.seek(size - 1)
+        return fh.read(1)
+
+
+def _ends_with_newline(path: Path | str) -> bool:
+    return _last_byte(path) in (b"", b"\n")
+
+
+def _phantom_notes(path: Path | str, encoding: str) -> list[str]:
+    notes = []
+    for lineno, line in enumerate(read_lines(path, encoding), start=1):
+        if line.strip(_ASCII_SPACE).startswith("\u3000"):
+            notes.append(
+                f"{os.fspath(path)}:{lineno}: starts with U+3000; the script would count an "
+                "extra empty word here (--sighan-quirks reproduces that)"
+            )
+    return notes
+
+
+def _refuse_empty(path: Path | str, lines: Sequence[Sequence[str]], what: str) -> None:
+    if not any(lines):
+        raise FormatError(
+            path,
+            None,
+            f"the {what} file holds no words",
+            "give the segmented text, one sentence per line, words separated by spaces "
+            "(the script would divide by zero here)",
+        )
 
 
 # --- the HTRDP error-tolerance review ----------------------------------------

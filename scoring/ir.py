@@ -22,11 +22,13 @@ R-precision and P@10 as TREC does, so every rule here follows trec_eval
 
 from __future__ import annotations
 
+import gc
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
-from itertools import chain, compress, count
+from itertools import chain, compress, count, groupby
 from operator import itemgetter
 from pathlib import Path
 from typing import Any
@@ -114,11 +116,10 @@ def rank_documents(scores: Mapping[str, float]) -> list[str]:
     Python compares str by code point, which for valid UTF-8 is the same
     order as trec_eval's strcmp on the bytes.
     """
-    # One sort on (score, docno), both descending; docnos are unique keys.
-    return [d for d, _ in sorted(scores.items(), key=_SCORE_THEN_DOCNO, reverse=True)]
-
-
-_SCORE_THEN_DOCNO = itemgetter(1, 0)
+    # The order of one sort on (score, docno), both descending: docnos first,
+    # then a stable sort by score (reverse=True keeps ties in their order).
+    # Two sorts on plain keys are faster than one on (score, docno) tuples.
+    return sorted(sorted(scores, reverse=True), key=scores.__getitem__, reverse=True)
 
 
 def score_topic(
@@ -164,7 +165,24 @@ def score_ir(
         raise ValueError("no topic is in both the run and the qrels")
     if not qrels:
         raise ValueError("the qrels hold no topic")
-    per = tuple(score_topic(t, qrels[t], run[t], relevance_level, max_docs) for t in scored)
+    per = {t: score_topic(t, qrels[t], run[t], relevance_level, max_docs) for t in scored}
+    return _report(qrels, per, run, complete, relevance_level)
+
+
+def _report(
+    qrels: Mapping[str, Any],
+    per_topic: Mapping[str, TopicScore],
+    run_topics: Iterable[str],
+    complete: bool,
+    relevance_level: int,
+) -> IrReport:
+    """The averages and topic bookkeeping over topics scored one by one."""
+    if not per_topic and not complete:
+        raise ValueError("no topic is in both the run and the qrels")
+    if not qrels:
+        raise ValueError("the qrels hold no topic")
+    per = tuple(per_topic[t] for t in sorted(per_topic))
+    run_topics = set(run_topics)
     n = len(qrels) if complete else len(per)
 
     def mean(attr: str) -> float:
@@ -178,8 +196,8 @@ def score_ir(
         averaged_over=n,
         complete=complete,
         relevance_level=relevance_level,
-        ignored_run_topics=tuple(sorted(t for t in run if t not in qrels)),
-        missing_topics=tuple(sorted(t for t in qrels if t not in run)),
+        ignored_run_topics=tuple(sorted(t for t in run_topics if t not in qrels)),
+        missing_topics=tuple(sorted(t for t in qrels if t not in run_topics)),
         topics_without_relevant=tuple(s.topic for s in per if s.num_rel == 0),
     )
 
@@ -214,52 +232,106 @@ def _fields(path: str | Path) -> list[tuple[int, list[str]]]:
     return out
 
 
-def _quick_read(
-    path: str | Path, n_columns: int, value_column: int, convert: Callable[[str], Any]
-) -> dict[str, dict[str, Any]] | None:
-    """topic -> docno -> convert(value) for a well-formed file, else None.
+class _NotQuick(Exception):
+    """The streaming reader met a line only the line-by-line reader can report on."""
 
-    Columns count from 0: the topic is column 0, the docno column 2.
 
-    The readers' quick path: one decode and a plain loop, with no line
-    numbers or per-line records kept (hundreds of thousands of live tuples
-    also make the garbage collector run over and over). None sends the
-    caller to the line-by-line reader, which finds and reports the problem.
+# Lines read at a time by the streaming readers: big enough that the per-line
+# work runs in C over whole lists, small enough that memory stays flat.
+_CHUNK_BYTES = 1 << 18
+
+
+def _quick_chunks(path: str | Path, n_columns: int) -> Iterator[list[list[str]]]:
+    """The whitespace-split data lines of a well-formed file, a chunk of lines at a time.
+
+    The readers' quick path: the file is streamed, so only what the caller
+    keeps stays in memory, with no line numbers or per-line records. Anything
+    odd (a line with another number of columns, bytes that are not UTF-8)
+    raises `_NotQuick`, which sends the caller to the line-by-line reader: it
+    finds and reports the problem.
     """
     try:
-        text = Path(path).read_bytes().decode("utf-8-sig")
-    except (OSError, UnicodeDecodeError):
-        return None
-    lines = text.split("\n")
-    if "#" in text:
-        # str.lstrip() and str.split() share one whitespace set, so this is
-        # "the first field starts with #".
-        lines = [line for line in lines if not line.lstrip().startswith("#")]
+        # Lines end at "\n" alone, as in the line-by-line reader; "\r" is
+        # whitespace to str.split.
+        f = open(path, encoding="utf-8-sig", newline="\n")  # noqa: SIM115
+    except OSError:
+        raise _NotQuick from None
+    with f:
+        while True:
+            try:
+                lines = f.readlines(_CHUNK_BYTES)
+            except (ValueError, OSError):  # UnicodeDecodeError is a ValueError
+                raise _NotQuick from None
+            if not lines:
+                return
+            rows = list(map(str.split, lines))
+            if set(map(len, rows)) != {n_columns} or "#" in "".join(lines):
+                # str.split and str.lstrip share one whitespace set: a comment
+                # line is one whose first field starts with "#".
+                rows = [r for r in rows if r and not r[0].startswith("#")]
+                if any(len(r) != n_columns for r in rows):
+                    raise _NotQuick
+            yield rows
+
+
+_TOPIC = itemgetter(0)
+_DOCNO = itemgetter(2)
+
+
+def _topic_runs(
+    chunks: Iterator[list[list[str]]], value_column: int, convert: Callable[[str], Any]
+) -> Iterator[tuple[str, int, Iterator[tuple[str, Any]]]]:
+    """(topic, n, (docno, value) pairs) for each run of n consecutive lines of one topic.
+
+    A topic whose lines straddle two chunks comes out twice in a row.
+    """
+    value = itemgetter(value_column)
+    for rows in chunks:
+        start = 0
+        # Grouping the topic column alone keeps the per-line work in C.
+        for topic, group in groupby(list(map(_TOPIC, rows))):
+            end = start + len(list(group))
+            lines = rows[start:end]
+            start = end
+            try:
+                values = list(map(convert, map(value, lines)))
+            except ValueError:
+                raise _NotQuick from None
+            yield topic, len(lines), zip(map(_DOCNO, lines), values, strict=True)
+
+
+def _collect(
+    chunks: Iterator[list[list[str]]], value_column: int, convert: Callable[[str], Any]
+) -> dict[str, dict[str, Any]]:
+    """topic -> docno -> value; `_NotQuick` when empty or a (topic, docno) repeats."""
     out: dict[str, dict[str, Any]] = {}
     n_rows = 0
-    try:
-        for parts in map(str.split, lines):
-            if not parts:
-                continue
-            if len(parts) != n_columns:
-                return None
-            topic, docno, value = parts[0], parts[2], convert(parts[value_column])
-            n_rows += 1
-            try:
-                out[topic][docno] = value
-            except KeyError:
-                out[topic] = {docno: value}
-    except ValueError:
-        return None
+    for topic, n, pairs in _topic_runs(chunks, value_column, convert):
+        n_rows += n
+        out.setdefault(topic, {}).update(pairs)
     if not n_rows or sum(map(len, out.values())) != n_rows:
-        return None  # empty, or a (topic, docno) repeated
+        raise _NotQuick
     return out
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector off inside the block (as it was on before, after)."""
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()
 
 
 def read_qrels(path: str | Path) -> dict[str, dict[str, int]]:
     """Read TREC qrels ``topic iter docno judgement`` into topic -> docno -> judgement."""
-    out = _quick_read(path, 4, 3, int)
-    return out if out is not None else _read_qrels_lines(path)
+    try:
+        return _collect(_quick_chunks(path, 4), 3, int)
+    except _NotQuick:
+        return _read_qrels_lines(path)
 
 
 def _read_qrels_lines(path: str | Path) -> dict[str, dict[str, int]]:
@@ -305,10 +377,11 @@ def read_run(path: str | Path) -> dict[str, dict[str, float]]:
     The rank column is kept only for validation of the column count: ranking
     is by score, as in trec_eval.
     """
-    out = _quick_read(path, 6, 4, float)
-    if out is not None and all(
-        map(math.isfinite, chain.from_iterable(map(dict.values, out.values())))
-    ):
+    try:
+        out = _collect(_quick_chunks(path, 6), 4, float)
+    except _NotQuick:
+        return _read_run_lines(path)
+    if all(map(math.isfinite, chain.from_iterable(map(dict.values, out.values())))):
         return out
     return _read_run_lines(path)
 
@@ -513,5 +586,52 @@ def score_ir_files(
     Keys ``map``, ``rprec``, ``p10`` and ``per_topic`` (topic -> scores),
     plus the topic bookkeeping of `IrReport`.
     """
-    report = score_ir(read_qrels(qrels), read_run(run), complete, relevance_level)
-    return report.to_dict()
+    judgements = read_qrels(qrels)
+    try:
+        per, run_topics = _score_run_stream(run, judgements, relevance_level)
+    except _NotQuick:
+        # Topics out of order or a bad line: the whole-file reader merges the
+        # first and reports the second.
+        return score_ir(judgements, read_run(run), complete, relevance_level).to_dict()
+    return _report(judgements, per, run_topics, complete, relevance_level).to_dict()
+
+
+def _score_run_stream(
+    run: Path, qrels: Mapping[str, Mapping[str, int]], relevance_level: int
+) -> tuple[dict[str, TopicScore], set[str]]:
+    """Score a run file topic by topic as it is read: one topic's documents in memory.
+
+    Runs list each topic's documents together; `_NotQuick` when a topic comes
+    back after another one, repeats a document, has a non-finite score, or
+    the file has no documents, so the caller reads the whole file instead.
+    """
+    per: dict[str, TopicScore] = {}
+    seen: set[str] = set()
+    topic: str | None = None
+    scores: dict[str, float] = {}
+    n_rows = 0
+
+    def finish() -> None:
+        if topic is None:
+            return
+        if topic in seen or len(scores) != n_rows:
+            raise _NotQuick
+        if not all(map(math.isfinite, scores.values())):
+            raise _NotQuick
+        seen.add(topic)
+        if topic in qrels:
+            per[topic] = score_topic(topic, qrels[topic], scores, relevance_level)
+
+    # The collector's passes over each chunk's freshly split lines cost more
+    # than scoring them; nothing here makes a reference cycle.
+    with _gc_paused():
+        for run_topic, n, pairs in _topic_runs(_quick_chunks(run, 6), 4, float):
+            if run_topic != topic:
+                finish()
+                topic, scores, n_rows = run_topic, {}, 0
+            scores.update(pairs)
+            n_rows += n
+        finish()
+    if topic is None:
+        raise _NotQuick
+    return per, seen

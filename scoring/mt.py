@@ -37,8 +37,8 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -772,7 +772,12 @@ def corpus_bleu(
 
 
 def score_mt_files(
-    hyp: Path, refs: Sequence[Path], lang: str = "en", gtm_exponent: float = 1.0
+    hyp: Path,
+    refs: Sequence[Path],
+    lang: str = "en",
+    gtm_exponent: float = 1.0,
+    metrics: Collection[str] | None = None,
+    with_segments: bool = True,
 ) -> dict[str, Any]:
     """Score a hypothesis file against reference files (CWMT XML or plain text).
 
@@ -781,7 +786,15 @@ def score_mt_files(
     paired by (docid, segment id) after checking the hypothesis mirrors each
     reference file; otherwise segments are paired in file order. Returns
     ``MtReport.to_dict()``: fractions for BLEU/GTM/mWER/mPER, raw NIST.
+
+    `metrics` (names of `scoring.mt_batch.METRICS`, default all) limits what
+    is computed and reported; `with_segments=False` leaves out the
+    per-segment scores. The numbers are `score_mt`'s, computed for the whole
+    set at once (`scoring.mt_batch`).
     """
+    from .mt_batch import METRICS, score_mt_batch, select_metrics
+
+    chosen = tuple(METRICS if metrics is None else metrics)
     hyp = Path(hyp)
     if not refs:
         raise FormatError(hyp, None, "no reference file given", "pass at least one reference")
@@ -800,21 +813,78 @@ def score_mt_files(
             f"score with lang={declared!r} (character level for zh/ja)",
         )
     segments = _pair(hyp_file, ref_sets)
-    report = score_mt(segments, lang, gtm_exponent)
+    _refuse_empty_references(segments, lang)
+    report = score_mt_batch(segments, lang, gtm_exponent, chosen, with_segments)
     info: dict[str, Any] = {
         "hyp_file": str(hyp),
         "ref_files": [str(p) for p in refs],
         "format": hyp_file.kind,
     }
+    if report.system.ngrams.totals[0] == 0:
+        # mteval dies on log(0) here; onsite reports BLEU 0 and NIST 0.
+        info["warnings"] = [
+            "every hypothesis segment is empty: mteval stops with 'Can't take log of 0'; "
+            "onsite reports BLEU 0 and NIST 0 (no n-gram matched)"
+        ]
     if hyp_file.system is not None:
         info["system"] = hyp_file.system.to_dict()
-    return MtReport(
+    out = MtReport(
         report.lang, report.n_refs, report.system, report.documents, report.segments, info
     ).to_dict()
+    if set(chosen) != set(METRICS):
+        out = select_metrics(out, chosen)
+        out["metrics"] = list(chosen)
+        for key in ("documents", "segments"):
+            out[key] = [select_metrics(item, chosen) for item in out[key]]
+    if not with_segments:
+        del out["segments"]
+        out["n_segments"] = len(segments)
+    return out
+
+
+def _refuse_empty_references(segments: Sequence[MtSegment], lang: str) -> None:
+    """FormatError-free ValueError for a segment whose references are all empty.
+
+    mteval stops there ("Illegal division by zero"); `score_mt` would give
+    an artifact (smoothing makes a hypothesis ``a b`` score BLEU 0.5).
+    """
+    for seg in segments:
+        if not any(tokenize(r, lang) for r in seg.refs):
+            raise ValueError(
+                f"segment {seg.doc_id}/{seg.seg_id}"
+                + (f" (line {seg.line})" if seg.line else "")
+                + " has only empty references, which mteval cannot score "
+                "(Illegal division by zero); give a reference text or leave the segment out"
+            )
+
+
+def as_sgml_text(text: str) -> str:
+    """`text` as it stands inside mteval's SGML: ``&``, ``<``, ``>`` escaped.
+
+    mteval reads only SGML and decodes ``&quot; &amp; &lt; &gt;`` (and drops
+    ``<skipped>``) in that raw text, once. Escaping plain text first makes
+    the tokeniser's decoding give the text back literally, as mteval sees
+    a plain file wrapped by a standard SGML writer; escaping the XML
+    parser's output gives back the raw markup text mteval reads (the
+    parser already decoded it once). mteval's decoding runs one entity
+    after the other, so a literal ``&lt;`` or ``&gt;`` still reads as
+    ``<`` or ``>``, exactly as in mteval.
+    """
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _pair(hyp_file: MtFile, ref_sets: Sequence[MtFile]) -> list[MtSegment]:
-    """Pair hypothesis segments with one text from each reference set."""
+    """Pair hypothesis segments with one text from each reference set.
+
+    Texts are handed on as mteval's SGML holds them (`as_sgml_text`).
+    """
+    return [
+        replace(s, hyp=as_sgml_text(s.hyp), refs=tuple(as_sgml_text(r) for r in s.refs))
+        for s in _pair_texts(hyp_file, ref_sets)
+    ]
+
+
+def _pair_texts(hyp_file: MtFile, ref_sets: Sequence[MtFile]) -> list[MtSegment]:
     hyp_segs = hyp_file.segments
     if hyp_file.kind == "xml" and all(r.kind == "xml" for r in ref_sets):
         for ref in ref_sets:

@@ -259,6 +259,14 @@ def read_conll(
                 )
         gold[-1].append(cols[-2])
         pred[-1].append(cols[-1])
+    if width is None:
+        # conlleval prints zeros for an empty file; nothing is scored as a silent zero here.
+        raise FormatError(
+            path,
+            None,
+            "the file holds no token lines",
+            "give one token per line: token ... gold-tag predicted-tag",
+        )
     keep = [i for i, s in enumerate(gold) if s]
     return [gold[i] for i in keep], [pred[i] for i in keep]
 

@@ -93,6 +93,12 @@ def read_outputs(run_dir: Path, task: str, system: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
+@pytest.fixture(autouse=True)
+def _readable_tmp_path(tmp_path: Path) -> None:
+    """pytest makes tmp_path 0700; sandboxed systems run as nobody and read their workdir."""
+    tmp_path.chmod(0o755)
+
+
 @pytest.fixture(scope="session")
 def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
     """A real OpenSSH server on 127.0.0.1 with generated host and user keys."""

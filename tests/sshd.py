@@ -101,8 +101,11 @@ def keygen(path: Path, comment: str) -> Path:
     return path
 
 
-def start_sshd(root: Path, wait_seconds: float = 10.0) -> Sshd:
-    """Generate keys and a config under root, start sshd -D -e on a free port, wait for it."""
+def start_sshd(root: Path, wait_seconds: float = 10.0, sftp: bool = True) -> Sshd:
+    """Generate keys and a config under root, start sshd -D -e on a free port, wait for it.
+
+    ``sftp=False`` leaves out the sftp Subsystem, as on many small boards.
+    """
     require_sshd()
     root.mkdir(parents=True, exist_ok=True)
     host_key = keygen(root / "host_ed25519", "onsite-test-host")
@@ -129,7 +132,7 @@ def start_sshd(root: Path, wait_seconds: float = 10.0) -> Sshd:
                 # Tests open many connections and channels at once.
                 "MaxStartups 100",
                 "MaxSessions 100",
-                "Subsystem sftp internal-sftp",
+                "Subsystem sftp internal-sftp" if sftp else "",
                 "LogLevel ERROR",
                 "",
             ]

@@ -87,7 +87,7 @@ def test_run_status_report(tmp_path: Path, plan_env) -> None:
     status = onsite("status", str(run_dir))
     assert status.returncode == 0
     assert "no controller is running" in status.stdout
-    assert "3/3" in status.stdout and "job_failed" in status.stdout
+    assert "3/3" in status.stdout and "done" in status.stdout and "failed" in status.stdout
 
 
 def test_check_is_a_dry_run_that_writes_nothing(tmp_path: Path, plan_env) -> None:

@@ -12,6 +12,9 @@ import pytest
 from harness import Controller, RunStore, load_site, read_journal
 from tests.conftest import FAKE_EXEC, FAKE_SERVE, make_testset, read_outputs, write_site
 
+# For the fakes that write what they saw to a file of the test's (the sandbox hides it).
+UNSEALED = {"kind": "local", "sandbox": False}
+
 
 def run_site(site_path: Path, limit: int | None = None) -> tuple[Path, list]:
     site = load_site(site_path)
@@ -32,8 +35,12 @@ def test_handshake_and_every_message(tmp_path: Path, plan_env) -> None:
     testset = make_testset(tmp_path / "set", [("u1", 1600, "hello world"), ("u2", 3200, "b")])
     log = tmp_path / "messages.jsonl"
     env = plan_env({1600: {"text": "hello world"}, 3200: {"text": "x"}}, FAKE_LOG=str(log))
+    # Unsealed: the fake reports what it received in a file the sandbox would hide.
     site = write_site(
-        tmp_path / "site.toml", testset, {"fake": {"command": FAKE_SERVE, "env": env}}
+        tmp_path / "site.toml",
+        testset,
+        {"fake": {"command": FAKE_SERVE, "env": env}},
+        device=UNSEALED,
     )
     run_dir, results = run_site(site)
 
@@ -114,6 +121,7 @@ def test_hung_system_and_its_children_are_killed_then_restarted(tmp_path: Path, 
         testset,
         {"fake": {"command": FAKE_SERVE, "env": env}},
         budget={"seconds": 1.0, "hang_seconds": 1.5},
+        device=UNSEALED,
     )
     run_dir, results = run_site(site)
     assert results[0].failed is None
@@ -280,7 +288,7 @@ def test_resource_use_and_cpu_pinning(tmp_path: Path, plan_env) -> None:
         tmp_path / "site.toml",
         testset,
         {"fake": {"command": FAKE_SERVE, "env": env}},
-        device={"kind": "local", "cpus": [cpu]},
+        device={**UNSEALED, "cpus": [cpu]},
     )
     run_dir, _ = run_site(site)
     logged = [json.loads(line) for line in log.read_text().splitlines()]

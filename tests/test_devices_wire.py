@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import zlib
+from pathlib import Path
 
 import pytest
 
@@ -77,3 +78,46 @@ def test_documented_hex_examples() -> None:
     assert hello.hex(" ") == "02 01 01 01 04 ff ff 04 02 01 01 06 10 c1 f3 97 6a 00"
     ping = wire.encode_frame(wire.FrameType.PING, 0x0102, b"", ack=0xFFFF)
     assert ping.hex(" ") == wire.encode_frame(0x20, 0x0102).hex(" ")
+
+
+def _section_9_frames() -> list[tuple[bytes, bytes]]:
+    text = (Path(__file__).resolve().parents[1] / "docs" / "device-protocol.md").read_text()
+    section = text[text.index("## 9.") : text.index("## 10.")]
+    frames = []
+    for block in section.split("```")[1::2]:
+        parts = block.split("wire:")
+        raw = bytes.fromhex(parts[0].replace("raw :", ""))
+        frames.append((raw, bytes.fromhex(parts[1])))
+    return frames
+
+
+def test_section_9_is_a_session_that_follows_sections_5_and_6() -> None:
+    frames = _section_9_frames()
+    decoded = []
+    for raw, encoded in frames:
+        assert encoded.endswith(b"\x00") and wire.cobs_decode(encoded[:-1]) == raw
+        decoded.append(wire.decode_frame(encoded[:-1]))
+    host = [f for f in decoded if f.type in (0x01, 0x10, 0x11, 0x17)]
+    device = [f for f in decoded if f not in host]
+    # Each side counts its own frames from 0; the host never acknowledges.
+    assert [f.seq for f in host] == list(range(len(host)))
+    assert [f.seq for f in device] == list(range(len(device)))
+    assert all(f.ack == wire.NO_ACK for f in host)
+    # The boot READY is unsolicited; every later device frame answers the host's last frame.
+    names = [wire.FrameType(f.type).name for f in decoded]
+    assert names == [
+        "READY", "HELLO", "READY", "BEGIN", "ACK", "DATA", "COMPLETE", "RESULT", "RESULT_ACK",
+        "BEGIN", "ACK", "DATA", "COMPLETE", "RESULT", "RESULT_ACK",
+    ]  # fmt: skip
+    last_host = wire.NO_ACK
+    for f in decoded:
+        if f in host:
+            last_host = f.seq
+        else:
+            assert f.ack == last_host
+    # SETUP before ITEM, with an ACK(j, 0) after each BEGIN.
+    assert wire.Begin.unpack(decoded[3].payload).kind == wire.JobKind.SETUP
+    assert wire.Begin.unpack(decoded[9].payload).kind == wire.JobKind.ITEM
+    assert wire.unpack_job_offset(decoded[4].payload) == (1, 0)
+    assert wire.unpack_job_offset(decoded[10].payload) == (2, 0)
+    assert wire.unpack_result(decoded[13].payload) == (2, "stop")

@@ -35,6 +35,7 @@ CHROMIUM_FLAGS = [
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Two systems on four items: one clean, one that crashes once and answers badly once."""
     tmp = tmp_path_factory.mktemp("report")
+    tmp.chmod(0o755)  # the sandboxed systems run as nobody and read their workdir
     testset = make_testset(
         tmp / "set",
         [("u1", 1600, "a b"), ("u2", 3200, "a b"), ("u3", 4800, "a b"), ("u4", 6400, "a")],

@@ -107,7 +107,8 @@ def test_torn_last_journal_line_is_tolerated(tmp_path: Path, plan_env) -> None:
 
 def test_second_controller_on_the_same_run_is_refused(tmp_path: Path, plan_env) -> None:
     testset = make_testset(tmp_path / "set", [("l1", 1600, "x")])
-    plan = plan_env({1600: {"delay": 3}})
+    # Slow enough that the first is still at work when the second starts, whatever the load.
+    plan = plan_env({1600: {"delay": 20}})
     site = write_site(
         tmp_path / "site.toml", testset, {"fake": {"command": FAKE_SERVE, "env": plan}}
     )

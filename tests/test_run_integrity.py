@@ -298,3 +298,34 @@ def test_lost_links_are_the_venues_failure_not_the_participants(
     ]
     assert dispatches == [1, 2, 3]
     assert json.loads((site.run_dir / "manifest.json").read_text())["testsets"]["asr"]["files"]
+
+
+CHEATER = [sys.executable, str(REPO / "tests" / "systems" / "cheater.py")]
+
+
+@pytest.mark.sandbox
+@pytest.mark.parametrize("sealed", [True, False])
+def test_a_system_hunting_for_references_earns_only_what_it_recognizes(
+    tmp_path: Path, sealed: bool
+) -> None:
+    """Through `onsite run`, as a participant would try it: sealed, the cheater finds
+    nothing and its WER is 100%; unsealed, the same system reads the journal and the
+    test set and scores 0% (which is why `sandbox = false` marks a run unsealed)."""
+    testset = make_testset(
+        tmp_path / "set", [(f"u{i}", 1600 + i, f"word{i} other{i}") for i in range(4)]
+    )
+    device = {"kind": "local", "sandbox": sealed}
+    site = write_site(
+        tmp_path / "site.toml", testset, {"cheater": {"command": CHEATER}}, device=device
+    )
+    result = onsite("run", str(site))
+    assert result.returncode == 0, result.stderr
+    (row,) = leaderboard(tmp_path / "runs" / "t")
+    assert row.completed == 4
+    if sealed:
+        assert row.score == 1.0, "the sealed cheater found references"
+        assert not row.unsealed
+    else:
+        assert row.score == 0.0, "the unsealed cheater should have found the references"
+        assert row.unsealed
+        assert not judge_job(row).valid

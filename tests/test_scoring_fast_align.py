@@ -67,8 +67,12 @@ def reference_align(ref: list[str], hyp: list[str]) -> Alignment:
     return Alignment(tuple(pairs), ops.count("C"), ops.count("S"), ops.count("D"), ops.count("I"))
 
 
-def reference_tokenize(text: str, unit: str, case_sensitive: bool) -> list[str]:
-    """Character tokenisation one character at a time."""
+def reference_tokenize(
+    text: str, unit: str, case_sensitive: bool, unicode: bool = False
+) -> list[str]:
+    """Tokenisation one character at a time: sclite's, or the Unicode-aware option."""
+    if not unicode:
+        return sclite_tokenize(text, unit, case_sensitive)
     if not case_sensitive:
         text = text.lower()
     words = text.split()
@@ -86,6 +90,30 @@ def reference_tokenize(text: str, unit: str, case_sensitive: bool) -> list[str]:
         if start < len(word):
             tokens.append(word[start:])
     return tokens
+
+
+def sclite_tokenize(text: str, unit: str, case_sensitive: bool) -> list[str]:
+    """sclite -e utf-8 (-c NOASCII for char), one character at a time.
+
+    Separators: space and tab (line breaks cannot occur in a sclite line);
+    folding: A-Z only; char mode: each non-ASCII character alone, ASCII
+    runs whole; new_WORD: one trailing * dropped from tokens of 2+ chars.
+    """
+    tokens: list[str] = []
+    current = ""
+    for ch in text:
+        if not case_sensitive and "A" <= ch <= "Z":
+            ch = chr(ord(ch) + 32)
+        if ch in " \t\n\r":
+            tokens.append(current)
+            current = ""
+        elif unit == "char" and ord(ch) > 127:
+            tokens += [current, ch]
+            current = ""
+        else:
+            current += ch
+    tokens.append(current)
+    return [t[:-1] if len(t) > 1 and t.endswith("*") else t for t in tokens if t]
 
 
 def random_pairs(
@@ -210,18 +238,25 @@ _TEXT_PIECES = [
 
 @pytest.mark.parametrize("case_sensitive", [False, True])
 @pytest.mark.parametrize("unit", ["char", "word"])
-def test_tokenize_matches_reference_on_random_text(unit: str, case_sensitive: bool) -> None:
+@pytest.mark.parametrize("unicode", [False, True])
+def test_tokenize_matches_reference_on_random_text(
+    unit: str, case_sensitive: bool, unicode: bool
+) -> None:
     rng = random.Random(3)
+    pieces = [*_TEXT_PIECES, "*", "x*", "É", "é", "\u00a0", "\u3000", "\x1c", "😀", "Ａ"]
     for _ in range(3000):
-        text = "".join(rng.choice(_TEXT_PIECES) for _ in range(rng.randint(0, 12)))
-        want = reference_tokenize(text, unit, case_sensitive)
-        assert tokenize(text, unit, case_sensitive) == want, text  # type: ignore[arg-type]
-        assert list(_tokens(text, unit, case_sensitive)) == want, text  # type: ignore[arg-type]
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))
+        want = reference_tokenize(text, unit, case_sensitive, unicode)
+        got = tokenize(text, unit, case_sensitive, unicode)  # type: ignore[arg-type]
+        assert got == want, text
+        assert list(_tokens(text, unit, case_sensitive, unicode)) == want, text  # type: ignore[arg-type]
 
 
 def test_all_cjk_text_stays_a_string() -> None:
     assert _tokens("中文字。", "char", False) == "中文字。"
-    assert _tokens("中文\u3000字", "char", False) == ["中", "文", "字"]
+    # sclite: U+3000 is a token like any other non-ASCII character.
+    assert _tokens("中文\u3000字", "char", False) == "中文\u3000字"
+    assert _tokens("中文\u3000字", "char", False, unicode=True) == ["中", "文", "字"]
 
 
 def test_score_asr_matches_reference_on_mixed_corpus() -> None:

@@ -17,6 +17,7 @@ from runners import (
     ItemAttempt,
     ItemRequest,
     LocalServeRunner,
+    Sandbox,
     SshServeRunner,
     StartError,
     SystemSpec,
@@ -39,6 +40,8 @@ def spec_for(root: Path, env: dict[str, str], name: str = "fake") -> SystemSpec:
         stage_dir=root / "stage" / name,
         env=env,
         setup_seconds=20.0,
+        # The local twin is unsealed: the fake logs what it received into the workdir.
+        sandbox=Sandbox(enabled=False),
     )
 
 
@@ -116,7 +119,8 @@ def test_same_answers_as_the_local_runner(tmp_path: Path, sshd: Sshd) -> None:
                 assert audio.is_absolute() and not audio.exists(), "staged inputs are removed"
                 assert message["input"]["sample_rate"] == 16000
                 if kind == "ssh":
-                    assert audio.parent == remote
+                    assert audio.parent.parent.parent == remote / ".onsite"
+                    assert audio.parent.parent.name.startswith("asr.fake.")
                     assert audio.name == f"{message['id']}-audio.wav"
         if kind == "ssh":
             assert list(remote.iterdir()) == [], "nothing staged is left in the remote workdir"
@@ -268,7 +272,7 @@ def test_connection_lost_mid_item_then_reconnect(tmp_path: Path, sshd: Sshd) -> 
         attempt = runner.run_item(request(items / "a.wav", "l1"))
         cutter.join()
         assert attempt.outcome == "crashed" and attempt.system_lost
-        assert attempt.message.startswith("connection lost: ")
+        assert attempt.message.startswith("link lost: ")
         assert attempt.seconds < 3.0, "the loss is noticed at once, not at the system's answer"
         info = runner.restart()
         assert info.name == "fake"
@@ -327,10 +331,13 @@ def test_probe_reports_each_step(tmp_path: Path, sshd: Sshd) -> None:
         "host key",
         "authentication",
         "remote command",
+        "sftp",
+        "workdir",
         "free disk",
     ]
-    assert all(r.ok for r in results[:4]), results
-    assert "GB free" in results[4].detail
+    assert all(r.ok for r in results[:6]), results
+    assert results[4].detail == "available"
+    assert "GB free" in results[6].detail
 
     stranger = keygen(tmp_path / "stranger", "stranger")
     failed = probe(sshd.options(key=str(stranger)))

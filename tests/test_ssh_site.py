@@ -162,3 +162,23 @@ def test_check_probes_ssh_devices(tmp_path: Path, sshd: Sshd) -> None:
     check = onsite("check", str(site), "--items", "1")
     assert check.returncode == 1
     assert "host key" in check.stdout and "FAILED" in check.stdout
+
+
+def test_check_fails_when_the_remote_workdir_is_not_writable(tmp_path: Path, sshd: Sshd) -> None:
+    testset = make_testset(tmp_path / "set", [("u1", 1600, "x")])
+    site = ssh_site(
+        tmp_path / "site.toml",
+        sshd,
+        testset,
+        {"fake": {"device": "team0", "command": FAKE_SERVE}},
+    )
+    # Root ignores permission bits; a directory under a regular file cannot be made by anyone.
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    workdir = blocker / "onsite"
+    site.write_text(site.read_text().replace(str(tmp_path / "remote0"), str(workdir)))
+    check = onsite("check", str(site), "--items", "1")
+    assert check.returncode == 1, check.stdout + check.stderr
+    flat = " ".join(check.stdout.split())
+    assert "workdir" in flat and "FAILED" in flat
+    assert "not writable" in flat

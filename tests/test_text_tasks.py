@@ -331,7 +331,9 @@ def test_baseline_end_to_end(tmp_path: Path, kind: str) -> None:
             "baseline": {
                 "command": BASELINE,
                 "workdir": str(REPO),
-                "env": {"TEXT_BASELINE_COLLECTION": str(DEMO / "ir" / "collection")},
+                "env": {
+                    "TEXT_BASELINE_COLLECTION": str(REPO / "examples" / "data" / "ir-collection")
+                },
             }
         },
         task=kind,

@@ -1,0 +1,93 @@
+// The overview: one row per job, updated in place from the event stream.
+"use strict";
+
+const rows = new Map();
+const devices = new Map();
+const COLUMNS = ["task", "system", "device", "state", "done", "bar", "eta", "quality", "speed",
+  "budget", "running", "failures", "venue", "restarts", "inflight", "act"];
+
+function jobRow(job) {
+  const key = job.task + "/" + job.system;
+  let row = rows.get(key);
+  if (row) return row;
+  row = el("tr", {"data-job": key});
+  const cells = {};
+  for (const c of COLUMNS) {
+    const td = el("td", {"data-col": c});
+    if (["task", "system", "device", "state", "failures", "inflight"].includes(c)) td.className = "l";
+    row.appendChild(td); cells[c] = td;
+  }
+  const link = el("a", {href: "/jobs/" + jobPath(job)}, job.system);
+  cells.system.appendChild(link);
+  cells.bar.appendChild(el("span", {class: "bar"})).appendChild(el("span"));
+  const button = el("button", {class: "toggle"}, "pause");
+  button.addEventListener("click", () => {
+    const paused = row.dataset.state === "paused";
+    act("/api/jobs/" + jobPath(job) + (paused ? "/resume" : "/pause"));
+  });
+  cells.act.appendChild(button);
+  row.cells_ = cells;
+  document.querySelector("#jobs tbody").appendChild(row);
+  rows.set(key, row);
+  return row;
+}
+
+function deviceRow(name) {
+  let row = devices.get(name);
+  if (row) return row;
+  row = el("tr", {"data-device": name});
+  row.appendChild(el("td", {class: "l"}, name));
+  const state = el("td", {class: "l state"});
+  row.appendChild(state);
+  const td = el("td");
+  for (const action of ["pause", "resume", "skip"]) {
+    const b = el("button", {"data-action": action}, action);
+    b.addEventListener("click", () => act("/api/devices/" + encodeURIComponent(name) + "/" + action));
+    td.appendChild(b);
+  }
+  row.appendChild(td);
+  row.state_ = state;
+  document.querySelector("#devices tbody").appendChild(row);
+  devices.set(name, row);
+  return row;
+}
+
+function render(status) {
+  header(status);
+  for (const job of status.jobs) {
+    const row = jobRow(job);
+    const c = row.cells_;
+    row.dataset.state = job.state;
+    c.task.textContent = job.task;
+    c.device.textContent = job.device;
+    c.state.textContent = job.state;
+    c.state.className = "l state state-" + job.state;
+    c.done.textContent = job.completed + "/" + (job.total ?? "?");
+    const share = job.total ? Math.min(1, job.completed / job.total) : 0;
+    c.bar.querySelector(".bar > span").style.width = (100 * share).toFixed(1) + "%";
+    c.eta.textContent = dur(job.eta_seconds);
+    c.quality.textContent = quality(job.quality);
+    c.speed.textContent = speed(job.speed);
+    c.budget.textContent = pct(job.speed.budget_usage);
+    c.running.textContent = num(job.running_score, 1);
+    c.failures.textContent = verdictText(job.verdicts);
+    c.venue.textContent = job.venue_failures;
+    c.restarts.textContent = job.restarts;
+    c.inflight.textContent = job.in_flight
+      ? job.in_flight.item + " " + num(job.in_flight.item_seconds, 1) + " s" : "-";
+    c.act.querySelector("button").textContent = job.state === "paused" ? "resume" : "pause";
+    c.act.querySelector("button").disabled = status.controller !== "running";
+  }
+  for (const name of new Set(status.jobs.map(j => j.device))) {
+    const row = deviceRow(name);
+    row.state_.textContent = status.skipped_devices.includes(name) ? "skipped"
+      : status.paused_devices.includes(name) ? "paused" : "-";
+  }
+}
+
+document.getElementById("stop").addEventListener("click", () => {
+  if (confirm("Stop the run? Everything recorded is kept; the same command resumes.")) act("/api/stop");
+});
+const saved = sessionStorage.getItem("onsite-operator");
+if (saved) document.getElementById("token").value = saved;
+follow(render);

@@ -1,0 +1,410 @@
+"""The console's read model: follows a run directory's journal and answers "where do we stand".
+
+It only reads the journal (never the controller's memory), so the same code serves the
+live console of `onsite run --console` and the read-only `onsite console RUN_DIR`, and
+a finished run shows exactly as the report would.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ..audits import audit_of
+from ..leaderboard import _row, percentile, quality_so_far, site_of_run
+from ..site import Site
+from ..store import RunState
+from ..tasks import task_kind
+from ..testsets import TestSet
+
+JobKey = tuple[str, str]
+
+# How many points the job page's "quality so far" and "running score" curves get at most:
+# each point scores a prefix of the job, so the cost stays bounded on long jobs.
+SERIES_POINTS = 40
+
+_ENDS = {"job_finished": "done", "job_failed": "failed", "job_skipped": "skipped"}
+_ACTIVE = ("dispatched", "completed", "system_started", "start_failed", "system_lost", "link_lost")
+
+
+def controller_running(run_dir: Path) -> bool:
+    """True while a controller holds the run directory's lock (run.lock)."""
+    try:
+        fd = os.open(run_dir / "run.lock", os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+@dataclass
+class _Job:
+    """What the journal said so far about one (task, system) job."""
+
+    task: str
+    system: str
+    device: str
+    state: RunState = field(default_factory=RunState)
+    phase: str = "waiting"
+    in_flight: tuple[str, float] | None = None  # item, wall time it was sent
+    link_lost: int = 0
+    version: int = 0
+
+
+class RunView:
+    """A live, incremental view of one run directory's journal.
+
+    ``refresh()`` reads whatever was appended since the last call; ``status()`` and
+    ``job()`` answer from what was read. Thread-safe.
+    ``controller`` tells whether a controller works on the run; by default the
+    run directory's lock is asked.
+    """
+
+    def __init__(
+        self,
+        run_dir: Path,
+        site: Site | None = None,
+        controller: Callable[[], bool] | None = None,
+        testsets: dict[str, TestSet] | None = None,
+    ) -> None:
+        self.run_dir = Path(run_dir)
+        self.site = site or site_of_run(self.run_dir)
+        self._controller = controller or (lambda: controller_running(self.run_dir))
+        self._lock = threading.RLock()
+        self._testsets: dict[str, TestSet | None] = dict(testsets or {})
+        self._cache: dict[JobKey, tuple[int, dict[str, Any]]] = {}
+        self._series: dict[JobKey, tuple[int, dict[str, Any]]] = {}
+        self._reset()
+
+    # --- following the journal -------------------------------------------------------
+
+    def _reset(self) -> None:
+        self._offset = 0
+        self._inode: int | None = None
+        self._partial = b""
+        self.version = 0
+        self.records = 0
+        self._limit: int | None = None
+        self._loaded: dict[str, int] = {}
+        self._paused_jobs: set[JobKey] = set()
+        self._paused_devices: set[str] = set()
+        self._skipped_devices: set[str] = set()
+        self._actions: list[dict[str, Any]] = []
+        self._jobs = {
+            (task, system): _Job(task, system, self.site.config.systems[system].device)
+            for task, system in self.site.jobs()
+        }
+        self._cache.clear()
+        self._series.clear()
+
+    def refresh(self) -> bool:
+        """Read the records appended since the last call; True when there were any.
+
+        A journal replaced under the same name (``onsite run --fresh``) is read anew.
+        """
+        path = self.run_dir / "journal.jsonl"
+        with self._lock:
+            try:
+                fh = open(path, "rb")
+            except FileNotFoundError:
+                return False
+            with fh:
+                inode = os.fstat(fh.fileno()).st_ino
+                size = os.fstat(fh.fileno()).st_size
+                if self._inode is not None and (inode != self._inode or size < self._offset):
+                    self._reset()
+                self._inode = inode
+                fh.seek(self._offset)
+                chunk = fh.read()
+            if not chunk:
+                return False
+            self._offset += len(chunk)
+            data = self._partial + chunk
+            lines = data.split(b"\n")
+            self._partial = lines.pop()  # a line still being written (or torn)
+            changed = False
+            for line in lines:
+                try:
+                    record = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    continue  # a torn line the next writer ended with a newline
+                if isinstance(record, dict) and isinstance(record.get("event"), str):
+                    self._apply(record)
+                    changed = True
+            if changed:
+                self.version += 1
+            return changed
+
+    def _apply(self, record: dict[str, Any]) -> None:
+        self.records += 1
+        event = record["event"]
+        if event == "session_started":
+            self._limit = record.get("limit")
+            # Pauses and skips live in one controller's memory: a new session starts clear.
+            self._paused_jobs.clear()
+            self._paused_devices.clear()
+            self._skipped_devices.clear()
+            for job in self._jobs.values():
+                if job.phase != "done":
+                    job.phase = "waiting"
+                job.in_flight = None
+                job.version += 1
+            return
+        if event in ("session_finished", "session_interrupted"):
+            for job in self._jobs.values():
+                job.in_flight = None
+                job.version += 1
+            return
+        if event == "testset_loaded":
+            self._loaded[record["task"]] = int(record.get("items") or 0)
+            return
+        if event == "operator_action":
+            self._operator_action(record)
+        job = self._jobs.get((record.get("task", ""), record.get("system", "")))
+        if job is None:
+            return
+        job.version += 1
+        job.state.apply(record)
+        if event in _ENDS:
+            job.phase = _ENDS[event]
+            job.in_flight = None
+        elif event in _ACTIVE:
+            job.phase = "running"
+        if event == "dispatched":
+            job.in_flight = (record["item"], float(record.get("wall") or time.time()))
+        elif event == "completed":
+            job.in_flight = None
+        elif event == "link_lost":
+            job.link_lost += 1
+
+    def _operator_action(self, record: dict[str, Any]) -> None:
+        self._actions.append(record)
+        action = record.get("action")
+        device = record.get("device")
+        key = (record.get("task", ""), record.get("system", ""))
+        if device is not None:
+            if action == "pause":
+                self._paused_devices.add(device)
+            elif action == "resume":
+                self._paused_devices.discard(device)
+            elif action == "skip":
+                self._skipped_devices.add(device)
+        elif action == "pause":
+            self._paused_jobs.add(key)
+        elif action == "resume":
+            self._paused_jobs.discard(key)
+        for job in self._jobs.values():
+            job.version += 1
+
+    # --- answers -----------------------------------------------------------------------
+
+    def testset(self, task: str) -> TestSet | None:
+        """The task's test set, or None when it cannot be read where the console runs."""
+        if task not in self._testsets:
+            cfg = self.site.config.tasks[task]
+            try:
+                self._testsets[task] = task_kind(cfg.kind).load(self.site.testset_path(task), cfg)
+            except Exception:  # noqa: BLE001 - a console shows what it can, scores or not
+                self._testsets[task] = None
+        return self._testsets[task]
+
+    def controller_state(self) -> str:
+        """ "running" while a controller works on the run, else "stopped"."""
+        return "running" if self._controller() else "stopped"
+
+    def status(self) -> dict[str, Any]:
+        """The document `GET /api/status` returns (docs/console.md)."""
+        with self._lock:
+            running = self._controller()
+            jobs = [self._job_status(job, running) for job in self._jobs.values()]
+            return {
+                "site": self.site.name,
+                "run_dir": str(self.run_dir.resolve()),
+                "controller": "running" if running else "stopped",
+                "version": self.version,
+                "records": self.records,
+                "paused_devices": sorted(self._paused_devices),
+                "skipped_devices": sorted(self._skipped_devices),
+                "actions": [
+                    {k: a.get(k) for k in ("action", "task", "system", "device", "wall")}
+                    for a in self._actions[-20:]
+                ],
+                "jobs": jobs,
+            }
+
+    def _phase(self, job: _Job, running: bool) -> str:
+        if job.phase in ("done", "failed", "skipped"):
+            return job.phase
+        if not running:
+            return "stopped" if job.phase == "running" else "waiting"
+        if job.device in self._skipped_devices:
+            return "skipped"
+        if (job.task, job.system) in self._paused_jobs or job.device in self._paused_devices:
+            return "paused"
+        return job.phase
+
+    def _job_status(self, job: _Job, running: bool) -> dict[str, Any]:
+        key = (job.task, job.system)
+        cached = self._cache.get(key)
+        if cached is None or cached[0] != job.version:
+            cached = (job.version, self._figures(job))
+            self._cache[key] = cached
+        out = dict(cached[1])
+        phase = self._phase(job, running)
+        out["state"] = phase
+        out["in_flight"] = None
+        if running and phase in ("running", "paused") and job.in_flight is not None:
+            item, sent = job.in_flight
+            out["in_flight"] = {"item": item, "item_seconds": max(0.0, time.time() - sent)}
+        total = out["total"]
+        mean = out["mean_item_seconds"]
+        remaining = max(0, total - out["completed"]) if total is not None else None
+        out["eta_seconds"] = (
+            remaining * mean
+            if remaining is not None and mean is not None and phase in ("running", "paused")
+            else (0.0 if remaining == 0 else None)
+        )
+        return out
+
+    def _total(self, task: str) -> int | None:
+        if task not in self._loaded:
+            testset = self._testsets.get(task)
+            return len(testset.items) if testset is not None else None
+        items = self._loaded[task]
+        return min(items, self._limit) if self._limit is not None else items
+
+    def _figures(self, job: _Job) -> dict[str, Any]:
+        """The figures that change only with the job's own records (cached per version)."""
+        from ..report.running_score import running_score
+
+        task, system = job.task, job.system
+        cfg = self.site.config.tasks[task]
+        kind = task_kind(cfg.kind)
+        completions = [
+            r
+            for r in job.state.completed.get((task, system), {}).values()
+            if not r.get("audit_of") and audit_of(r["item"]) is None
+        ]
+        verdicts = Counter(r["verdict"] for r in completions)
+        starts = [r for r in job.state.records if r["event"] == "system_started"]
+        restarts = sum(1 for r in starts if r.get("restart") and r.get("cause") != "venue")
+        testset = self.testset(task)
+        quality: float | None = None
+        speed_mean: float | None = None
+        speed_p95: float | None = None
+        if testset is not None and completions:
+            row = _row(self.site, job.state, testset, task, system)
+            quality, speed_mean, speed_p95 = row.score, row.speed_mean, row.speed_p95
+        else:
+            speeds = [
+                float(r["speed"])
+                for r in completions
+                if r["verdict"] in ("ok", "over_budget") and isinstance(r.get("speed"), int | float)
+            ]
+            speed_mean = sum(speeds) / len(speeds) if speeds else None
+            speed_p95 = percentile(speeds, 0.95)
+        weights = self.site.config.site.running_score.model_dump()
+        running = running_score(completions, restarts, weights) if completions else None
+        seconds = [float(r["seconds"]) for r in completions]
+        return {
+            "task": task,
+            "system": system,
+            "device": job.device,
+            "completed": len(completions),
+            "total": self._total(task),
+            "verdicts": dict(verdicts),
+            "participant_failures": sum(n for v, n in verdicts.items() if v != "ok"),
+            "venue_failures": job.link_lost,
+            "restarts": restarts,
+            "quality": {
+                "metric": kind.metric(cfg),
+                "value": quality,
+                "higher_is_better": kind.higher_is_better,
+            },
+            "speed": {
+                "unit": kind.speed_unit,
+                "mean": speed_mean,
+                "p95": speed_p95,
+                "budget_usage": running.mean_budget_usage if running else None,
+            },
+            "budget": {k: v for k, v in cfg.budget.model_dump().items() if v is not None},
+            "running_score": running.score if running else None,
+            "mean_item_seconds": sum(seconds) / len(seconds) if seconds else None,
+        }
+
+    def job(self, task: str, system: str) -> dict[str, Any] | None:
+        """The document `GET /api/jobs/{task}/{system}` returns, or None for no such job."""
+        with self._lock:
+            job = self._jobs.get((task, system))
+            if job is None:
+                return None
+            status = self._job_status(job, self._controller())
+            cached = self._series.get((task, system))
+            if cached is None or cached[0] != job.version:
+                cached = (job.version, self._job_detail(job))
+                self._series[(task, system)] = cached
+            return {**status, **cached[1]}
+
+    def _job_detail(self, job: _Job) -> dict[str, Any]:
+        from ..report.running_score import running_score
+
+        task, system = job.task, job.system
+        completions = list(job.state.completed.get((task, system), {}).values())
+        rows = [
+            {
+                "item": r["item"],
+                "attempt": r.get("attempt"),
+                "verdict": r["verdict"],
+                "seconds": r.get("seconds"),
+                "budget_seconds": r.get("budget_seconds"),
+                "speed": r.get("speed"),
+                "audit": bool(r.get("audit_of")) or audit_of(r["item"]) is not None,
+                "message": r.get("message") or "",
+                "wall": r.get("wall"),
+            }
+            for r in completions
+        ]
+        scored = [r for r in completions if not r.get("audit_of") and audit_of(r["item"]) is None]
+        weights = self.site.config.site.running_score.model_dump()
+        restarts = 0
+        starts_at: list[float] = []
+        for r in job.state.records:
+            if r["event"] == "system_started" and r.get("restart") and r.get("cause") != "venue":
+                starts_at.append(float(r.get("wall") or 0.0))
+        quality: list[dict[str, Any]] = []
+        running: list[dict[str, Any]] = []
+        cfg = self.site.config.tasks[task]
+        kind = task_kind(cfg.kind)
+        testset = self.testset(task)
+        step = max(1, -(-len(scored) // SERIES_POINTS))
+        ends = list(range(step, len(scored) + 1, step))
+        if scored and ends[-1] != len(scored):
+            ends.append(len(scored))
+        for end in ends:
+            prefix = scored[:end]
+            wall = float(prefix[-1].get("wall") or 0.0)
+            restarts = sum(1 for t in starts_at if t <= wall)
+            running.append(
+                {
+                    "items": end,
+                    "wall": wall,
+                    "value": running_score(prefix, restarts, weights).score,
+                }
+            )
+            if testset is not None:
+                quality.append({"items": end, "value": quality_so_far(kind, cfg, testset, prefix)})
+        return {"rows": rows, "series": {"quality": quality, "running_score": running}}

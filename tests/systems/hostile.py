@@ -1,0 +1,194 @@
+"""A participant system that tries what a cheating or careless one would (serve mode).
+
+HOSTILE selects the behaviour per item; the answer reports what it found, so the tests
+can assert that it found nothing of the run:
+- snoop: search the file system from the input's directory up and from / for a journal,
+  a site file, the test set and other inputs; read /proc; dump the environment; try the
+  network (HOSTILE_PORT on 127.0.0.1); say who it runs as.
+- scribble: write into its input file, every way it can; answer the input's SHA-256.
+- daemon: double-fork a daemon into its own session that keeps touching $HOME/marker.
+- forkbomb: fork HOSTILE_FORKS children that sleep; answer how many forks succeeded.
+- closestdin: close stdin after the handshake and keep running.
+- stderr: write HOSTILE_STDERR_BYTES to stderr per item, numbered lines.
+- slow: move the protocol off fd 1 (as systems do to keep library chatter out of it),
+  then never answer: a hang, not a closed stdout.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import sys
+import time
+
+_WANTED = {"journal.jsonl", "site.toml", "run.json", "text", "manifest.json"}
+# The operating system and the interpreter's own libraries are visible by design.
+_SKIP = {"/proc", "/sys", "/dev", "/usr", "/etc", sys.prefix, sys.base_prefix}
+
+
+def snoop(input_path: str) -> dict:
+    found = []
+    seen_inputs = []
+    start = os.path.dirname(input_path)
+    roots = [start, os.path.dirname(start), "/"]
+    for root in roots:
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames[:] = [d for d in dirnames if os.path.join(dirpath, d) not in _SKIP]
+            for name in filenames:
+                path = os.path.join(dirpath, name)
+                if name in _WANTED or name.endswith(".toml"):
+                    found.append(path)
+                if name.endswith(".wav") and path != input_path:
+                    seen_inputs.append(path)
+    pids = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
+    cmdlines = {}
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                cmdlines[pid] = fh.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError as exc:
+            cmdlines[pid] = f"unreadable: {exc.strerror}"
+    environs = {}
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as fh:
+                environs[pid] = fh.read().decode(errors="replace")
+        except OSError as exc:
+            environs[pid] = f"unreadable: {exc.strerror}"
+    network = "not tried"
+    port = os.environ.get("HOSTILE_PORT")
+    if port:
+        try:
+            with socket.create_connection(("127.0.0.1", int(port)), timeout=2) as conn:
+                conn.sendall(b"stolen\n")
+            network = "connected"
+        except OSError as exc:
+            network = f"refused: {exc}"
+    return {
+        "found": found,
+        "inputs": seen_inputs,
+        "pids": pids,
+        "cmdlines": cmdlines,
+        "environs": environs,
+        "env": dict(os.environ),
+        "network": network,
+        "uid": os.getuid(),
+        "euid": os.geteuid(),
+        "groups": os.getgroups(),
+        "cwd": os.getcwd(),
+    }
+
+
+def scribble(input_path: str) -> dict:
+    attempts = {}
+    for name, how in (
+        ("open_rw", lambda: open(input_path, "r+b").write(b"X" * 64)),
+        ("chmod", lambda: os.chmod(input_path, 0o666)),
+        ("unlink", lambda: os.unlink(input_path)),
+        ("truncate", lambda: os.truncate(input_path, 0)),
+    ):
+        try:
+            how()
+            attempts[name] = "ok"
+        except OSError as exc:
+            attempts[name] = exc.strerror
+    try:
+        with open(input_path, "rb") as fh:
+            digest = hashlib.sha256(fh.read()).hexdigest()
+    except OSError:
+        digest = None
+    return {"attempts": attempts, "sha256": digest}
+
+
+def daemon() -> dict:
+    marker = os.path.join(os.environ["HOME"], "marker")
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            devnull = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(devnull, fd)
+            while True:
+                with open(marker, "a") as fh:
+                    fh.write(f"{time.time()}\n")
+                time.sleep(0.05)
+        os._exit(0)
+    os.wait()
+    deadline = time.time() + 5
+    while not os.path.exists(marker) and time.time() < deadline:
+        time.sleep(0.01)
+    return {"marker": marker, "started": os.path.exists(marker)}
+
+
+def forkbomb() -> dict:
+    wanted = int(os.environ.get("HOSTILE_FORKS", "300"))
+    made = 0
+    refused = 0
+    for _ in range(wanted):
+        try:
+            pid = os.fork()
+        except OSError:
+            refused += 1
+            continue
+        if pid == 0:
+            time.sleep(3600)
+            os._exit(0)
+        made += 1
+    return {"made": made, "refused": refused}
+
+
+def main() -> None:
+    mode = os.environ.get("HOSTILE", "snoop")
+    out = sys.stdout
+    if mode == "slow":
+        out = os.fdopen(os.dup(1), "w")
+        os.dup2(2, 1)
+
+    def send(message: dict) -> None:
+        out.write(json.dumps(message) + "\n")
+        out.flush()
+
+    for line in sys.stdin:
+        message = json.loads(line)
+        if message["op"] == "hello":
+            send({"op": "ready", "name": "hostile", "version": mode})
+            if mode == "closestdin":
+                os.close(0)
+                time.sleep(3600)
+        elif message["op"] == "item":
+            path = message["input"].get("audio", "")
+            if mode == "snoop":
+                output = snoop(path)
+            elif mode == "scribble":
+                output = scribble(path)
+            elif mode == "daemon":
+                output = daemon()
+            elif mode == "forkbomb":
+                output = forkbomb()
+            elif mode == "slow":
+                time.sleep(3600)
+                output = {}
+            elif mode == "stderr":
+                size = int(os.environ.get("HOSTILE_STDERR_BYTES", "100000"))
+                n = 0
+                written = 0
+                while written < size:
+                    chunk = f"line {n:08d} of the noisy system\n"
+                    sys.stderr.write(chunk)
+                    written += len(chunk)
+                    n += 1
+                sys.stderr.write("the very last line\n")
+                sys.stderr.flush()
+                output = {"lines": n}
+            else:
+                output = {}
+            output.setdefault("text", "")
+            send({"op": "result", "id": message["id"], "output": output})
+        elif message["op"] == "bye":
+            return
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,106 @@
+"""The console in headless Chromium during a real run: live updates, pause from the page."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import REPO, read_outputs
+from tests.console_run import TOKEN, journal, slow_site, start_run
+
+ARTIFACTS = REPO / "test-artifacts"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Debian's Chromium driven by Playwright (no browser is downloaded)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+def _done(page: Any) -> int:
+    text = page.locator('tr[data-job="asr/alpha"] td[data-col="done"]').inner_text()
+    return int(text.split("/")[0])
+
+
+def test_overview_updates_live_and_pause_from_the_page(tmp_path: Path, plan_env, browser) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    items = 24
+    run = start_run(slow_site(tmp_path, plan_env, items=items, delay=0.3))
+    try:
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        page.goto(run.url + "/")
+        row = page.locator('tr[data-job="asr/alpha"]')
+        row.locator('td[data-col="state"]').filter(has_text="running").wait_for(timeout=60_000)
+        # A marker a reload would wipe: the numbers below must change without one.
+        page.evaluate("window.notReloaded = true")
+        first = _done(page)
+        page.wait_for_function(
+            f"""() => parseInt(document.querySelector(
+                'tr[data-job="asr/alpha"] td[data-col="done"]').textContent) > {first}""",
+            timeout=60_000,
+        )
+        assert page.evaluate("window.notReloaded") is True
+        assert "wer" in row.locator('td[data-col="quality"]').inner_text()
+        assert "rtf" in row.locator('td[data-col="speed"]').inner_text()
+        page.screenshot(path=str(ARTIFACTS / "console-overview.png"), full_page=True)
+
+        # Without the token the page says so and nothing changes.
+        row.locator("button.toggle").click()
+        page.locator("#msg").filter(has_text="operator token required").wait_for(timeout=30_000)
+        page.fill("#token", TOKEN)
+        row.locator("button.toggle").click()
+        row.locator('td[data-col="state"]').filter(has_text="paused").wait_for(timeout=60_000)
+        row.locator('td[data-col="inflight"]').filter(has_text="-").wait_for(timeout=60_000)
+        held = _done(page)
+        time.sleep(1.5)
+        assert _done(page) == held, "a paused job gets no new items"
+
+        job_page = browser.new_page(viewport={"width": 1280, "height": 900})
+        job_page.goto(run.url + "/jobs/asr/alpha")
+        job_page.locator("#items tbody tr").nth(held - 1).wait_for(timeout=60_000)
+        assert job_page.locator("#time-chart circle").count() >= held
+        job_page.locator("#quality-chart polyline").wait_for(state="attached", timeout=30_000)
+        job_page.screenshot(path=str(ARTIFACTS / "console-job.png"), full_page=True)
+
+        board = browser.new_page(viewport={"width": 1280, "height": 720})
+        board.goto(run.url + "/board")
+        board.locator('table[data-task="asr"] tr[data-system="alpha"]').wait_for(timeout=60_000)
+        board.screenshot(path=str(ARTIFACTS / "console-board.png"), full_page=True)
+
+        row.locator("button.toggle").filter(has_text="resume").click()
+        # The job page follows along without a reload.
+        job_page.locator("#items tbody tr").nth(held).wait_for(timeout=60_000)
+        # The run's end is the stream's last event.
+        row.locator('td[data-col="state"]').filter(has_text="done").wait_for(timeout=120_000)
+        assert _done(page) == items
+        assert run.wait() == 0, "\n".join(run.lines)
+    finally:
+        if run.process.poll() is None:
+            run.process.kill()
+    records = journal(run.run_dir)
+    assert [r["action"] for r in records if r["event"] == "operator_action"] == ["pause", "resume"]
+    outputs = read_outputs(run.run_dir, "asr", "alpha")
+    assert sorted(o["id"] for o in outputs) == [f"u{i:02d}" for i in range(items)]
+    assert set(Counter(r["item"] for r in records if r["event"] == "dispatched").values()) == {1}

@@ -1,0 +1,248 @@
+"""The command-line scoring paths: batch MT scoring, MT kernels, streamed TREC files, lazy imports.
+
+`score_mt_batch` must give `score_mt`'s report exactly (floats to the last
+bit), the numba kernels `edit_distance` and `gtm_match_size`'s values, the
+streamed retrieval scorer what the whole-file one gives, and the CLI must
+not load what a command does not use.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.score_cmd import MT_METRICS
+from scoring.errors import FormatError
+from scoring.ir import read_qrels, read_run, score_ir, score_ir_files
+from scoring.mt import MtSegment, edit_distance, gtm_match_size, score_mt, score_mt_files
+from scoring.mt_batch import METRICS, score_mt_batch
+from tests.conftest import REPO
+from tests.test_cli import onsite
+
+WORDS = "the cat sat on a mat 0 0 1 , . dog is Red red 3.14 &amp; x-y e.g. 中文 数据 (".split()
+
+
+def _text(rng: random.Random, longest: int = 15) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(rng.randint(0, longest)))
+
+
+def _segments(rng: random.Random, n_refs: int) -> list[MtSegment]:
+    return [
+        MtSegment(
+            f"doc{rng.randint(0, 3)}", str(i), _text(rng), tuple(_text(rng) for _ in range(n_refs))
+        )
+        for i in range(rng.randint(1, 25))
+    ]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("seed", range(12))
+def test_batch_report_equals_score_mt(seed: int, lang: str) -> None:
+    rng = random.Random(seed)
+    segments = _segments(rng, 1 + seed % 4)
+    for exponent in (1.0, 2.0):
+        expected = score_mt(segments, lang, exponent).to_dict()
+        assert score_mt_batch(segments, lang, exponent).to_dict() == expected
+
+
+def test_batch_edge_cases() -> None:
+    empty = [MtSegment("d", "1", "", ("",)), MtSegment("d", "2", "0 0 x", ("0 x 0 x",))]
+    assert score_mt_batch(empty).to_dict() == score_mt(empty).to_dict()
+    with pytest.raises(ValueError, match="no segments"):
+        score_mt_batch([])
+    with pytest.raises(ValueError, match="expected 1"):
+        score_mt_batch([MtSegment("d", "1", "a", ("a",)), MtSegment("d", "2", "a", ("a", "b"))])
+    with pytest.raises(ValueError, match="unknown MT metric"):
+        score_mt_batch(empty, metrics=("blue",))
+
+
+def test_a_subset_of_metrics_gives_the_same_numbers() -> None:
+    segments = _segments(random.Random(7), 2)
+    full = score_mt(segments).to_dict()
+    for metric in METRICS:
+        report = score_mt_batch(segments, metrics=(metric,)).to_dict()
+        assert report[metric] == full[metric]
+
+
+def test_kernels_equal_the_python_definitions() -> None:
+    import numpy as np
+
+    from scoring._fast_mt import edit_distances, gtm_weights
+
+    rng = random.Random(3)
+    hyps = [[rng.randint(0, 4) for _ in range(rng.randint(0, 12))] for _ in range(60)]
+    refs = [[rng.randint(0, 4) for _ in range(rng.randint(0, 12))] for _ in range(60)]
+    texts = hyps + refs
+    off = np.cumsum([0, *map(len, texts)]).astype(np.int64)
+    codes = np.array([t for text in texts for t in text], dtype=np.int32)
+    dist = edit_distances(codes, off, len(hyps), 1)[0]
+    assert dist.tolist() == [edit_distance(h, r) for h, r in zip(hyps, refs, strict=True)]
+    for exponent in (1.0, 2.0, 3.0):
+        weights = gtm_weights(codes, off, len(hyps), 1, exponent)[0]
+        assert weights.tolist() == [
+            gtm_match_size(h, r, exponent) for h, r in zip(hyps, refs, strict=True)
+        ]
+
+
+def test_score_mt_files_metrics_and_segments(tmp_path: Path) -> None:
+    hyp = tmp_path / "hyp.txt"
+    ref = tmp_path / "ref.txt"
+    hyp.write_text("the cat sat on the mat\nit rains in beijing\n")
+    ref.write_text("the cat sat on a mat\nit is raining in beijing\n")
+    full = score_mt_files(hyp, [ref])
+    bleu = score_mt_files(hyp, [ref], metrics=("bleu",), with_segments=False)
+    assert bleu["bleu"] == full["bleu"] and bleu["metrics"] == ["bleu"]
+    assert "gtm" not in bleu and "nist" not in bleu and "segments" not in bleu
+    assert bleu["n_segments"] == 2 and "gtm" not in bleu["documents"][0]
+    assert len(full["segments"]) == 2 and "metrics" not in full
+
+
+def test_cli_metrics_option(tmp_path: Path) -> None:
+    assert MT_METRICS == METRICS
+    hyp = tmp_path / "hyp.txt"
+    hyp.write_text("the cat sat on the mat\n")
+    args = ("score", "mt", "--hyp", str(hyp), "--ref", str(hyp), "--json")
+    proc = onsite(*args, "--metrics", "bleu,mwer")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["bleu"] == 1.0 and out["mwer"] == 0.0 and "gtm" not in out
+    assert len(out["segments"]) == 1 and set(out["segments"][0]) >= {"bleu", "mwer"}
+    everything = json.loads(onsite(*args, "--metrics", "all").stdout)
+    assert set(everything) >= set(METRICS)
+    bad = onsite(*args, "--metrics", "bleu,blue")
+    assert bad.returncode == 2 and "unknown metric blue" in bad.stderr
+
+
+def _trec(path: Path, rows: list[str]) -> Path:
+    path.write_text("".join(f"{r}\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def test_streamed_run_equals_whole_file_scoring(tmp_path: Path) -> None:
+    rng = random.Random(5)
+    qrels_rows, run_rows = [], []
+    for t in range(30):
+        docs = rng.sample(range(200), 60)
+        qrels_rows += [f"{t:03d} 0 D{d} {rng.randint(0, 2)}" for d in docs[:30]]
+        run_rows += [f"{t:03d} Q0 D{d} {k} {rng.randint(0, 5)} tag" for k, d in enumerate(docs)]
+    qrels = _trec(tmp_path / "qrels", qrels_rows)
+    grouped = _trec(tmp_path / "run", ["# a comment", *run_rows])
+    expected = score_ir(read_qrels(qrels), read_run(grouped)).to_dict()
+    assert score_ir_files(qrels, grouped) == expected
+    # Topics interleaved: the streamed pass gives up and the whole file is read.
+    shuffled = _trec(tmp_path / "shuffled", rng.sample(run_rows, len(run_rows)))
+    assert score_ir_files(qrels, shuffled) == expected
+    # Small chunks: topics straddle chunk boundaries.
+    import scoring.ir
+
+    old = scoring.ir._CHUNK_BYTES
+    scoring.ir._CHUNK_BYTES = 100
+    try:
+        assert score_ir_files(qrels, grouped) == expected
+    finally:
+        scoring.ir._CHUNK_BYTES = old
+
+
+@pytest.mark.parametrize(
+    ("rows", "line", "needle"),
+    [
+        (["1 Q0 a 1 2.0 t", "1 Q0 b 2 1.0 t", "2 Q0 a 1 1.0 t", "1 Q0 a 3 1.0 t"], 4, "twice"),
+        (["1 Q0 a 1 2.0 t", "2 Q0 a 1 inf t"], 2, "finite"),
+        (["1 Q0 a 1 2.0 t", "2 Q0 a 1 1.0"], 2, "5 columns"),
+    ],
+)
+def test_streamed_run_errors_name_the_line(
+    tmp_path: Path, rows: list[str], line: int, needle: str
+) -> None:
+    qrels = _trec(tmp_path / "qrels", ["1 0 a 1", "2 0 a 1"])
+    run = _trec(tmp_path / "run", rows)
+    with pytest.raises(FormatError, match=needle) as exc:
+        score_ir_files(qrels, run)
+    assert exc.value.line == line
+
+
+_MODULES = """
+import sys
+from harness.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+heavy = ("numpy", "numba", "matplotlib", "harness.controller", "harness.report", "runners",
+         "paramiko", "pydantic", "scoring.asr", "scoring.mt")
+print("LOADED:", *(m for m in heavy if m in sys.modules))
+"""
+
+
+def _loaded(*args: str) -> set[str]:
+    proc = subprocess.run(
+        [sys.executable, "-c", _MODULES, *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "CI": "1"},
+    )
+    return set(proc.stdout.rsplit("LOADED:", 1)[1].split())
+
+
+def test_commands_load_only_what_they_use(tmp_path: Path) -> None:
+    assert _loaded("--help") == set()
+    # status reads the site file (pydantic) and the journal, nothing else.
+    assert _loaded("status", str(tmp_path)) == {"pydantic"}
+    assert _loaded("score", "mt", "--help") == set()
+    qrels = _trec(tmp_path / "qrels", ["1 0 a 1"])
+    run = _trec(tmp_path / "run", ["1 Q0 a 1 1.0 t"])
+    assert _loaded("score", "ir", "--qrels", str(qrels), "--run", str(run)) == set()
+    hyp = _trec(tmp_path / "hyp", ["a b c"])
+    assert _loaded("score", "mt", "--hyp", str(hyp), "--ref", str(hyp), "--metrics", "bleu") == {
+        "numpy",
+        "scoring.mt",
+    }
+    trn = _trec(tmp_path / "ref.trn", ["a b c (u1)"])
+    assert _loaded("score", "asr", "--ref", str(trn), "--hyp", str(trn)) == {
+        "numpy",
+        "numba",
+        "scoring.asr",
+    }
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"",
+        b"\n",
+        b"a b\nc\n",
+        b"a b\r\nc",
+        b"\xef\xbb\xbfa\n\xef\xbb\xbfb\n",
+        "x\x0by\u2028z\x1c\n\n w \r\r\n".encode(),
+        "中文 B-LOC\n".encode(),
+    ],
+)
+def test_streamed_text_lines_equal_the_bytewise_reading(tmp_path: Path, data: bytes) -> None:
+    from scoring import asr_formats
+    from scoring.cws import _bytewise_lines, _streamed_lines
+
+    path = tmp_path / "f.txt"
+    path.write_bytes(data)
+    assert _streamed_lines(path, "utf-8") == _bytewise_lines(path, "utf-8")
+    if data.strip():
+        assert asr_formats._streamed_lines(path) == asr_formats._bytewise_lines(path)
+
+
+def test_undecodable_lines_are_still_named(tmp_path: Path) -> None:
+    from scoring.asr_formats import read_transcripts
+    from scoring.cws import read_lines
+
+    path = tmp_path / "f.txt"
+    path.write_bytes(b"u1 a\nu2 \xff\n")
+    for read in (read_lines, read_transcripts):
+        with pytest.raises(FormatError, match="(?i)not valid UTF-8") as exc:
+            read(path)
+        assert exc.value.line == 2
