@@ -32,7 +32,9 @@ def tts_testset(root: Path) -> Path:
     return root
 
 
-def tts_site(tmp_path: Path, systems: dict[str, list[str]], rate: int = 16000) -> Path:
+def tts_site(
+    tmp_path: Path, systems: dict[str, list[str]], rate: int = 16000, sealed: bool = False
+) -> Path:
     root = tts_testset(tmp_path / "set")
     return write_site(
         tmp_path / "site.toml",
@@ -41,7 +43,7 @@ def tts_site(tmp_path: Path, systems: dict[str, list[str]], rate: int = 16000) -
         budget={"chars_per_second": 2.0, "hang_seconds": 30.0},
         task="tts",
         task_keys={"kind": "tts", "sample_rates": [rate]},
-        device={"kind": "local", "sandbox": False},
+        device={"kind": "local"} if sealed else {"kind": "local", "sandbox": False},
     )
 
 
@@ -67,6 +69,25 @@ def test_tts_task_keeps_valid_audio_under_anonymous_names(tmp_path: Path) -> Non
     assert slow > fast
     rows = {r.system: r.to_dict() for r in leaderboard(load_site(site).run_dir)}
     assert rows["slow"]["audio_rate"] == 1.0 and rows["slow"]["speed_unit"] == "chars_per_second"
+
+
+def test_tts_task_sealed_in_the_sandbox(tmp_path: Path) -> None:
+    """A sealed system writes its audio at /onsite/out/...; the controller reads it back."""
+    site = tts_site(tmp_path, {"sealed": ESPEAK}, sealed=True)
+    run_dir, results = run_site(site)
+    assert [r.failed for r in results] == [None]
+    rows = read_outputs(run_dir, "tts", "sealed")
+    assert [r["verdict"] for r in rows] == ["ok", "ok", "ok"], rows
+    for row in rows:
+        info = soundfile.info(str(run_dir / row["output"]["audio"]))
+        assert info.channels == 1 and info.samplerate == 16000
+    records = [json.loads(x) for x in (run_dir / "journal.jsonl").read_text().splitlines()]
+    # The system was told a path inside its sandbox, never one in the run directory.
+    log = (run_dir / "logs" / "tts" / "sealed.log").read_text(encoding="utf-8", errors="replace")
+    assert str(run_dir) not in log
+    assert all(
+        r["output"]["audio"].startswith("media/tts/") for r in records if r["event"] == "completed"
+    )
 
 
 @pytest.mark.parametrize(
