@@ -22,6 +22,7 @@ from runners import (
     SystemSpec,
     open_runner,
 )
+from runners.sandbox import OUT_DIR, ScratchDirs
 
 from .audits import audit_of, plan
 from .budgets import hang_seconds, item_budget_seconds, judge
@@ -50,6 +51,7 @@ from .site import Site
 from .store import RunStore
 from .tasks import TaskKind, task_kind
 from .testsets import TestItem, TestSet
+from .tts_task import OutputFile
 
 START_TRIES = 3
 # Times one item is sent again after the link (not the system) failed, before it is judged.
@@ -584,15 +586,18 @@ class Controller:
         fields = dict(item.fields)
         kind = task_kind(self.site.config.tasks[task].kind)
         for key in kind.output_files:
-            # The path the system writes its file to (tts audio). Until the runners allot
-            # output paths themselves, it lies in the system's stage directory.
-            fields[key] = str(self._output_file(system, kind, key, anon_id))
+            # The path the system writes its file to (tts audio), as the system sees it.
+            fields[key] = self._output_file(system, kind, key, anon_id).seen
         return runner.run_item(ItemRequest(anon_id, item.files, fields, hang))
 
-    def _output_file(self, system: str, kind: TaskKind, key: str, anon_id: str) -> Path:
-        stage = self.store.stage_dir / system
-        stage.mkdir(parents=True, exist_ok=True)
-        return stage / f"{anon_id}-{key}{kind.output_files[key]}"
+    def _output_file(self, system: str, kind: TaskKind, key: str, anon_id: str) -> OutputFile:
+        """Where a local system writes an item's output file: its scratch output directory
+        (the runner makes it writable, and mounts it at OUT_DIR in a sandbox)."""
+        name = f"{anon_id}-{key}{kind.output_files[key]}"
+        host = ScratchDirs.under(self.store.stage_dir / system).outputs / name
+        device = self.site.config.devices[self.site.config.systems[system].device]
+        sealed = getattr(device, "sandbox", False)
+        return OutputFile(host, str(OUT_DIR / name) if sealed else str(host))
 
     def _complete(
         self, task: str, system: str, item: TestItem, result: ItemAttempt, due: float | None = None
@@ -610,9 +615,9 @@ class Controller:
                 problem = kind.check_item(item, output)
             if not problem and kind.keep_output is not None:
                 for key in kind.output_files:
-                    given = self._output_file(system, kind, key, result.anon_id)
+                    file = self._output_file(system, kind, key, result.anon_id)
                     media = self.store.dir / "media" / task
-                    output, problem = kind.keep_output(item, output, given, media, result.anon_id)
+                    output, problem = kind.keep_output(item, output, file, media, result.anon_id)
                     if problem:
                         break
             if problem:

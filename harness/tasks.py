@@ -43,7 +43,14 @@ from .testsets import (
     load_command_testset,
     read_truth,
 )
-from .tts_task import AUDIO_KEY, check_audio_answer, keep_audio, load_tts, score_tts
+from .tts_task import (
+    AUDIO_KEY,
+    OutputFile,
+    check_audio_answer,
+    keep_audio,
+    load_tts,
+    score_tts,
+)
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".pgm", ".ppm", ".webp")
 
@@ -76,9 +83,11 @@ class TaskKind:
     # The item input carries a path for each; the system answers with it.
     output_files: Mapping[str, str] = field(default_factory=dict)
     # Checks such a file and keeps it in the run directory:
-    # (item, output, path given, media dir, anonymous id) -> (output to record, problem).
+    # (item, output, the file, media dir, anonymous id) -> (output to record, problem).
     keep_output: (
-        Callable[[TestItem, Mapping[str, Any], Path, Path, str], tuple[dict[str, Any], str | None]]
+        Callable[
+            [TestItem, Mapping[str, Any], OutputFile, Path, str], tuple[dict[str, Any], str | None]
+        ]
         | None
     ) = None
 

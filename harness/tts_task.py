@@ -41,6 +41,15 @@ MIN_MAX_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
+class OutputFile:
+    """A file a system writes for one item: where the controller finds it, and the path
+    the system is told (the same, or its name inside a sealed system's sandbox)."""
+
+    host: Path
+    seen: str
+
+
+@dataclass(frozen=True)
 class SusItem:
     """A semantically unpredictable sentence: its tokens, the blanked positions and answers."""
 
@@ -169,18 +178,19 @@ def _read_regular(path: Path) -> bytes:
 
 
 def keep_audio(
-    item: TestItem, output: Mapping[str, Any], given: Path, media_dir: Path, anon_id: str
+    item: TestItem, output: Mapping[str, Any], file: OutputFile, media_dir: Path, anon_id: str
 ) -> tuple[dict[str, Any], str | None]:
-    """Check the audio a system wrote at ``given`` and keep it as media_dir/<anon_id>.wav.
+    """Check the audio a system wrote at ``file`` and keep it as media_dir/<anon_id>.wav.
 
     Returns the output to record and a problem (the item is then invalid_output).
     The answered path must be the one given: a system may not point the controller
     at any other file.
     """
     answered = str(output.get("audio"))
+    given = file.host
     try:
-        if Path(answered) != given:
-            return dict(output), f"answered audio {answered!r} but audio_out was {str(given)!r}"
+        if answered != file.seen:
+            return dict(output), f"answered audio {answered!r} but audio_out was {file.seen!r}"
         data = _read_regular(given)
     except FileNotFoundError:
         return dict(output), "no audio file at audio_out"

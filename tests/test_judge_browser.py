@@ -1,4 +1,4 @@
-"""A real headless Chromium completes a SUS trial and a pair trial on the station's pages.
+"""A real headless Chromium completes trials of every kind on the station's pages.
 
 The audio really plays (the answer form opens only once playback has ended), and
 the pair trial plays A then B once only. Screenshots go to test-artifacts/.
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.judge_helpers import TTS_TASK, copy_run, make_tts_run, serving
+from tests.judge_helpers import TTS_TASK, copy_run, make_text_run, make_tts_run, serving
 
 pytestmark = pytest.mark.browser
 
@@ -146,3 +146,82 @@ def test_pair_trial_in_chromium(tts_run: Path, tmp_path: Path, browser) -> None:
         assert "J1" in operator.inner_text("#rows")
         operator.screenshot(path=str(ARTIFACTS / "judge-operator.png"))
         operator.close()
+
+
+@pytest.fixture(scope="module")
+def mt_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_text_run(tmp_path_factory.mktemp("mt"), "mt")
+
+
+@pytest.fixture(scope="module")
+def cws_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_text_run(tmp_path_factory.mktemp("cws"), "cws")
+
+
+def test_mt_summary_and_review_trials_in_chromium(
+    mt_run: Path, cws_run: Path, tmp_path: Path, browser
+) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    run = copy_run(mt_run, tmp_path / "mt")
+    with serving(run, "mt", "mt-adequacy-fluency", judges=1, seed=0) as (base, store):
+        [token] = store.tokens().values()
+        page = browser.new_page()
+        page.goto(f"{base}/judge/{token}")
+        page.wait_for_selector('[data-testid="adequacy_2"]')
+        assert "Source:" in page.inner_text("#trial")
+        # The criteria of the survey's Tables 18 and 19 are on the page.
+        assert "5: All information" in page.inner_text("#trial")
+        assert "0: Incomprehensible" in page.inner_text("#trial")
+        # One decimal at most: 4.25 is refused with the reason, nothing stored.
+        for field, value in (("adequacy_1", "4.25"), ("fluency_1", "3"), ("adequacy_2", "2.5")):
+            page.fill(f'[data-testid="{field}"]', value)
+        page.fill('[data-testid="fluency_2"]', "5")
+        page.evaluate("document.querySelectorAll('input.score').forEach(i => i.step = 'any')")
+        page.click('[data-testid="submit"]')
+        page.wait_for_function("document.querySelector('[data-testid=\"error\"]').textContent")
+        assert "one decimal" in page.inner_text('[data-testid="error"]')
+        page.fill('[data-testid="adequacy_1"]', "4.5")
+        page.screenshot(path=str(ARTIFACTS / "judge-mt.png"))
+        page.click('[data-testid="submit"]')
+        page.wait_for_function(
+            "document.getElementById('progress').textContent.startsWith('Trial 2')"
+        )
+        [answer] = store.answers()
+        assert answer.answer == {
+            "adequacy_1": 4.5,
+            "fluency_1": 3,
+            "adequacy_2": 2.5,
+            "fluency_2": 5,
+        }
+        page.close()
+    with serving(run, "mt", "summary", judges=1, seed=0) as (base, store):
+        [token] = store.tokens().values()
+        page = browser.new_page()
+        page.goto(f"{base}/judge/{token}")
+        page.wait_for_selector('[data-testid="summary"]')
+        assert "Document:" in page.inner_text("#trial") and "key points" in page.inner_text(
+            "#trial"
+        )
+        page.fill('[data-testid="summary"]', "3.5")
+        page.click('[data-testid="submit"]')
+        page.wait_for_function(
+            "document.getElementById('progress').textContent.startsWith('Trial 2')"
+        )
+        assert store.answers()[0].answer == {"summary": 3.5}
+        page.close()
+    cws = copy_run(cws_run, tmp_path / "cws")
+    with serving(cws, "cws", "cws-review", judges=1, seed=0) as (base, store):
+        [token] = store.tokens().values()
+        page = browser.new_page()
+        page.goto(f"{base}/judge/{token}")
+        page.wait_for_selector('[data-testid="accept-yes"]')
+        assert "Reference:" in page.inner_text("#trial")
+        page.check('[data-testid="accept-yes"]')
+        page.screenshot(path=str(ARTIFACTS / "judge-cws-review.png"))
+        page.click('[data-testid="submit"]')
+        page.wait_for_function(
+            "document.getElementById('progress').textContent.startsWith('Trial 2')"
+            " || document.querySelector('[data-testid=\"done\"]')"
+        )
+        assert store.answers()[0].answer == {"accept": True}
+        page.close()

@@ -7,6 +7,7 @@ real Starlette app under uvicorn on 127.0.0.1, judges are threads speaking HTTP.
 from __future__ import annotations
 
 import json
+import socket
 import sqlite3
 import threading
 from collections import Counter
@@ -246,6 +247,27 @@ def test_api_refuses_bad_tokens_and_answers_off_the_scale(tts_run: Path, tmp_pat
         assert events["refused"] == 7 and events["answered"] == 1
 
 
+def test_api_hostile_requests(tts_run: Path, tmp_path: Path) -> None:
+    run = copy_run(tts_run, tmp_path)
+    with serving(run, TTS_TASK, "pair", judges=1, seed=1) as (base, store):
+        [token] = store.tokens().values()
+        _, view = call(base, "GET", f"/api/judge/{token}/next")
+        huge = {"trial": view["trial"], "answer": {"score": 1}, "pad": "x" * (70 << 10)}
+        status, reply = call(base, "POST", f"/api/judge/{token}/answer", huge)
+        assert status == 400 and "larger than" in reply["error"]
+        for path in (
+            f"/judge/{token}/media/..%2F..%2Fsite.toml.wav",
+            f"/judge/{token}/media/{view['media'][0].rsplit('/', 1)[1][:-4]}x.wav",
+            f"/judge/{token}%27%20OR%201=1/media/x.wav",
+        ):
+            assert call(base, "GET", path)[0] in (401, 404), path
+        status, _ = call(base, "GET", f"/api/judge/{token}'%20OR%20'1'='1/next")
+        assert status == 401
+        status, reply = call(base, "POST", f"/api/judge/{token}/answer", [1, 2])
+        assert status == 400 and '"trial"' in reply["error"]
+        assert store.answers() == []
+
+
 def test_schema_validation_of_decimals_and_arrays() -> None:
     decimal = {"type": "number", "minimum": 0, "maximum": 5, "multipleOf": 0.1}
     assert validate(decimal, 4.5) is None and validate(decimal, 0.3) is None
@@ -356,6 +378,11 @@ def test_sus_and_mos_scores_match_files(tts_run: Path, tmp_path: Path) -> None:
             assert all(1 <= s["ci_low"] <= s["mean"] <= s["ci_high"] <= 5 for s in systems)
     code, out = onsite("report", str(run))
     assert code == 0 and "Krippendorff" in out and "mos" in out and "sus" in out
+    page = tmp_path / "report.html"
+    assert onsite("report", str(run), "--html", str(page))[0] == 0
+    text = page.read_text(encoding="utf-8")
+    assert f"Judging: {TTS_TASK} / mos" in text and "Krippendorff" in text
+    assert "ci_high" in text and "<script" not in text.split("Judging:")[1]
 
 
 def test_mt_summary_and_cws_review_through_the_api(
@@ -433,6 +460,11 @@ def test_station_cli_prints_one_link_per_judge_and_keeps_its_plan(
         and [line.split()[1] for line in again.splitlines() if line.startswith("J")] == links
     )  # noqa: E501
     assert onsite(*args, "--judges", "4", "--plan-only")[0] == 2
+    # Scoring a station nobody has answered yet says so (not a temporary file's name).
+    code, out = onsite("score", "tts-pair", "--run", str(run), "--task", TTS_TASK)
+    assert code == 2 and out == ""
+    code, out = onsite(*args, "--plan-only", "--listen", "0.0.0.0:8123")
+    assert f"J1  http://{socket.gethostname()}:8123/judge/" in out
     code, out = onsite(*args, "--progress")
     assert code == 0 and "J3" in out
     assert station_path(run, TTS_TASK, "pair").is_file()

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import soundfile
 
-from harness import TestSetError, leaderboard, load_site, task_kind
+from harness import SiteError, TestSetError, leaderboard, load_site, task_kind
 from tests.conftest import read_outputs, write_site
 from tests.test_controller import run_site
 
@@ -32,7 +32,9 @@ def tts_testset(root: Path) -> Path:
     return root
 
 
-def tts_site(tmp_path: Path, systems: dict[str, list[str]], rate: int = 16000) -> Path:
+def tts_site(
+    tmp_path: Path, systems: dict[str, list[str]], rate: int = 16000, sealed: bool = False
+) -> Path:
     root = tts_testset(tmp_path / "set")
     return write_site(
         tmp_path / "site.toml",
@@ -41,7 +43,7 @@ def tts_site(tmp_path: Path, systems: dict[str, list[str]], rate: int = 16000) -
         budget={"chars_per_second": 2.0, "hang_seconds": 30.0},
         task="tts",
         task_keys={"kind": "tts", "sample_rates": [rate]},
-        device={"kind": "local", "sandbox": False},
+        device={"kind": "local"} if sealed else {"kind": "local", "sandbox": False},
     )
 
 
@@ -67,6 +69,25 @@ def test_tts_task_keeps_valid_audio_under_anonymous_names(tmp_path: Path) -> Non
     assert slow > fast
     rows = {r.system: r.to_dict() for r in leaderboard(load_site(site).run_dir)}
     assert rows["slow"]["audio_rate"] == 1.0 and rows["slow"]["speed_unit"] == "chars_per_second"
+
+
+def test_tts_task_sealed_in_the_sandbox(tmp_path: Path) -> None:
+    """A sealed system writes its audio at /onsite/out/...; the controller reads it back."""
+    site = tts_site(tmp_path, {"sealed": ESPEAK}, sealed=True)
+    run_dir, results = run_site(site)
+    assert [r.failed for r in results] == [None]
+    rows = read_outputs(run_dir, "tts", "sealed")
+    assert [r["verdict"] for r in rows] == ["ok", "ok", "ok"], rows
+    for row in rows:
+        info = soundfile.info(str(run_dir / row["output"]["audio"]))
+        assert info.channels == 1 and info.samplerate == 16000
+    records = [json.loads(x) for x in (run_dir / "journal.jsonl").read_text().splitlines()]
+    # The system was told a path inside its sandbox, never one in the run directory.
+    log = (run_dir / "logs" / "tts" / "sealed.log").read_text(encoding="utf-8", errors="replace")
+    assert str(run_dir) not in log
+    assert all(
+        r["output"]["audio"].startswith("media/tts/") for r in records if r["event"] == "completed"
+    )
 
 
 @pytest.mark.parametrize(
@@ -134,11 +155,10 @@ def test_tts_testset_errors_name_the_line(tmp_path: Path) -> None:
     site = load_site(tts_site(tmp_path / "x", {"a": ESPEAK}))
     with pytest.raises(TestSetError) as err:
         task_kind("tts").load(root, site.config.tasks["tts"])
-    assert (
-        "sus.jsonl" in str(err.value)
-        and "line 1" in str(err.value).lower()
-        or ":1" in str(err.value)
-    )
+    message = str(err.value)
+    # "Call me at 9 pm" has five words: positions 0..4.
+    assert "sus.jsonl:1:" in message and "token positions 0..4" in message
+    assert "Fix: write e.g." in message
 
 
 def test_site_accepts_kind_tts(tmp_path: Path) -> None:
@@ -147,3 +167,17 @@ def test_site_accepts_kind_tts(tmp_path: Path) -> None:
     testset = task_kind("tts").load(site.testset_path("tts"), site.config.tasks["tts"])
     assert [i.condition for i in testset.items] == [None, "numbers", None]
     assert testset.items[0].reference.parts()[1] is None
+
+
+def test_tts_on_an_ssh_device_is_refused_with_the_reason(tmp_path: Path) -> None:
+    """Until the SSH runner fetches the audio back, a remote tts system is a site error."""
+    site = tts_site(tmp_path, {"remote": ESPEAK})
+    text = site.read_text(encoding="utf-8").replace(
+        'kind = "local"\nsandbox = false',
+        'kind = "ssh"\nhost = "127.0.0.1"\nuser = "judge"',
+    )
+    site.write_text(text, encoding="utf-8")
+    with pytest.raises(SiteError) as err:
+        load_site(site)
+    [problem] = err.value.problems
+    assert "runs on local devices only" in problem.message and "local device" in problem.fix

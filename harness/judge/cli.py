@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import socket
 import sys
 from pathlib import Path
 from typing import Any
@@ -70,6 +71,9 @@ def cmd_judge(args: argparse.Namespace, console: Console) -> int:
             return 0
         host, port = _listen(args.listen)
         link_host = args.link_host or host
+        if link_host in ("0.0.0.0", "::"):
+            # Listening on every interface: judges reach the machine by its name.
+            link_host = socket.gethostname()
         meta = store.meta()
         console.print(
             f"{meta['test']} test of task {meta['task']}: {len(rows)} judges, seed {meta['seed']}",

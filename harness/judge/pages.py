@@ -128,7 +128,9 @@ function form(t) {
   } else if (t.test === "pair" || t.test === "mos") {
     f.append(choices("score", props.score));
   } else if (t.test === "mt-adequacy-fluency") {
-    f.append(el("p", {text: "Source:"}), el("p", {class: "box", text: t.text.source}));
+    f.append(el("p", {class: "muted", text: "Adequacy: " + props.adequacy_1.description}),
+      el("p", {class: "muted", text: "Fluency: " + props.fluency_1.description}),
+      el("p", {text: "Source:"}), el("p", {class: "box", text: t.text.source}));
     t.text.outputs.forEach((out, i) => {
       const n = i + 1;
       f.append(el("p", {text: "Translation " + n + ":"}), el("p", {class: "box", text: out}),

@@ -82,7 +82,9 @@ def judge_names(n: int) -> tuple[str, ...]:
     return tuple(f"J{i:0{width}d}" for i in range(1, n + 1))
 
 
-def _shuffled(rng: np.random.Generator, judge: str, pairs: Sequence[tuple[str, tuple[str, ...]]]):
+def _shuffled(
+    rng: np.random.Generator, judge: str, pairs: Sequence[tuple[str, tuple[str, ...]]]
+) -> list[Trial]:
     order = rng.permutation(len(pairs))
     return [Trial(judge, pos, pairs[k][0], pairs[k][1]) for pos, k in enumerate(order)]
 

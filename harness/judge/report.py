@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -64,3 +66,33 @@ def print_judging(run_dir: Path, console: Console) -> None:
     """Every station's results, for `onsite report`."""
     for result in judging_results(run_dir):
         print_results(result, console)
+
+
+Table = Callable[[Sequence[str], Iterable[Sequence[str]]], str]
+
+
+def judging_html(run_dir: Path, table_html: Table) -> list[str]:
+    """One HTML section per station for the report (cells escaped here)."""
+    out = []
+    for result in judging_results(run_dir):
+        head = html.escape(f"Judging: {result['task']} / {result['test']}")
+        parts = [f"<section><h2>{head}</h2>"]
+        if not result["judgements"]:
+            parts.append("<p>No judgements yet.</p>")
+        for name, rows in result["tables"].items():
+            if rows:
+                columns = list(rows[0])
+                cells = [[html.escape(str(_cell(r[c]))) for c in columns] for r in rows]
+                parts.append(f"<h3>{html.escape(name)} (95% intervals)</h3>")
+                parts.append(table_html([html.escape(c) for c in columns], cells))
+        for a in result["agreement"] if result["judgements"] else []:
+            alpha = "-" if a["alpha"] is None else f"{a['alpha']:.3f}"
+            parts.append(
+                f"<p>Judge agreement ({html.escape(a['measure'])}): Krippendorff's alpha "
+                f"({a['level']}) {alpha} over {a['units']} units.</p>"
+            )
+        for warning in result["warnings"] if result["judgements"] else []:
+            parts.append(f"<p><strong>Warning:</strong> {html.escape(warning)}</p>")
+        parts.append("</section>")
+        out.append("\n".join(parts))
+    return out

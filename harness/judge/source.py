@@ -21,6 +21,11 @@ def station_export(run_dir: Path, task: str, test: str) -> Iterator[Path]:
         )
     store = JudgeStore(path)
     try:
+        if not store.answers():
+            raise StationError(
+                f"the {test} station of task {task!r} has no judgements yet "
+                f"(onsite judge {run_dir} --test {test} --task {task} --progress)"
+            )
         with ExportFile(store, run_dir) as export:
             yield export
     finally:

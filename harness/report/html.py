@@ -491,11 +491,21 @@ def _header(data: ReportData) -> str:
     ])  # fmt: skip
 
 
+def _judging_sections(run_dir: Path) -> list[str]:
+    """The judging stations' results (docs/judging.md); a run without one imports nothing."""
+    if not (run_dir / "judging").is_dir():
+        return []
+    from ..judge.report import judging_html
+
+    return judging_html(run_dir, _table)
+
+
 def html_text(data: ReportData) -> str:
     """The whole report as one HTML document."""
     body = [_header(data)]
     body.extend(_task_section(task) for task in data.tasks)
     body.extend(_system_section(data, system) for system in data.systems)
+    body.extend(_judging_sections(Path(data.run_dir)))
     body.append(_manifest_section(data.manifest))
     return PAGE.format(title=_e(f"onsite report: {data.site}"), css=CSS, body="\n".join(body))
 
