@@ -83,6 +83,8 @@ def score_mt_batch(
     per-segment scores out (the report's ``segments`` is empty).
     """
     unknown = set(metrics) - set(METRICS)
+    if not metrics:
+        raise ValueError(f"no MT metric chosen; choose from {list(METRICS)}")
     if unknown:
         raise ValueError(f"unknown MT metric(s) {sorted(unknown)}; choose from {list(METRICS)}")
     if not segments:

@@ -60,6 +60,8 @@ def test_batch_edge_cases() -> None:
         score_mt_batch([MtSegment("d", "1", "a", ("a",)), MtSegment("d", "2", "a", ("a", "b"))])
     with pytest.raises(ValueError, match="unknown MT metric"):
         score_mt_batch(empty, metrics=("blue",))
+    with pytest.raises(ValueError, match="no MT metric"):
+        score_mt_batch(empty, metrics=())
 
 
 def test_a_subset_of_metrics_gives_the_same_numbers() -> None:
