@@ -158,7 +158,8 @@ def _row(site: Site, state: RunState, testset: TestSet, task: str, system: str) 
     cfg = site.config.tasks[task]
     kind = task_kind(cfg.kind)
     completed = state.completed.get((task, system), {})
-    records = [r for r in completed.values() if r["item"] in testset.references()]
+    refs = testset.references()
+    records = [r for r in completed.values() if r["item"] in refs]
     verdicts = [r["verdict"] for r in records]
     answered = [r for r in records if r["verdict"] in _ANSWERED]
     outputs = {r["item"]: r["output"] for r in answered}
