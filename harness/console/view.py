@@ -35,6 +35,7 @@ SERIES_POINTS = 40
 # a long job is rescored whole, and the console must not slow the controller it watches.
 FIGURES_SECONDS = 1.0
 COST_SHARE = 0.05
+FIGURES_MAX_SECONDS = 10.0
 
 _ENDS = {"job_finished": "done", "job_failed": "failed", "job_skipped": "skipped"}
 _ACTIVE = ("dispatched", "completed", "system_started", "start_failed", "system_lost", "link_lost")
@@ -68,7 +69,7 @@ class _Job:
     link_lost: int = 0
     version: int = 0
     # Kept per record, so that counts are exact at every moment while the costlier
-    # figures (quality, speed, running score) are recomputed at most every FIGURES_SECONDS.
+    # figures (quality, speed, running score) are rescored on a schedule (_pause_after).
     completed: int = 0
     verdicts: Counter[str] = field(default_factory=Counter)
     restarts: int = 0
@@ -282,7 +283,12 @@ class RunView:
         now = time.monotonic()
         if cached is None or (
             cached[0] != job.version
-            and (now - cached[1] >= self._pause_after(key) or job.phase != "running" or not running)
+            and (
+                now - cached[1] >= self._pause_after(key)
+                or job.phase != "running"
+                or not running
+                or cached[2]["completed"] == 0  # the first figures are shown at once
+            )
         ):
             cached = (job.version, now, self._figures(job))
             self._cost[key] = time.monotonic() - now
@@ -317,7 +323,8 @@ class RunView:
         more when scoring took long, so that scoring never takes over COST_SHARE of a CPU
         (in `onsite run --console` it shares the controller's process)."""
         cost = self._cost.get((*key, "series") if series else key, 0.0)
-        return max(FIGURES_SECONDS, cost / COST_SHARE)
+        # Capped: a first scoring that also loaded the compiled scorers is no measure.
+        return min(FIGURES_MAX_SECONDS, max(FIGURES_SECONDS, cost / COST_SHARE))
 
     def _total(self, task: str) -> int | None:
         if task not in self._loaded:
@@ -404,7 +411,7 @@ class RunView:
                 cached = (job.version, now, self._series_of(job))
                 self._cost[(task, system, "series")] = time.monotonic() - now
                 self._series[(task, system)] = cached
-            # The rows are always whole; only the curves may lag by FIGURES_SECONDS.
+            # The rows are always whole; only the curves follow the figures' schedule.
             return {**status, "rows": self._rows(job), **cached[2]}
 
     def _rows(self, job: _Job) -> list[dict[str, Any]]:
