@@ -11,7 +11,7 @@ from collections import Counter
 from pathlib import Path
 
 from harness.console.view import RunView
-from tests.conftest import REPO, read_outputs
+from tests.conftest import FAKE_SERVE, REPO, make_testset, read_outputs, write_site
 from tests.console_run import (
     TOKEN,
     call,
@@ -275,3 +275,28 @@ def test_status_counts_no_audit_repeats_and_no_item_in_flight_after_a_stop(
     )
     row = next(line for line in status.stdout.splitlines() if "alpha" in line)
     assert "4/4" in row and "stopped" in row and "u00" not in row
+
+
+def test_a_system_that_does_not_come_up_is_shown_retrying_and_can_be_skipped(
+    tmp_path: Path, plan_env
+) -> None:
+    testset = make_testset(tmp_path / "set", [("u1", 1600, "hello")])
+    site = write_site(
+        tmp_path / "site.toml",
+        testset,
+        {"stuck": {"command": FAKE_SERVE, "env": plan_env({}, FAKE_START="hang")}},
+        budget={"seconds": 5.0, "hang_seconds": 5.0, "setup_seconds": 3.0},
+    )
+    run = start_run(site)
+    try:
+        wait_for(lambda: job_status(run.url, "stuck")["state"] == "retrying_start", timeout=90)
+        assert call(run.url + "/api/devices/local/skip", "POST", TOKEN)[0] == 200
+        assert run.wait() == 1
+    finally:
+        if run.process.poll() is None:
+            run.process.kill()
+    assert "job asr / stuck skipped by the operator" in "\n".join(run.lines)
+    records = journal(run.run_dir)
+    assert len([r for r in records if r["event"] == "start_failed"]) < 3
+    ends = ("job_finished", "job_failed", "job_skipped")
+    assert [r["event"] for r in records if r["event"] in ends] == ["job_skipped"]

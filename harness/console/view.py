@@ -38,7 +38,7 @@ COST_SHARE = 0.05
 FIGURES_MAX_SECONDS = 10.0
 
 _ENDS = {"job_finished": "done", "job_failed": "failed", "job_skipped": "skipped"}
-_ACTIVE = ("dispatched", "completed", "system_started", "start_failed", "system_lost", "link_lost")
+_ACTIVE = ("dispatched", "completed", "system_started", "system_lost", "link_lost")
 
 
 def controller_running(run_dir: Path) -> bool:
@@ -202,6 +202,10 @@ class RunView:
         if event in _ENDS:
             job.phase = _ENDS[event]
             job.in_flight = None
+        elif event == "start_failed":
+            # The system (or the device it runs on) did not come up; the controller retries.
+            job.phase = "retrying_start"
+            job.in_flight = None
         elif event in _ACTIVE:
             job.phase = "running"
         if event == "dispatched":
@@ -270,7 +274,7 @@ class RunView:
         if job.phase in ("done", "failed", "skipped"):
             return job.phase
         if not running:
-            return "stopped" if job.phase == "running" else "waiting"
+            return "stopped" if job.phase in ("running", "retrying_start") else "waiting"
         if job.device in self._skipped_devices:
             return "skipped"
         if (job.task, job.system) in self._paused_jobs or job.device in self._paused_devices:
