@@ -9,6 +9,7 @@ import json
 import os
 import secrets
 import signal
+import socket
 import sys
 import time
 from collections.abc import Sequence
@@ -75,6 +76,7 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
     run_dir = (Path(args.runs).resolve() / site.name) if args.runs else site.run_dir
     lock_fd = _fresh_run_dir(run_dir, console) if args.fresh else None
     jobs = _selected_jobs(site, args.task, args.system)
+    # Bound before anything starts, so a port in use is refused with nothing changed.
     listen = _listen(args.console) if args.console else None
     store = RunStore(run_dir, secrets.token_hex(6), site.config.site.fsync_seconds, lock_fd)
     resume = f"onsite run {args.site}" + "".join(
@@ -156,27 +158,39 @@ def _selected_jobs(site: Site, tasks: Sequence[str], systems: Sequence[str]) -> 
     return jobs
 
 
-def _listen(text: str) -> tuple[str, int]:
-    from .console.server import parse_listen
+def _listen(text: str) -> tuple[str, socket.socket]:
+    """Parse HOST:PORT and bind it; a bad address or a port in use is bad input."""
+    from .console.server import bind, parse_listen
 
     try:
-        return parse_listen(text)
+        host, port = parse_listen(text)
+        return host, bind(host, port)
     except ValueError as exc:
         raise InputError([Problem(Path(text), "--console/--listen", str(exc))]) from None
+    except OSError as exc:
+        raise InputError(
+            [
+                Problem(
+                    Path(text),
+                    "--console/--listen",
+                    f"cannot listen on {text}: {exc.strerror or exc}",
+                    "give a free port (or 0 for any) on an address of this machine",
+                )
+            ]
+        ) from None
 
 
 def _console_beside(
-    controller: Controller, run_dir: Path, listen: tuple[str, int], console: Console
+    controller: Controller, run_dir: Path, listen: tuple[str, socket.socket], console: Console
 ) -> Any:
     """Serve the live console (with controls) from a thread of this process."""
     # Imported here: the web stack is only loaded by the commands that serve it.
     from .console.app import ConsoleApp
     from .console.auth import Tokens
-    from .console.server import bind, serve_in_background
+    from .console.server import serve_in_background
     from .console.view import RunView
 
-    host, port = listen
-    sock = bind(host, port)
+    host, sock = listen
     view = RunView(
         run_dir, controller.site, controller=controller.is_running, testsets=controller.testsets
     )
@@ -203,14 +217,13 @@ def cmd_console(args: argparse.Namespace, console: Console) -> int:
     """Serve a read-only console of any run directory, following its journal live."""
     from .console.app import ConsoleApp
     from .console.auth import Tokens
-    from .console.server import bind, serve
+    from .console.server import serve
     from .console.view import RunView
 
     run_dir = Path(args.run_dir)
-    host, port = _listen(args.listen)
-    view = RunView(run_dir)
+    view = RunView(run_dir)  # checks it is a run directory before listening
+    host, sock = _listen(args.listen)
     tokens = Tokens.for_bind(host, controls=False)
-    sock = bind(host, port)
     _announce(console, sock, tokens)
     serve(ConsoleApp(view, tokens), sock)
     return EXIT_OK

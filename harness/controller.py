@@ -475,6 +475,9 @@ class Controller:
                 self.listener(SystemLost(task, system, f"start failed: {reason}"))
                 if attempt < START_TRIES:
                     time.sleep(START_BACKOFF_SECONDS[min(attempt - 1, 1)])
+                    # The operator may skip a device that does not come up, between tries.
+                    if not self._hold(task, system):
+                        return reason if self._stopping.is_set() else SKIPPED
                 continue
             self.store.record(
                 "system_started",

@@ -11,7 +11,7 @@ from collections import Counter
 from pathlib import Path
 
 from harness.console.view import RunView
-from tests.conftest import REPO, read_outputs
+from tests.conftest import FAKE_SERVE, REPO, make_testset, read_outputs, write_site
 from tests.console_run import (
     TOKEN,
     call,
@@ -275,3 +275,60 @@ def test_status_counts_no_audit_repeats_and_no_item_in_flight_after_a_stop(
     )
     row = next(line for line in status.stdout.splitlines() if "alpha" in line)
     assert "4/4" in row and "stopped" in row and "u00" not in row
+
+
+def test_a_system_that_does_not_come_up_is_shown_retrying_and_can_be_skipped(
+    tmp_path: Path, plan_env
+) -> None:
+    testset = make_testset(tmp_path / "set", [("u1", 1600, "hello")])
+    site = write_site(
+        tmp_path / "site.toml",
+        testset,
+        {"stuck": {"command": FAKE_SERVE, "env": plan_env({}, FAKE_START="hang")}},
+        budget={"seconds": 5.0, "hang_seconds": 5.0, "setup_seconds": 3.0},
+    )
+    run = start_run(site)
+    try:
+        wait_for(lambda: job_status(run.url, "stuck")["state"] == "retrying_start", timeout=90)
+        assert call(run.url + "/api/devices/local/skip", "POST", TOKEN)[0] == 200
+        assert run.wait() == 1
+    finally:
+        if run.process.poll() is None:
+            run.process.kill()
+    assert "job asr / stuck skipped by the operator" in "\n".join(run.lines)
+    records = journal(run.run_dir)
+    assert len([r for r in records if r["event"] == "start_failed"]) < 3
+    ends = ("job_finished", "job_failed", "job_skipped")
+    assert [r["event"] for r in records if r["event"] in ends] == ["job_skipped"]
+
+
+def test_bad_console_and_filter_input_is_refused_before_anything_starts(
+    tmp_path: Path, plan_env
+) -> None:
+    import socket
+
+    site = slow_site(tmp_path, plan_env, items=2, delay=0.0)
+
+    def onsite(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "harness.cli", *args],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "CI": "1"},
+        )
+
+    unknown = onsite("run", str(site), "--task", "nope", "--system", "ghost")
+    assert unknown.returncode == 2
+    assert "no task 'nope'" in unknown.stderr and "use one of: asr" in unknown.stderr
+    assert "no system 'ghost'" in unknown.stderr and "use one of: alpha" in unknown.stderr
+    bad = onsite("run", str(site), "--console", "127.0.0.1:http")
+    assert bad.returncode == 2 and "HOST:PORT" in bad.stderr
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        busy = onsite("run", str(site), "--console", f"127.0.0.1:{port}")
+    assert busy.returncode == 2 and "cannot listen on" in busy.stderr
+    assert not (tmp_path / "runs").exists(), "nothing was started"
+    not_a_run = onsite("console", str(tmp_path), "--listen", "127.0.0.1:0")
+    assert not_a_run.returncode == 2 and "not a run directory" in not_a_run.stderr

@@ -43,7 +43,7 @@ def _config(console: ConsoleApp) -> uvicorn.Config:
         access_log=False,
         lifespan="off",
         # Open event streams must not hold a shutdown for long.
-        timeout_graceful_shutdown=1,
+        timeout_graceful_shutdown=3,
     )
 
 

@@ -31,9 +31,14 @@ JobKey = tuple[str, str]
 # How many points the job page's "quality so far" and "running score" curves get at most:
 # each point scores a prefix of the job, so the cost stays bounded on long jobs.
 SERIES_POINTS = 40
+# The least time between two scorings of a running job's quality so far (and its curves):
+# a long job is rescored whole, and the console must not slow the controller it watches.
+FIGURES_SECONDS = 1.0
+COST_SHARE = 0.05
+FIGURES_MAX_SECONDS = 10.0
 
 _ENDS = {"job_finished": "done", "job_failed": "failed", "job_skipped": "skipped"}
-_ACTIVE = ("dispatched", "completed", "system_started", "start_failed", "system_lost", "link_lost")
+_ACTIVE = ("dispatched", "completed", "system_started", "system_lost", "link_lost")
 
 
 def controller_running(run_dir: Path) -> bool:
@@ -63,6 +68,12 @@ class _Job:
     in_flight: tuple[str, float] | None = None  # item, wall time it was sent
     link_lost: int = 0
     version: int = 0
+    # Kept per record, so that counts are exact at every moment while the costlier
+    # figures (quality, speed, running score) are rescored on a schedule (_pause_after).
+    completed: int = 0
+    verdicts: Counter[str] = field(default_factory=Counter)
+    restarts: int = 0
+    seconds: float = 0.0
 
 
 class RunView:
@@ -86,8 +97,9 @@ class RunView:
         self._controller = controller or (lambda: controller_running(self.run_dir))
         self._lock = threading.RLock()
         self._testsets: dict[str, TestSet | None] = dict(testsets or {})
-        self._cache: dict[JobKey, tuple[int, dict[str, Any]]] = {}
-        self._series: dict[JobKey, tuple[int, dict[str, Any]]] = {}
+        self._cache: dict[JobKey, tuple[int, float, dict[str, Any]]] = {}
+        self._series: dict[JobKey, tuple[int, float, dict[str, Any]]] = {}
+        self._cost: dict[tuple[str, ...], float] = {}
         self._reset()
 
     # --- following the journal -------------------------------------------------------
@@ -178,9 +190,21 @@ class RunView:
         if job is None:
             return
         job.version += 1
-        job.state.apply(record)
+        if event == "completed" and _counts(record, job):
+            job.completed += 1
+            job.verdicts[record["verdict"]] += 1
+            job.seconds += float(record.get("seconds") or 0.0)
+        elif event == "system_started" and record.get("restart") and record.get("cause") != "venue":
+            job.restarts += 1
+        if event != "dispatched":
+            # Dispatches are a third of a journal and no figure needs them kept.
+            job.state.apply(record)
         if event in _ENDS:
             job.phase = _ENDS[event]
+            job.in_flight = None
+        elif event == "start_failed":
+            # The system (or the device it runs on) did not come up; the controller retries.
+            job.phase = "retrying_start"
             job.in_flight = None
         elif event in _ACTIVE:
             job.phase = "running"
@@ -250,7 +274,7 @@ class RunView:
         if job.phase in ("done", "failed", "skipped"):
             return job.phase
         if not running:
-            return "stopped" if job.phase == "running" else "waiting"
+            return "stopped" if job.phase in ("running", "retrying_start") else "waiting"
         if job.device in self._skipped_devices:
             return "skipped"
         if (job.task, job.system) in self._paused_jobs or job.device in self._paused_devices:
@@ -260,10 +284,28 @@ class RunView:
     def _job_status(self, job: _Job, running: bool) -> dict[str, Any]:
         key = (job.task, job.system)
         cached = self._cache.get(key)
-        if cached is None or cached[0] != job.version:
-            cached = (job.version, self._figures(job))
+        now = time.monotonic()
+        if cached is None or (
+            cached[0] != job.version
+            and (
+                now - cached[1] >= self._pause_after(key)
+                or job.phase != "running"
+                or not running
+                or cached[2]["completed"] == 0  # the first figures are shown at once
+            )
+        ):
+            cached = (job.version, now, self._figures(job))
+            self._cost[key] = time.monotonic() - now
             self._cache[key] = cached
-        out = dict(cached[1])
+        out = dict(cached[2])
+        out.update(
+            completed=job.completed,
+            verdicts=dict(job.verdicts),
+            participant_failures=sum(n for v, n in job.verdicts.items() if v != "ok"),
+            venue_failures=job.link_lost,
+            restarts=job.restarts,
+            mean_item_seconds=job.seconds / job.completed if job.completed else None,
+        )
         phase = self._phase(job, running)
         out["state"] = phase
         out["in_flight"] = None
@@ -279,6 +321,14 @@ class RunView:
             else (0.0 if remaining == 0 else None)
         )
         return out
+
+    def _pause_after(self, key: JobKey, series: bool = False) -> float:
+        """Seconds before a running job's figures are scored again: FIGURES_SECONDS, or
+        more when scoring took long, so that scoring never takes over COST_SHARE of a CPU
+        (in `onsite run --console` it shares the controller's process)."""
+        cost = self._cost.get((*key, "series") if series else key, 0.0)
+        # Capped: a first scoring that also loaded the compiled scorers is no measure.
+        return min(FIGURES_MAX_SECONDS, max(FIGURES_SECONDS, cost / COST_SHARE))
 
     def _total(self, task: str) -> int | None:
         if task not in self._loaded:
@@ -354,17 +404,23 @@ class RunView:
                 return None
             status = self._job_status(job, self._controller())
             cached = self._series.get((task, system))
-            if cached is None or cached[0] != job.version:
-                cached = (job.version, self._job_detail(job))
+            now = time.monotonic()
+            if cached is None or (
+                cached[0] != job.version
+                and (
+                    now - cached[1] >= self._pause_after((task, system), series=True)
+                    or status["state"] != "running"
+                )
+            ):
+                cached = (job.version, now, self._series_of(job))
+                self._cost[(task, system, "series")] = time.monotonic() - now
                 self._series[(task, system)] = cached
-            return {**status, **cached[1]}
+            # The rows are always whole; only the curves follow the figures' schedule.
+            return {**status, "rows": self._rows(job), **cached[2]}
 
-    def _job_detail(self, job: _Job) -> dict[str, Any]:
-        from ..report.running_score import running_score
-
-        task, system = job.task, job.system
-        completions = list(job.state.completed.get((task, system), {}).values())
-        rows = [
+    def _rows(self, job: _Job) -> list[dict[str, Any]]:
+        completions = job.state.completed.get((job.task, job.system), {}).values()
+        return [
             {
                 "item": r["item"],
                 "attempt": r.get("attempt"),
@@ -378,6 +434,12 @@ class RunView:
             }
             for r in completions
         ]
+
+    def _series_of(self, job: _Job) -> dict[str, Any]:
+        from ..report.running_score import running_score
+
+        task, system = job.task, job.system
+        completions = list(job.state.completed.get((task, system), {}).values())
         scored = [r for r in completions if not r.get("audit_of") and audit_of(r["item"]) is None]
         weights = self.site.config.site.running_score.model_dump()
         restarts = 0
@@ -407,4 +469,11 @@ class RunView:
             )
             if testset is not None:
                 quality.append({"items": end, "value": quality_so_far(kind, cfg, testset, prefix)})
-        return {"rows": rows, "series": {"quality": quality, "running_score": running}}
+        return {"series": {"quality": quality, "running_score": running}}
+
+
+def _counts(record: dict[str, Any], job: _Job) -> bool:
+    """A first completion of a test-set item (not a repeat, not a hidden audit repeat)."""
+    if record.get("audit_of") or audit_of(record["item"]) is not None:
+        return False
+    return record["item"] not in job.state.completed.get((job.task, job.system), {})

@@ -7,6 +7,7 @@ always gives the same report.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import Any
 from ..audits import audit_of
 from ..leaderboard import LeaderboardRow, leaderboard, site_of_run
 from ..store import RunState
+from ..tasks import task_kind
 from ..testsets import TestSet
 from .manifest import read_manifest
 from .running_score import RunningScore, resolve_weights, running_score
@@ -39,6 +41,31 @@ class ItemTiming:
 
 
 @dataclass(frozen=True)
+class ItemDetail:
+    """One completed item as the report's per-item table shows it (texts shortened)."""
+
+    item: str
+    output: str
+    reference: str
+    verdict: str
+    seconds: float
+    audit: bool
+
+
+# An item's output and reference are cut to this many characters in the per-item table.
+DETAIL_CHARS = 300
+
+
+def _short(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, Mapping) and set(value) == {"text"}:
+        value = value["text"]
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= DETAIL_CHARS else text[: DETAIL_CHARS - 1] + "…"
+
+
+@dataclass(frozen=True)
 class Failure:
     """One failed attempt, a lost link or a failed start."""
 
@@ -60,6 +87,8 @@ class JobReport:
     speeds: tuple[float, ...]  # per answered item, in the row's speed unit
     setup_seconds_total: float  # every start, restarts included
     execution_seconds: float  # item seconds + setup seconds (CWMT "execution time")
+    # Per completed item: output, reference, verdict, time (the HTML report's detail).
+    items: tuple[ItemDetail, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready."""
@@ -201,6 +230,7 @@ def _job(
     weights: Mapping[str, float],
     audits: Iterable[AuditInput] | None,
     scope: str,
+    references: Mapping[str, Any] | None = None,
 ) -> JobReport:
     completed = list(state.completed.get((row.task, row.system), {}).values())
     records = state.job_records(row.task, row.system)
@@ -233,6 +263,17 @@ def _job(
         speeds=speeds,
         setup_seconds_total=setup,
         execution_seconds=sum(t.seconds for t in timings) + setup,
+        items=tuple(
+            ItemDetail(
+                r["item"],
+                _short(r.get("output")),
+                _short((references or {}).get(audit_of(r["item"]) or r["item"])),
+                r["verdict"],
+                r["seconds"],
+                audit_of(r["item"]) is not None,
+            )
+            for r in completed
+        ),
     )
 
 
@@ -260,13 +301,18 @@ def build_report(
     resolved = {task: resolve_limits((limits or {}).get(task)) for task in site.config.tasks}
     w = resolve_weights(weights)
     state = RunState.from_journal(run_dir / "journal.jsonl")
-    rows = leaderboard(run_dir, dict(testsets) if testsets else None)
+    loaded = dict(testsets or {})
+    for task, cfg in site.config.tasks.items():
+        if task not in loaded:
+            loaded[task] = task_kind(cfg.kind).load(site.testset_path(task), cfg)
+    rows = leaderboard(run_dir, loaded)
     manifest = read_manifest(run_dir)
     tasks = []
     for task, cfg in site.config.tasks.items():
         scope = cfg.budget.scope
+        refs = loaded[task].references()
         jobs = tuple(
-            _job(row, state, resolved[task], w, (audits or {}).get((task, row.system)), scope)
+            _job(row, state, resolved[task], w, (audits or {}).get((task, row.system)), scope, refs)
             for row in rows
             if row.task == task
         )

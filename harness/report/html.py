@@ -72,6 +72,22 @@ td.l, th.l { text-align: left; }
 .muted { color: #666; }
 code, pre { font-family: ui-monospace, monospace; font-size: 12px; }
 pre { background: #f7f7f7; padding: 0.8em; overflow-x: auto; }
+/* The page fits 1280 px: headers wrap, and a table still too wide scrolls in its box. */
+.tablebox { max-width: 100%; overflow-x: auto; }
+th { white-space: normal; vertical-align: bottom; }
+details.items { margin: 0.6em 0; }
+details.items summary { cursor: pointer; font-weight: 600; }
+table.items td { max-width: 28em; overflow-wrap: anywhere; text-align: left; }
+"""
+
+# Filters a per-item table as the reader types (the report is one self-contained file).
+SEARCH_JS = """
+function onsiteFilter(input) {
+  const needle = input.value.toLowerCase();
+  for (const row of input.closest("details").querySelectorAll("tbody tr")) {
+    row.hidden = needle !== "" && !row.textContent.toLowerCase().includes(needle);
+  }
+}
 """
 
 PAGE = """<!DOCTYPE html>
@@ -80,6 +96,7 @@ PAGE = """<!DOCTYPE html>
 <meta charset="utf-8">
 <title>{title}</title>
 <style>{css}</style>
+<script>{script}</script>
 </head>
 <body>
 {body}
@@ -128,7 +145,8 @@ def _table(
         )
         body.append(f"<tr>{cells}</tr>")
     attr = f' class="{cls}"' if cls else ""
-    return f"<table{attr}>{thead}<tbody>{''.join(body)}</tbody></table>"
+    table = f"<table{attr}>{thead}<tbody>{''.join(body)}</tbody></table>"
+    return f'<div class="tablebox">{table}</div>'
 
 
 # --- figures -------------------------------------------------------------------------
@@ -384,7 +402,29 @@ def _job_detail(job: JobReport) -> str:
         )
     else:
         parts.append("<p>No failures.</p>")
+    if job.items:
+        parts.append(_item_details(job))
     return "\n".join(parts)
+
+
+def _item_details(job: JobReport) -> str:
+    """Every completed item (input id, output, reference, verdict, time), collapsed."""
+    rows = [
+        [
+            _e(d.item + (" (audit repeat)" if d.audit else "")),
+            _e(d.output),
+            _e(d.reference),
+            _e(d.verdict),
+            f"{d.seconds:.3f}",
+        ]
+        for d in job.items
+    ]
+    table = _table(["item", "output", "reference", "verdict", "seconds"], rows, 4, "items")
+    return (
+        f'<details class="items"><summary>Items ({len(rows)})</summary>'
+        '<p><input type="search" placeholder="search items" oninput="onsiteFilter(this)"></p>'
+        f"{table}</details>"
+    )
 
 
 def _system_section(data: ReportData, system: SystemReport) -> str:
@@ -507,7 +547,9 @@ def html_text(data: ReportData) -> str:
     body.extend(_system_section(data, system) for system in data.systems)
     body.extend(_judging_sections(Path(data.run_dir)))
     body.append(_manifest_section(data.manifest))
-    return PAGE.format(title=_e(f"onsite report: {data.site}"), css=CSS, body="\n".join(body))
+    return PAGE.format(
+        title=_e(f"onsite report: {data.site}"), css=CSS, script=SEARCH_JS, body="\n".join(body)
+    )
 
 
 def write_html(data: ReportData, path: Path | str) -> Path:
