@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 # The example OCR system is Tesseract with its Simplified Chinese model; the serial-device
 # tests synthesize command words with espeak-ng and sox.
 SYSTEM_PACKAGES := python3-venv bubblewrap openssh-server openssh-client chromium chromium-driver \
-	tesseract-ocr tesseract-ocr-chi-sim fonts-noto-cjk espeak-ng sox time
+	tesseract-ocr tesseract-ocr-chi-sim fonts-noto-cjk espeak-ng sox time busybox
 DEMO_SITE := site_config/demo.toml
 
 .PHONY: demo test lint bench system-deps clean

@@ -651,6 +651,8 @@ class Controller:
             audit_of=audit_of(item.id),
             cpu_seconds=result.cpu_seconds,
             peak_rss_bytes=result.peak_rss_bytes,
+            spawn_seconds=result.spawn_seconds,
+            clock_start=result.clock_start,
             **self._stream_timing(item, result, due),
         )
         self.listener(

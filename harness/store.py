@@ -47,6 +47,8 @@ OUTPUT_FIELDS = (
     "audit_of",
     "latency_seconds",
     "late",
+    "spawn_seconds",
+    "clock_start",
 )
 
 
