@@ -21,11 +21,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import soundfile
-
-from scoring import align, tokenize
-
 from .site import Audit
 from .testsets import TestItem
 
@@ -77,6 +72,10 @@ def _perturbed(item: TestItem, seed: int, work_dir: Path) -> Mapping[str, Path]:
     target = work_dir / f"{digest}{audio.suffix}"
     if not target.exists():
         work_dir.mkdir(parents=True, exist_ok=True)
+        # Imported here: reading an audit mark (audit_of) must stay cheap for readers.
+        import numpy as np
+        import soundfile
+
         info = soundfile.info(str(audio))
         samples, rate = soundfile.read(str(audio), dtype="int16", always_2d=False)
         rng = np.random.default_rng(int(digest, 16))
@@ -94,6 +93,8 @@ def _disagreement(first: Mapping[str, Any] | None, again: Mapping[str, Any] | No
     if first is None or again is None:
         return 0.0 if first == again else 1.0
     if isinstance(first.get("text"), str) and isinstance(again.get("text"), str):
+        from scoring import align, tokenize
+
         ref = tokenize(first["text"], "word")
         hyp = tokenize(again["text"], "word")
         if not ref:

@@ -211,7 +211,7 @@ class _NgramCounts:
         prefix_of = np.zeros(0, dtype=np.int64)
         for n in range(1, max_order + 1):
             if n > 1:
-                size = len(gram) - 1
+                size = max(len(gram) - 1, 0)
                 fits = left[:size] >= n
                 keys = gram[:size][fits].astype(np.int64) * n_types + codes[n - 1 :][fits]
                 prev = gram[:size][fits]
