@@ -217,7 +217,11 @@ def test_view_follows_a_journal_torn_lines_and_a_fresh_run(tmp_path: Path, plan_
     # A line being written is not read until it ends; garbage is skipped.
     with open(path, "ab") as fh:
         fh.write(b"not json\n")
+        fh.write(b'{"event":"completed","task":"asr","system":"alpha"}\n')  # no item
+        fh.write(b'{"event":"testset_loaded","task":"asr","items":"many"}\n')
         fh.write(b'{"v":1,"event":"operator_action","action":"pause","task":"asr",')
+    view.refresh()
+    assert view.status()["jobs"][0]["completed"] == 4
     assert view.refresh() is False
     with open(path, "ab") as fh:
         fh.write(b'"system":"alpha","wall":1.0}\n')
