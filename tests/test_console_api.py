@@ -279,6 +279,20 @@ def test_status_counts_no_audit_repeats_and_no_item_in_flight_after_a_stop(
     )
     row = next(line for line in status.stdout.splitlines() if "alpha" in line)
     assert "4/4" in row and "stopped" in row and "u00" not in row
+    # The web stack is loaded only by the commands that serve: not by `onsite status`.
+    probe = (
+        "import sys; from harness.cli import main; main(['status', sys.argv[1]]); "
+        "print('LOADED', 'starlette' in sys.modules or 'uvicorn' in sys.modules)"
+    )
+    lazy = subprocess.run(
+        [sys.executable, "-c", probe, str(run_dir)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "CI": "1"},
+    )
+    assert "LOADED False" in lazy.stdout, lazy.stdout + lazy.stderr
 
 
 def test_a_system_that_does_not_come_up_is_shown_retrying_and_can_be_skipped(
