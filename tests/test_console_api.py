@@ -217,7 +217,11 @@ def test_view_follows_a_journal_torn_lines_and_a_fresh_run(tmp_path: Path, plan_
     # A line being written is not read until it ends; garbage is skipped.
     with open(path, "ab") as fh:
         fh.write(b"not json\n")
+        fh.write(b'{"event":"completed","task":"asr","system":"alpha"}\n')  # no item
+        fh.write(b'{"event":"testset_loaded","task":"asr","items":"many"}\n')
         fh.write(b'{"v":1,"event":"operator_action","action":"pause","task":"asr",')
+    view.refresh()
+    assert view.status()["jobs"][0]["completed"] == 4
     assert view.refresh() is False
     with open(path, "ab") as fh:
         fh.write(b'"system":"alpha","wall":1.0}\n')
@@ -275,6 +279,20 @@ def test_status_counts_no_audit_repeats_and_no_item_in_flight_after_a_stop(
     )
     row = next(line for line in status.stdout.splitlines() if "alpha" in line)
     assert "4/4" in row and "stopped" in row and "u00" not in row
+    # The web stack is loaded only by the commands that serve: not by `onsite status`.
+    probe = (
+        "import sys; from harness.cli import main; main(['status', sys.argv[1]]); "
+        "print('LOADED', 'starlette' in sys.modules or 'uvicorn' in sys.modules)"
+    )
+    lazy = subprocess.run(
+        [sys.executable, "-c", probe, str(run_dir)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "CI": "1"},
+    )
+    assert "LOADED False" in lazy.stdout, lazy.stdout + lazy.stderr
 
 
 def test_a_system_that_does_not_come_up_is_shown_retrying_and_can_be_skipped(

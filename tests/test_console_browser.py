@@ -65,6 +65,12 @@ def test_overview_updates_live_and_pause_from_the_page(tmp_path: Path, plan_env,
         assert "wer" in row.locator('td[data-col="quality"]').inner_text()
         assert "rtf" in row.locator('td[data-col="speed"]').inner_text()
         page.screenshot(path=str(ARTIFACTS / "console-overview.png"), full_page=True)
+        # The overview fits a 1280-pixel window: nothing to scroll sideways.
+        assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+        assert page.evaluate(
+            "(() => { const b = document.querySelector('#jobs').parentElement;"
+            " return b.scrollWidth <= b.clientWidth; })()"
+        )
 
         # Without the token the page says so and nothing changes.
         row.locator("button.toggle").click()

@@ -155,7 +155,10 @@ class RunView:
                 except orjson.JSONDecodeError:
                     continue  # a torn line the next writer ended with a newline
                 if isinstance(record, dict) and isinstance(record.get("event"), str):
-                    self._apply(record)
+                    try:
+                        self._apply(record)
+                    except (KeyError, TypeError, ValueError):
+                        continue  # a record missing its fields is shown as nothing
                     changed = True
             if changed:
                 self.version += 1
