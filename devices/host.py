@@ -234,7 +234,11 @@ class ChunkSizer:
 
 @dataclass(frozen=True)
 class Answer:
-    """A job's final frame: text for RESULT, or an error code and message."""
+    """A job's final frame: text for RESULT, or an error code and message.
+
+    ``arrived`` is when the frame began to cross the line (its arrival less its
+    own line time): where the processing clock stops.
+    """
 
     job: int
     arrived: float
@@ -651,12 +655,12 @@ class DeviceLink:
                 got_job, _ = wire.unpack_job_code(frame.payload)
                 self.send(FrameType.RESULT_ACK, wire.pack_job(got_job))
                 if got_job == job:
-                    return self._result_answer(job, frame.payload)
+                    return self._result_answer(job, frame)
             elif frame.type == FrameType.ERROR:
                 got_job, code, message = wire.unpack_error(frame.payload)
                 self.send(FrameType.RESULT_ACK, wire.pack_job(got_job))
                 if got_job == job:
-                    return Answer(job, self.clock(), error_code=code, error=message)
+                    return Answer(job, self._sent_at(frame), error_code=code, error=message)
             elif frame.type == FrameType.PONG:
                 if frame.ack == ping_seq:
                     self.round_trip_seconds = self.clock() - ping_at
@@ -665,9 +669,19 @@ class DeviceLink:
                     # The device forgot the job (a reset we did not see): it will never answer.
                     raise LinkLost(f"the device is in state {state} for job {got_job}")
 
-    def _result_answer(self, job: int, payload: bytes) -> Answer:
+    def _sent_at(self, frame: wire.Frame) -> float:
+        """When ``frame``, just read, began to cross the line: now less its own line time.
+
+        The processing clock stops there, as it started when the input's last byte
+        had crossed: the line time of the answer itself is not the device's work.
+        """
+        size = len(wire.encode_frame(frame.type, frame.seq, frame.payload, frame.ack, frame.flags))
+        return self.clock() - self.line_seconds(size)
+
+    def _result_answer(self, job: int, frame: wire.Frame) -> Answer:
         """A RESULT as an Answer; one too long or not UTF-8 comes back with ``invalid`` set."""
-        arrived = self.clock()
+        payload = frame.payload
+        arrived = self._sent_at(frame)
         if len(payload) > self.host_max_payload:
             return Answer(
                 job,
