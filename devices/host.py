@@ -518,7 +518,9 @@ class DeviceLink:
                 last_arrival = flights[min(flights)].arrival
             # While ACKs keep coming the line is only slower than our model of it.
             due = self._answer_due(max(last_arrival, progress_at))
-            if self.clock() >= due:
+            # Only when nothing came: answers already waiting are read before any timeout.
+            now = self.clock()
+            if now >= due and (frame is None or now >= due + self._rto(0)):
                 # Nothing moved for a whole RTO: a frame, or its answer, was lost.
                 self.counters.timeouts += 1
                 stalls += 1
@@ -583,9 +585,13 @@ class DeviceLink:
             del flights[flight.offset]
             # A frame longer than the error rate now allows goes again in pieces, all at
             # once: they were all lost with it.
+            # Equal pieces, as many as the chunk size calls for (rounded: a frame a little
+            # longer than the chunk goes whole rather than as a full piece and a crumb).
+            count = max(1, round((flight.end - start) / chunk))
+            step = -(-(flight.end - start) // count)
             pieces = [
-                _Flight(o, min(flight.end, o + chunk), 0, resent=True)
-                for o in range(start, flight.end, chunk)
+                _Flight(o, min(flight.end, o + step), 0, resent=True)
+                for o in range(start, flight.end, step)
             ]
             for piece in pieces:
                 flights[piece.offset] = piece
