@@ -491,8 +491,9 @@ class DeviceLink:
                     # held nor acknowledged were lost (or their answer was): send them again.
                     for seq in (frame.ack, wire.unpack_previous(frame.payload)):
                         held = flights.get(by_seq.get(seq, -1))
-                        if held is not None and held.seq == seq:
+                        if held is not None and held.seq == seq and not held.held:
                             held.held = True
+                            stalls = 0  # the device is receiving: the line is bad, not dead
                     lost = [
                         f
                         for f in flights.values()
@@ -527,7 +528,11 @@ class DeviceLink:
                 if stalls > MAX_STALLS or self._silent_for() > self.silence_seconds:
                     raise LinkLost(f"no ACK after {stalls} retransmissions")
                 oldest = flights.get(min(flights)) if flights else None
-                sizer.lost(oldest.end - oldest.offset if oldest else sizer.chunk)
+                # Every frame still unanswered is taken for lost, so that a chunk far too
+                # long for the line shrinks in one step, not one timeout at a time.
+                unanswered = [f for f in flights.values() if not f.held]
+                for f in unanswered or [_Flight(0, sizer.chunk, 0)]:
+                    sizer.lost(f.end - f.offset)
                 if total == 0:
                     clock.sent(self.send(FrameType.BEGIN, begin), self._line_free)
                 elif selective and (flights or next_new >= total):
