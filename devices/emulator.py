@@ -49,8 +49,6 @@ CoreFactory = Callable[[BytePort, Recognizer, AgentSettings], AgentCore]
 
 # Bytes the line moves per pacing step are those of about this many seconds.
 _SLICE_SECONDS = 0.002
-# A line idle for longer than this starts its next byte "now" rather than on the old schedule.
-_IDLE_SECONDS = 0.005
 
 
 @dataclass(frozen=True)
@@ -191,6 +189,10 @@ class _Buffer:
     def clear(self) -> None:
         with self._cond:
             self._data.clear()
+
+    def waiting(self) -> bool:
+        with self._cond:
+            return bool(self._data)
 
 
 class _DevicePort:
@@ -479,7 +481,7 @@ class Emulator:
         the line keeps its rate however the threads are scheduled.
         """
         now = time.monotonic()
-        start = free_at if backlog or now - free_at < _IDLE_SECONDS else now
+        start = free_at if backlog else max(free_at, now)
         end = start + nbytes * 10 / self.baud
         if end > now:
             time.sleep(end - now)
@@ -503,7 +505,9 @@ class Emulator:
                     return
                 continue
             free_at = self._pace(free_at, len(data), backlog)
-            backlog = len(data) == size
+            # Bytes already waiting now follow without a gap; later ones start when they come.
+            with contextlib.suppress(OSError, ValueError):
+                backlog = bool(select.select([self._master], [], [], 0)[0])
             self._bytes_up += len(data)
             data = self._noise_up.apply(data)
             with self._boot_lock:
@@ -517,10 +521,9 @@ class Emulator:
         while not self._stop.is_set():
             data = self._tx.take(size, 0.05)
             if not data:
-                backlog = False
                 continue
             free_at = self._pace(free_at, len(data), backlog)
-            backlog = len(data) == size
+            backlog = self._tx.waiting()
             self._bytes_down += len(data)
             data = self._noise_down.apply(data)
             view = memoryview(data)

@@ -234,7 +234,11 @@ class ChunkSizer:
 
 @dataclass(frozen=True)
 class Answer:
-    """A job's final frame: text for RESULT, or an error code and message."""
+    """A job's final frame: text for RESULT, or an error code and message.
+
+    ``arrived`` is when the frame began to cross the line (its arrival less its
+    own line time): where the processing clock stops.
+    """
 
     job: int
     arrived: float
@@ -487,8 +491,9 @@ class DeviceLink:
                     # held nor acknowledged were lost (or their answer was): send them again.
                     for seq in (frame.ack, wire.unpack_previous(frame.payload)):
                         held = flights.get(by_seq.get(seq, -1))
-                        if held is not None and held.seq == seq:
+                        if held is not None and held.seq == seq and not held.held:
                             held.held = True
+                            stalls = 0  # the device is receiving: the line is bad, not dead
                     lost = [
                         f
                         for f in flights.values()
@@ -514,14 +519,20 @@ class DeviceLink:
                 last_arrival = flights[min(flights)].arrival
             # While ACKs keep coming the line is only slower than our model of it.
             due = self._answer_due(max(last_arrival, progress_at))
-            if self.clock() >= due:
+            # Only when nothing came: answers already waiting are read before any timeout.
+            now = self.clock()
+            if now >= due and (frame is None or now >= due + self._rto(0)):
                 # Nothing moved for a whole RTO: a frame, or its answer, was lost.
                 self.counters.timeouts += 1
                 stalls += 1
                 if stalls > MAX_STALLS or self._silent_for() > self.silence_seconds:
                     raise LinkLost(f"no ACK after {stalls} retransmissions")
                 oldest = flights.get(min(flights)) if flights else None
-                sizer.lost(oldest.end - oldest.offset if oldest else sizer.chunk)
+                # Every frame still unanswered is taken for lost, so that a chunk far too
+                # long for the line shrinks in one step, not one timeout at a time.
+                unanswered = [f for f in flights.values() if not f.held]
+                for f in unanswered or [_Flight(0, sizer.chunk, 0)]:
+                    sizer.lost(f.end - f.offset)
                 if total == 0:
                     clock.sent(self.send(FrameType.BEGIN, begin), self._line_free)
                 elif selective and (flights or next_new >= total):
@@ -579,9 +590,13 @@ class DeviceLink:
             del flights[flight.offset]
             # A frame longer than the error rate now allows goes again in pieces, all at
             # once: they were all lost with it.
+            # Equal pieces, as many as the chunk size calls for (rounded: a frame a little
+            # longer than the chunk goes whole rather than as a full piece and a crumb).
+            count = max(1, round((flight.end - start) / chunk))
+            step = -(-(flight.end - start) // count)
             pieces = [
-                _Flight(o, min(flight.end, o + chunk), 0, resent=True)
-                for o in range(start, flight.end, chunk)
+                _Flight(o, min(flight.end, o + step), 0, resent=True)
+                for o in range(start, flight.end, step)
             ]
             for piece in pieces:
                 flights[piece.offset] = piece
@@ -651,12 +666,12 @@ class DeviceLink:
                 got_job, _ = wire.unpack_job_code(frame.payload)
                 self.send(FrameType.RESULT_ACK, wire.pack_job(got_job))
                 if got_job == job:
-                    return self._result_answer(job, frame.payload)
+                    return self._result_answer(job, frame)
             elif frame.type == FrameType.ERROR:
                 got_job, code, message = wire.unpack_error(frame.payload)
                 self.send(FrameType.RESULT_ACK, wire.pack_job(got_job))
                 if got_job == job:
-                    return Answer(job, self.clock(), error_code=code, error=message)
+                    return Answer(job, self._sent_at(frame), error_code=code, error=message)
             elif frame.type == FrameType.PONG:
                 if frame.ack == ping_seq:
                     self.round_trip_seconds = self.clock() - ping_at
@@ -665,9 +680,19 @@ class DeviceLink:
                     # The device forgot the job (a reset we did not see): it will never answer.
                     raise LinkLost(f"the device is in state {state} for job {got_job}")
 
-    def _result_answer(self, job: int, payload: bytes) -> Answer:
+    def _sent_at(self, frame: wire.Frame) -> float:
+        """When ``frame``, just read, began to cross the line: now less its own line time.
+
+        The processing clock stops there, as it started when the input's last byte
+        had crossed: the line time of the answer itself is not the device's work.
+        """
+        size = len(wire.encode_frame(frame.type, frame.seq, frame.payload, frame.ack, frame.flags))
+        return self.clock() - self.line_seconds(size)
+
+    def _result_answer(self, job: int, frame: wire.Frame) -> Answer:
         """A RESULT as an Answer; one too long or not UTF-8 comes back with ``invalid`` set."""
-        arrived = self.clock()
+        payload = frame.payload
+        arrived = self._sent_at(frame)
         if len(payload) > self.host_max_payload:
             return Answer(
                 job,

@@ -2,9 +2,11 @@
 
 The wire protocol is docs/device-protocol.md, spoken by devices.host. An item
 is one recording sent as 16-bit PCM: the transfer is timed as the item's
-stage_seconds, and the processing clock starts when the device says the input
-is complete. A device that stops answering is reset (soft, then hard) and the
-attempt comes back with link_lost, so the controller sends the item again.
+stage_seconds, and the processing clock starts when the input had reached the
+device (whatever frame then confirmed it; the attempt's ``clock_start`` names
+it). A device that stops answering is reset (soft, then hard), and one that
+lost its setup is given HELLO and SETUP again; either way the attempt comes
+back with link_lost, so the controller sends the item again.
 """
 
 from __future__ import annotations

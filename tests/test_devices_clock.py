@@ -4,6 +4,7 @@ transfer nor gain from a lost frame, and the emulator keeps time whatever the re
 
 from __future__ import annotations
 
+import json
 import sys
 import threading
 from collections.abc import Callable
@@ -14,6 +15,7 @@ import pytest
 
 from devices import AgentSettings, Emulator, Recognizer
 from examples.devices.checksum import ChecksumRecognizer, expected_text
+from harness.site import SiteError, load_site
 from runners import SerialRunner, SystemSpec
 from tests.device_faults import (
     AckInsteadOfComplete,
@@ -186,3 +188,47 @@ def test_a_device_program_runs_behind_the_emulated_line(tmp_path: Path) -> None:
 def test_emulate_command_must_name_the_port(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="port"):
         SerialRunner(spec_for(tmp_path), {"emulate_command": ["./mydevice"]})
+
+
+def _site(tmp_path: Path, device: str) -> Path:
+    site = tmp_path / "site.toml"
+    testset = json.dumps(str(Path(__file__).resolve().parents[1] / "site_config/data/demo-command"))
+    site.write_text(
+        f'[site]\nname = "s"\n\n[devices.pda]\nkind = "serial"\n{device}\n\n'
+        f'[tasks.command]\nkind = "command"\ntestset = {testset}\nsample_rates = [8000]\n'
+        "budget = { realtime_factor = 1.0 }\n\n"
+        '[systems.pda]\ndevice = "pda"\ntasks = ["command"]\n',
+        encoding="utf-8",
+    )
+    return site
+
+
+def test_the_site_file_takes_emulate_command_and_needs_no_command(tmp_path: Path) -> None:
+    site = load_site(_site(tmp_path, 'emulate_command = ["./mydevice", "{port}"]'))
+    options = site.device_options("pda")
+    assert options["emulate_command"] == ["./mydevice", "{port}"]
+    both = 'emulate = "examples.devices.checksum"\nemulate_command = ["./d", "{port}"]'
+    with pytest.raises(SiteError, match="not both"):
+        load_site(_site(tmp_path, both))
+    with pytest.raises(SiteError, match="emulate_command"):
+        load_site(_site(tmp_path, "baud = 9600"))
+
+
+@pytest.mark.parametrize("ber", [1e-4, 1e-3])
+def test_bit_errors_never_shorten_the_recorded_processing(tmp_path: Path, ber: float) -> None:
+    sleep = 0.2
+    with emulator(lambda: ChecksumRecognizer(sleep=sleep), baud=921600, bit_error_rate=ber) as emu:
+        runner = runner_on(emu, tmp_path, silence_seconds=5.0)
+        runner.start()
+        try:
+            for n in range(4):
+                wav = tmp_path / f"b{n}.wav"
+                pcm = noise_wav(wav, 3000, 20 + n)
+                got = runner.run_item(request(wav, f"b{n}"))
+                if got.link_lost:
+                    runner.restart()
+                    continue
+                assert got.output == {"text": expected_text(pcm)}
+                assert got.seconds >= sleep, (got.seconds, got.clock_start, got.message)
+        finally:
+            runner.stop()
