@@ -284,8 +284,12 @@ class _VersionAction(argparse.Action):
         parser.exit()
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser, kept separate so tests and docs can inspect it."""
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The argument parser, kept separate so tests and docs can inspect it.
+
+    Given the command line, `onsite score FAMILY ...` gets a parser with that
+    family only (see `add_score_parser`); help and errors are the same.
+    """
     parser = argparse.ArgumentParser(
         prog="onsite", description="On-site evaluation harness for participant systems."
     )
@@ -331,13 +335,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     from .score_cmd import add_score_parser
 
-    add_score_parser(sub)
+    family = None
+    if argv is not None and len(argv) >= 2 and argv[0] == "score":
+        family = argv[1]
+    add_score_parser(sub, only=family)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `onsite` console script."""
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(argv).parse_args(argv)
     from .render import make_console
     from .store import RunLocked
 
