@@ -456,8 +456,8 @@ def _bin(name: str) -> str:
     return str(Path(sys.executable).parent / name)
 
 
-def run_measured(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, int, str]:
-    """Wall seconds, the command's own peak RSS in bytes, and its stdout.
+def run_measured(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float, int, str]:
+    """Wall seconds, CPU seconds (user + system), the command's own peak RSS in bytes, stdout.
 
     The peak comes from /usr/bin/time (Debian package `time`): a child forked
     straight from this script would inherit this process's high-water mark,
@@ -466,7 +466,7 @@ def run_measured(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float,
     with tempfile.NamedTemporaryFile("r") as peak:
         t0 = time.perf_counter()
         proc = subprocess.run(
-            ["/usr/bin/time", "-f", "%M", "-o", peak.name, *cmd],
+            ["/usr/bin/time", "-f", "%M %U %S", "-o", peak.name, *cmd],
             env=env,
             cwd=cwd,
             capture_output=True,
@@ -475,8 +475,8 @@ def run_measured(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float,
         seconds = time.perf_counter() - t0
         if proc.returncode != 0:
             raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}: {proc.stderr}")
-        kilobytes = int(peak.read().split()[-1])
-    return seconds, kilobytes * 1024, proc.stdout
+        kilobytes, user, system = peak.read().split()[-3:]
+    return seconds, float(user) + float(system), int(kilobytes) * 1024, proc.stdout
 
 
 def write_cli_data(d: Path, n_chars: int, n_segments: int, only: set[str] | None) -> None:
@@ -540,32 +540,34 @@ def bench_cli(n_chars: int, n_segments: int, rounds: int, only: set[str] | None)
             run_measured(ours, env, d)
             run_measured(theirs, env, d)
         times: dict[tuple[str, int], list[float]] = {}
+        cpu: dict[tuple[str, int], list[float]] = {}
         peaks: dict[tuple[str, int], list[int]] = {}
         outputs: dict[tuple[str, int], str] = {}
         for _ in range(rounds):
             for job, ours, theirs, _ in jobs:
                 for side, cmd in enumerate((ours, theirs)):
-                    seconds, peak, out = run_measured(cmd, env, d)
+                    seconds, cpu_s, peak, out = run_measured(cmd, env, d)
                     times.setdefault((job, side), []).append(seconds)
+                    cpu.setdefault((job, side), []).append(cpu_s)
                     peaks.setdefault((job, side), []).append(peak)
                     outputs[(job, side)] = out
-    print(f"From the command line ({rounds} interleaved rounds; best wall time, largest peak RSS):")
-    header = (
-        "job",
-        "onsite s",
-        "peer",
-        "peer s",
-        "time ratio",
-        "onsite MB",
-        "peer MB",
-        "mem ratio",
+    print(
+        f"From the command line ({rounds} interleaved rounds; best wall and CPU time, "
+        "largest peak RSS):"
     )
+    header = (
+        "job", "onsite s", "peer", "peer s", "time ratio", "onsite CPU s", "peer CPU s",
+        "CPU ratio", "onsite MB", "peer MB", "mem ratio",
+    )  # fmt: skip
     print("  " + " | ".join(header))
     for job, _, _, peer in jobs:
         ours_s, theirs_s = min(times[(job, 0)]), min(times[(job, 1)])
+        # CPU time: less disturbed than wall time when other work shares the machine.
+        ours_c, theirs_c = min(cpu[(job, 0)]), min(cpu[(job, 1)])
         ours_m, theirs_m = max(peaks[(job, 0)]), max(peaks[(job, 1)])
         print(
             f"  {job} | {ours_s:.2f} | {peer} | {theirs_s:.2f} | {ours_s / theirs_s:.2f}x | "
+            f"{ours_c:.2f} | {theirs_c:.2f} | {ours_c / theirs_c:.2f}x | "
             f"{ours_m / 2**20:.0f} | {theirs_m / 2**20:.0f} | {ours_m / theirs_m:.2f}x"
         )
     for (job, side), out in outputs.items():

@@ -450,8 +450,12 @@ def cmd_devices_conformance(args: argparse.Namespace, console: Console) -> int:
     return EXIT_OK if failed == 0 else EXIT_FAILED
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser, kept separate so tests and docs can inspect it."""
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The argument parser, kept separate so tests and docs can inspect it.
+
+    Given the command line, `onsite score FAMILY ...` gets a parser with that
+    family only (see `add_score_parser`); help and errors are the same.
+    """
     parser = argparse.ArgumentParser(
         prog="onsite", description="On-site evaluation harness for participant systems."
     )
@@ -541,7 +545,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     from .score_cmd import add_score_parser
 
-    add_score_parser(sub)
+    family = None
+    if argv is not None and len(argv) >= 2 and argv[0] == "score":
+        family = argv[1]
+    add_score_parser(sub, only=family)
     return parser
 
 
@@ -550,7 +557,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # SIGTERM ends a run as Ctrl-C does: journaled, resumable, no traceback.
     signal.signal(signal.SIGTERM, _interrupt)
     try:
-        args = build_parser().parse_args(argv)
+        argv = sys.argv[1:] if argv is None else list(argv)
+        args = build_parser(argv).parse_args(argv)
         from .render import make_console
         from .store import RunLocked
 

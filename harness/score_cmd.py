@@ -615,11 +615,18 @@ _FAMILIES: dict[str, _Family] = {
 }
 
 
-def add_score_parser(sub: Any) -> None:
-    """Register `onsite score` and its families on the CLI's subparsers."""
+def add_score_parser(sub: Any, only: str | None = None) -> None:
+    """Register `onsite score` and its families on the CLI's subparsers.
+
+    With `only` naming a family, just that family is registered: enough to
+    parse a command line that names it, at a fraction of the cost of all
+    twenty-odd parsers (argparse formats help text as each option is added).
+    """
     score = sub.add_parser("score", help="score saved outputs against references (files only)")
     families = score.add_subparsers(dest="family", required=True)
     for name, family in _FAMILIES.items():
+        if only is not None and name != only and only in _FAMILIES:
+            continue
         parser = families.add_parser(name, help=family.help)
         for flags, options in family.args:
             parser.add_argument(*flags, **options)

@@ -107,10 +107,8 @@ def _looks_trn(text: str) -> bool:
 
 def detect_format(lines: Iterable[str]) -> TranscriptFormat:
     """``trn`` if at least half of `lines` end with ``(...)``, else ``kaldi``."""
-    total = trn = 0
-    for text in lines:
-        total += 1
-        trn += _looks_trn(text)
+    looks = list(map(_looks_trn, lines))
+    total, trn = len(looks), sum(looks)
     return "trn" if total and 2 * trn >= total else "kaldi"
 
 
@@ -149,8 +147,16 @@ def read_transcripts(path: str | os.PathLike[str]) -> dict[str, str]:
     line without an id, a duplicate id, or a file with no transcripts.
     """
     lines = _decoded_lines(path)
-    fmt = detect_format(text for _, text in lines)
-    out: dict[str, str] = {}
+    texts = [text for _, text in lines]
+    fmt = detect_format(texts)
+    if fmt == "kaldi":
+        # The usual case in one pass of C-level calls; a repeated id makes the
+        # dict shorter than the list, and the loop below names its line.
+        parsed = list(map(_parse_kaldi, texts))
+        out = dict(parsed)
+        if len(out) == len(parsed):
+            return out
+    out = {}
     first_line: dict[str, int] = {}
     for lineno, text in lines:
         utt_id, words = _parse_trn(path, lineno, text) if fmt == "trn" else _parse_kaldi(text)

@@ -255,3 +255,14 @@ def test_undecodable_lines_are_still_named(tmp_path: Path) -> None:
         with pytest.raises(FormatError, match="(?i)not valid UTF-8") as exc:
             read(path)
         assert exc.value.line == 2
+
+
+def test_version_is_looked_up_when_asked() -> None:
+    import harness
+
+    proc = onsite("--version")
+    assert proc.returncode == 0 and proc.stdout.strip() == f"onsite {harness.__version__}"
+    # A submodule import never hides the package's function of the same name.
+    import harness.leaderboard  # noqa: F401
+
+    assert callable(harness.leaderboard) and harness.leaderboard.__name__ == "leaderboard"
