@@ -169,15 +169,17 @@ def test_site_accepts_kind_tts(tmp_path: Path) -> None:
     assert testset.items[0].reference.parts()[1] is None
 
 
-def test_tts_on_an_ssh_device_is_refused_with_the_reason(tmp_path: Path) -> None:
-    """Until the SSH runner fetches the audio back, a remote tts system is a site error."""
-    site = tts_site(tmp_path, {"remote": ESPEAK})
+def test_tts_on_a_serial_device_is_refused_with_the_reason(tmp_path: Path) -> None:
+    """The device protocol cannot carry a file upstream: a tts system on a serial line
+    is a site error (SSH devices fetch the audio back: tests/test_ssh_tts.py)."""
+    site = tts_site(tmp_path, {"board": ESPEAK})
     text = site.read_text(encoding="utf-8").replace(
         'kind = "local"\nsandbox = false',
-        'kind = "ssh"\nhost = "127.0.0.1"\nuser = "judge"',
+        'kind = "serial"\nport = "/dev/ttyUSB0"',
     )
     site.write_text(text, encoding="utf-8")
     with pytest.raises(SiteError) as err:
         load_site(site)
     [problem] = err.value.problems
-    assert "runs on local devices only" in problem.message and "local device" in problem.fix
+    assert "local and SSH devices only" in problem.message
+    assert "local or ssh device" in problem.fix
