@@ -361,7 +361,9 @@ class SshServeRunner(Runner):
                 )
             except (OSError, EOFError, paramiko.SSHException) as exc:
                 self._drop_fetched(files)
-                lost = self._lost_reason(wait=0.0)
+                # A read that failed as the connection dropped comes before the transport
+                # notices: give it a moment to tell a lost link from a file it cannot read.
+                lost = self._lost_reason(wait=1.0)
                 if lost is None:
                     return dataclasses.replace(
                         result,

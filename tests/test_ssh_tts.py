@@ -269,3 +269,71 @@ def test_output_path_in_the_log_never_names_the_controller(tmp_path: Path, sshd:
     for path in told.read_text().split():
         assert str(run_dir) not in path
     assert json.dumps(rows).count("media/tts/") == 3
+
+
+# First attempt: leave a large file, answer, and cut the SSH connection (every session of
+# the test's sshd) as soon as some process on the machine has the file open: the fetch.
+CUTTER = """
+import json, os, sys, time, wave
+listener, marker = int(sys.argv[1]), sys.argv[2]
+
+def opened(path):
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                if os.readlink(f"/proc/{pid}/fd/{fd}") == path:
+                    return True
+        except OSError:
+            continue
+    return False
+
+for line in sys.stdin:
+    m = json.loads(line)
+    if m["op"] == "hello":
+        print(json.dumps({"op": "ready", "name": "cutter"}), flush=True)
+    elif m["op"] == "item":
+        out = m["input"]["audio_out"]
+        first = not os.path.exists(marker)
+        if first:
+            open(marker, "w").close()
+            with open(out, "wb") as fh:
+                fh.write(os.urandom(24 << 20))
+        else:
+            with wave.open(out, "wb") as w:
+                w.setnchannels(1); w.setsampwidth(2); w.setframerate(16000)
+                w.writeframes(b"\\0\\1" * 8000)
+        print(json.dumps({"op": "result", "id": m["id"], "output": {"audio": out}}), flush=True)
+        if first:
+            until = time.monotonic() + 20
+            while not opened(out) and time.monotonic() < until:
+                time.sleep(0.001)
+            with open(marker, "w") as fh:
+                fh.write("cut" if opened(out) else "missed")
+            for line in open(f"/proc/{listener}/task/{listener}/children").read().split():
+                try:
+                    os.kill(int(line), 9)
+                except OSError:
+                    pass
+"""
+
+
+# paramiko's SFTP prefetch thread reports the dropped connection on its own as well.
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_link_lost_while_fetching_sends_the_item_again(tmp_path: Path, server: Sshd) -> None:
+    script = tmp_path / "cutter.py"
+    script.write_text(CUTTER, encoding="utf-8")
+    marker = tmp_path / "cut.marker"
+    command = [sys.executable, str(script), str(server.process.pid), str(marker)]
+    site = tts_ssh_site(tmp_path, server, {"cut": command})
+    run_dir = run(site, limit=1)
+    assert marker.read_text() == "cut", "the connection was cut during the fetch"
+    [row] = read_outputs(run_dir, "tts", "cut")
+    assert row["verdict"] == "ok" and row["attempt"] == 2, row
+    records = list(read_journal(run_dir / "journal.jsonl"))
+    [lost] = [r for r in records if r["event"] == "link_lost"]
+    assert lost["failure_class"] == "venue"
+    assert "link lost while fetching audio_out" in lost["reason"], lost
+    assert len(list(run_dir.glob("media/tts/*.wav"))) == 1
+    assert_nothing_left(tmp_path, run_dir)

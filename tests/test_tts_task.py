@@ -90,6 +90,24 @@ def test_tts_task_sealed_in_the_sandbox(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.parametrize("sealed", [False, True])
+def test_tts_task_in_exec_mode(tmp_path: Path, sealed: bool) -> None:
+    """A process per item: the runner puts audio_out in the item's input file."""
+    site = tts_site(tmp_path, {"batch": [*ESPEAK, "--exec", "{input}", "{output}"]}, sealed=sealed)
+    text = site.read_text(encoding="utf-8").replace(
+        "[systems.batch]\n", '[systems.batch]\nmode = "exec"\n'
+    )
+    site.write_text(text, encoding="utf-8")
+    run_dir, results = run_site(site)
+    assert [r.failed for r in results] == [None]
+    rows = read_outputs(run_dir, "tts", "batch")
+    assert [r["verdict"] for r in rows] == ["ok", "ok", "ok"], rows
+    for row in rows:
+        info = soundfile.info(str(run_dir / row["output"]["audio"]))
+        assert info.channels == 1 and info.samplerate == 16000
+    assert not list((run_dir / "stage").rglob("*.wav"))
+
+
 @pytest.mark.parametrize(
     ("fault", "reason"),
     [
