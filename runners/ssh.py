@@ -41,7 +41,7 @@ from .base import (
 from .exchange import attempt_builder, await_answer
 from .lines import LineBuffer, LineTooLong
 from .local import _LOG_MARKER, _tail
-from .ssh_fetch import FetchRefused, fetch_file
+from .ssh_fetch import FetchRefused, LocalWriteError, fetch_file
 from .ssh_link import (
     AuthError,
     HostKeyError,
@@ -342,7 +342,6 @@ class SshServeRunner(Runner):
                 transport = self._transport
                 if transport is None:
                     raise OSError("not connected")
-                self._fetched_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
                 fetch_file(
                     self._sftp,
                     transport,
@@ -357,6 +356,16 @@ class SshServeRunner(Runner):
                     result,
                     outcome="invalid_output",
                     message=f"the file written at {key} ({remote}) {exc}",
+                    fetch_seconds=time.monotonic() - t0,
+                )
+            except LocalWriteError as exc:
+                # The controller's disk, not the system: the item is sent again.
+                self._drop_fetched(files)
+                return dataclasses.replace(
+                    result,
+                    outcome="crashed",
+                    message=f"cannot keep the file written at {key} on the controller: {exc}",
+                    link_lost=True,
                     fetch_seconds=time.monotonic() - t0,
                 )
             except (OSError, EOFError, paramiko.SSHException) as exc:
@@ -391,7 +400,12 @@ class SshServeRunner(Runner):
 
     def _reset_fetched(self) -> None:
         """Remove what earlier starts fetched and the controller did not take."""
-        shutil.rmtree(self._fetched_dir, ignore_errors=True)
+        path = self._fetched_dir
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                path.unlink()
 
     def stop(self) -> None:
         chan = self._chan

@@ -34,6 +34,10 @@ class FetchRefused(Exception):
     """The remote file is not one the controller takes: the item is invalid_output."""
 
 
+class LocalWriteError(OSError):
+    """The controller's side could not hold the copy (disk full): the venue's failure."""
+
+
 def fetch_file(
     sftp: paramiko.SFTPClient | None,
     transport: paramiko.Transport,
@@ -80,7 +84,19 @@ def fetch_file(
 
 
 def _create(host: Path) -> int:
-    return os.open(host, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        host.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        return os.open(host, flags, 0o600)
+    except OSError as exc:
+        raise LocalWriteError(f"cannot create {host}: {exc.strerror or exc}") from exc
+
+
+def _write(dest: BinaryIO, chunk: bytes) -> None:
+    try:
+        dest.write(chunk)
+    except OSError as exc:
+        raise LocalWriteError(f"cannot write the copy: {exc.strerror or exc}") from exc
 
 
 def _sftp_check(
@@ -111,7 +127,7 @@ def _copy(src: paramiko.SFTPFile, dest: BinaryIO, limit: int) -> None:
         if copied > limit:
             # It grew after the check.
             raise FetchRefused(f"is larger than max_output_file_bytes={limit}")
-        dest.write(chunk)
+        _write(dest, chunk)
 
 
 def _exec_cat(
@@ -127,7 +143,7 @@ def _exec_cat(
             copied += len(chunk)
             if copied > limit:
                 raise FetchRefused(f"is larger than max_output_file_bytes={limit}")
-            dest.write(chunk)
+            _write(dest, chunk)
         err = bytearray()
         while len(err) < _CHUNK and (chunk := chan.recv_stderr(_CHUNK)):
             err += chunk

@@ -238,7 +238,7 @@ def test_runner_fetches_output_files_up_to_the_ceiling(tmp_path: Path, server: S
             runner.start()
             attempt = runner.run_item(ItemRequest("a1", {}, fields, 10.0, outputs=outputs))
             assert attempt.outcome == outcome, attempt.message
-            assert attempt.fetch_seconds is not None and attempt.done <= attempt.sent + 10.0
+            assert attempt.fetch_seconds is not None
             remote = told.read_text().split()[-1]
             assert Path(remote).parent == Path(runner.remote_stage_dir)
             assert not Path(remote).exists(), "the remote copy is removed after the item"
@@ -250,7 +250,7 @@ def test_runner_fetches_output_files_up_to_the_ceiling(tmp_path: Path, server: S
             else:
                 assert "larger than max_output_file_bytes=4096" in attempt.message
                 assert attempt.output_files == {}
-                assert not list((spec.stage_dir / "fetched").iterdir())
+                assert not list((spec.stage_dir / "fetched").glob("*"))
             # The system lives on after a refused file: the next item is answered.
             again = runner.run_item(ItemRequest("a2", {}, fields, 10.0, outputs=outputs))
             assert again.outcome == outcome
@@ -337,3 +337,26 @@ def test_link_lost_while_fetching_sends_the_item_again(tmp_path: Path, server: S
     assert "link lost while fetching audio_out" in lost["reason"], lost
     assert len(list(run_dir.glob("media/tts/*.wav"))) == 1
     assert_nothing_left(tmp_path, run_dir)
+
+
+def test_controller_side_failure_is_the_venues(tmp_path: Path, sshd: Sshd) -> None:
+    """The copy cannot be made on the controller (here its directory is taken by a file):
+    not the system's fault, so the item is a lost link, sent again, never invalid_output."""
+    script = tmp_path / "writer.py"
+    script.write_text(WRITER, encoding="utf-8")
+    command = [sys.executable, str(script), "good", str(tmp_path / "told.txt")]
+    spec = writer_spec(tmp_path, command, max_bytes=1 << 20)
+    runner = SshServeRunner(spec, sshd.options(workdir=str(tmp_path / "remote")))
+    runner.reconnect_seconds = 5.0
+    fields = {"text": "x", "sample_rate": 16000}
+    with runner:
+        runner.start()
+        spec.stage_dir.mkdir(parents=True, exist_ok=True)
+        (spec.stage_dir / "fetched").write_text("in the way")
+        request = ItemRequest("b1", {}, fields, 10.0, outputs={"audio_out": ".wav"})
+        attempt = runner.run_item(request)
+        assert attempt.outcome == "crashed" and attempt.link_lost, attempt
+        assert "cannot keep the file written at audio_out on the controller" in attempt.message
+        runner.restart()
+        assert not (spec.stage_dir / "fetched").exists(), "a start clears the way"
+        assert runner.run_item(request).outcome == "result"
