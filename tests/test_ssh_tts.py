@@ -360,3 +360,19 @@ def test_controller_side_failure_is_the_venues(tmp_path: Path, sshd: Sshd) -> No
         runner.restart()
         assert not (spec.stage_dir / "fetched").exists(), "a start clears the way"
         assert runner.run_item(request).outcome == "result"
+
+
+def test_audio_over_the_tts_ceiling_is_refused_after_the_copy(tmp_path: Path, sshd: Sshd) -> None:
+    """Under the runner's 64 MiB, over the tts kind's 32 MiB: fetched, then invalid_output."""
+    script = tmp_path / "writer.py"
+    script.write_text(WRITER, encoding="utf-8")
+    size = (32 << 20) + 1
+    command = [sys.executable, str(script), "big", str(size), str(tmp_path / "told.txt")]
+    site = tts_ssh_site(tmp_path, sshd, {"big": command})
+    run_dir = run(site, limit=1)
+    [row] = read_outputs(run_dir, "tts", "big")
+    assert row["verdict"] == "invalid_output"
+    [done] = completed(run_dir)
+    assert f"larger than {32 << 20} bytes" in done["message"], done["message"]
+    assert done["fetch_seconds"] is not None
+    assert_nothing_left(tmp_path, run_dir)
