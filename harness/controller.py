@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import secrets
@@ -22,7 +23,6 @@ from runners import (
     SystemSpec,
     open_runner,
 )
-from runners.sandbox import OUT_DIR, ScratchDirs
 
 from .audits import audit_of, plan
 from .budgets import hang_seconds, item_budget_seconds, judge
@@ -49,9 +49,8 @@ from .integrity import (
 from .report.manifest import write_manifest
 from .site import Site
 from .store import RunStore
-from .tasks import TaskKind, task_kind
+from .tasks import task_kind
 from .testsets import TestItem, TestSet
-from .tts_task import OutputFile
 
 START_TRIES = 3
 # Times one item is sent again after the link (not the system) failed, before it is judged.
@@ -586,21 +585,12 @@ class Controller:
             hang_seconds=hang,
             audit_of=audit_of(item.id),
         )
-        fields = dict(item.fields)
         kind = task_kind(self.site.config.tasks[task].kind)
-        for key in kind.output_files:
-            # The path the system writes its file to (tts audio), as the system sees it.
-            fields[key] = self._output_file(system, kind, key, anon_id).seen
-        return runner.run_item(ItemRequest(anon_id, item.files, fields, hang))
-
-    def _output_file(self, system: str, kind: TaskKind, key: str, anon_id: str) -> OutputFile:
-        """Where a local system writes an item's output file: its scratch output directory
-        (the runner makes it writable, and mounts it at OUT_DIR in a sandbox)."""
-        name = f"{anon_id}-{key}{kind.output_files[key]}"
-        host = ScratchDirs.under(self.store.stage_dir / system).outputs / name
-        device = self.site.config.devices[self.site.config.systems[system].device]
-        sealed = getattr(device, "sandbox", False)
-        return OutputFile(host, str(OUT_DIR / name) if sealed else str(host))
+        # The runner picks where the system writes its output files (tts audio) and gives
+        # the path in the input field; the file comes back in the attempt's output_files.
+        return runner.run_item(
+            ItemRequest(anon_id, item.files, item.fields, hang, outputs=kind.output_files)
+        )
 
     def _complete(
         self, task: str, system: str, item: TestItem, result: ItemAttempt, due: float | None = None
@@ -612,19 +602,26 @@ class Controller:
         verdict = judge(result.outcome, result.seconds, budget)
         message = result.message
         output = dict(result.output) if result.output is not None else None
-        if output is not None:
+        if output is not None and result.outcome == "result":
             problem = kind.check_output(output)
             if not problem and kind.check_item is not None:
                 problem = kind.check_item(item, output)
             if not problem and kind.keep_output is not None:
                 for key in kind.output_files:
-                    file = self._output_file(system, kind, key, result.anon_id)
+                    file = result.output_files.get(key)
+                    if file is None:
+                        problem = f"the runner brought back no file for {key}"
+                        break
                     media = self.store.dir / "media" / task
                     output, problem = kind.keep_output(item, output, file, media, result.anon_id)
                     if problem:
                         break
             if problem:
                 verdict, message = "invalid_output", problem
+        for file in result.output_files.values():
+            # What was worth keeping is in media/ now; nothing of an item stays staged.
+            with contextlib.suppress(OSError):
+                file.host.unlink()
         speed = kind.speed(item, result.seconds) if result.outcome == "result" else None
         rtf = speed if kind.speed_unit == "rtf" else None
         if output is not None and verdict != "invalid_output" and output.get("audio_seconds"):
@@ -653,6 +650,7 @@ class Controller:
             peak_rss_bytes=result.peak_rss_bytes,
             spawn_seconds=result.spawn_seconds,
             clock_start=result.clock_start,
+            fetch_seconds=result.fetch_seconds,
             **self._stream_timing(item, result, due),
         )
         self.listener(

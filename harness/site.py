@@ -498,13 +498,13 @@ def _cross_check(site: Site, text: str) -> list[Problem]:
                     f"unknown task {task!r}",
                     f"define [tasks.{task}] or use one of: {', '.join(cfg.tasks) or '-'}",
                 )
-            elif cfg.tasks[task].kind == "tts" and isinstance(device, SshDevice | SerialDevice):
-                # The audio file must come back to the controller: only local runs do that yet.
+            elif cfg.tasks[task].kind == "tts" and isinstance(device, SerialDevice):
+                # The device protocol has no frames for a file going upstream.
                 add(
                     ("systems", name, "tasks"),
-                    f"task {task!r} is speech synthesis, which runs on local devices only "
-                    "for now (the audio cannot be fetched back over SSH or a serial line)",
-                    "run this system on a local device (docs/judging.md, section 5)",
+                    f"task {task!r} is speech synthesis, which runs on local and SSH devices "
+                    "only (the audio cannot be fetched back over a serial line)",
+                    "run this system on a local or ssh device (docs/judging.md, section 5)",
                 )
         if not system.tasks:
             add(("systems", name, "tasks"), "the system has no tasks", "list at least one task")

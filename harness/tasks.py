@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from runners import OutputFile
 from scoring import (
     read_face_references,
     read_identification_truth,
@@ -45,7 +46,6 @@ from .testsets import (
 )
 from .tts_task import (
     AUDIO_KEY,
-    OutputFile,
     check_audio_answer,
     keep_audio,
     load_tts,

@@ -28,6 +28,8 @@ from typing import Any
 
 import soundfile
 
+from runners import OutputFile
+
 from .errors import Problem, TestSetError
 from .site import Task
 from .testsets import TestItem, TestSet, _read_id_table
@@ -38,15 +40,6 @@ MAX_AUDIO_BYTES = 32 << 20
 # No speech is slower than this: longer audio for the text is a faulty system.
 MAX_SECONDS_PER_CHAR = 1.0
 MIN_MAX_SECONDS = 10.0
-
-
-@dataclass(frozen=True)
-class OutputFile:
-    """A file a system writes for one item: where the controller finds it, and the path
-    the system is told (the same, or its name inside a sealed system's sandbox)."""
-
-    host: Path
-    seen: str
 
 
 @dataclass(frozen=True)

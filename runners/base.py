@@ -41,6 +41,9 @@ class Sandbox:
 # Default ceilings; task kinds and devices may set their own.
 DEFAULT_MAX_OUTPUT_BYTES = 1 << 20
 DEFAULT_MAX_LOG_BYTES = 50 << 20
+# A file a system writes for an item (tts audio) is larger than an answer line; a remote
+# runner refuses to fetch one above this (docs/ssh.md).
+DEFAULT_MAX_OUTPUT_FILE_BYTES = 64 << 20
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,9 @@ class SystemSpec:
     max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES
     # The system's stderr log keeps its head and tail within this size, noting the cut.
     max_log_bytes: int = DEFAULT_MAX_LOG_BYTES
+    # A file the system writes for an item (ItemRequest.outputs) larger than this is
+    # invalid_output: a remote runner stops fetching it there.
+    max_output_file_bytes: int = DEFAULT_MAX_OUTPUT_FILE_BYTES
 
 
 @dataclass(frozen=True)
@@ -79,12 +85,29 @@ class StartInfo:
 
 @dataclass(frozen=True)
 class ItemRequest:
-    """One item to send: files to stage under anonymous names plus plain input fields."""
+    """One item to send: files to stage under anonymous names plus plain input fields.
+
+    ``outputs`` names files the system writes for the item (tts audio): input field ->
+    file suffix. The runner picks a path for each where the system can write, gives it
+    to the system in that field, and brings the file to the controller's side
+    (ItemAttempt.output_files).
+    """
 
     anon_id: str
     files: Mapping[str, Path]
     fields: Mapping[str, Any]
     hang_seconds: float
+    outputs: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class OutputFile:
+    """A file a system wrote for one item: where the controller reads it after the answer
+    (``host``), and the path the system was told (``seen``: the same for an unsealed local
+    system, a path inside the sandbox or on the remote machine otherwise)."""
+
+    host: Path
+    seen: str
 
 
 @dataclass(frozen=True)
@@ -111,6 +134,13 @@ class ItemAttempt:
     # Serial devices: the frame that confirmed the input had arrived, which started the
     # processing clock ("complete", "ack" or "answer"); None for other runners.
     clock_start: str | None = None
+    # The files of ItemRequest.outputs, per input field, on the controller's side after a
+    # "result" (the file may be missing there if the system wrote none). The controller
+    # removes them once it has kept what it wants.
+    output_files: Mapping[str, OutputFile] = field(default_factory=dict)
+    # Remote runners: what bringing the output files back cost, after ``done`` (the
+    # venue's transfer, like staging, and not part of ``seconds``).
+    fetch_seconds: float | None = None
 
     @property
     def seconds(self) -> float:

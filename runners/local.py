@@ -24,7 +24,15 @@ from typing import Any
 import psutil
 
 from . import protocol
-from .base import ItemAttempt, ItemRequest, Runner, StartError, StartInfo, SystemSpec
+from .base import (
+    ItemAttempt,
+    ItemRequest,
+    OutputFile,
+    Runner,
+    StartError,
+    StartInfo,
+    SystemSpec,
+)
 from .exchange import attempt_builder, await_answer
 from .lines import LineReader, LineTooLong
 from .logcap import LogCap
@@ -200,7 +208,24 @@ class _LocalRunner(Runner):
             path = stage_file(source, self.scratch.inputs, request.anon_id, key)
             staged.append(path)
             inputs[key] = self._seen(path)
+        for key, output in self._output_files(request).items():
+            inputs[key] = output.seen
         return inputs, staged
+
+    def _output_files(self, request: ItemRequest) -> dict[str, OutputFile]:
+        """Where the system writes the item's output files: its scratch output directory
+        (writable by the system; OUT_DIR inside the sandbox), read there after the answer."""
+        files: dict[str, OutputFile] = {}
+        for key, suffix in request.outputs.items():
+            host = self.scratch.outputs / f"{request.anon_id}-{key}{suffix}"
+            files[key] = OutputFile(host, self._seen(host))
+        return files
+
+    def _with_outputs(self, request: ItemRequest, result: ItemAttempt) -> ItemAttempt:
+        """The attempt with the output files to read, after an answer."""
+        if result.outcome != "result" or not request.outputs:
+            return result
+        return dataclasses.replace(result, output_files=self._output_files(request))
 
     def _stage_setup_files(self) -> dict[str, str]:
         """Stage the files every start sends in hello (a gallery), once per start."""
@@ -336,7 +361,7 @@ class LocalServeRunner(_LocalRunner):
         data = protocol.item(request.anon_id, inputs)
         stage_seconds = time.monotonic() - t_stage
         try:
-            return self._exchange(request, data, stage_seconds)
+            return self._with_outputs(request, self._exchange(request, data, stage_seconds))
         finally:
             self._unstage(staged)
 
@@ -566,7 +591,8 @@ class LocalExecRunner(_LocalRunner):
         ]
         stage_seconds = time.monotonic() - t_stage
         try:
-            return self._run(request, command, output_path, stage_seconds)
+            result = self._run(request, command, output_path, stage_seconds)
+            return self._with_outputs(request, result)
         finally:
             self._unstage(staged)
 

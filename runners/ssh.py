@@ -12,11 +12,13 @@ controller left running is killed before anything is sent again.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import posixpath
 import secrets
 import select
 import shlex
+import shutil
 import threading
 import time
 from collections.abc import Mapping
@@ -27,10 +29,19 @@ from typing import Any
 import paramiko
 
 from . import protocol
-from .base import ItemAttempt, ItemRequest, Runner, StartError, StartInfo, SystemSpec
+from .base import (
+    ItemAttempt,
+    ItemRequest,
+    OutputFile,
+    Runner,
+    StartError,
+    StartInfo,
+    SystemSpec,
+)
 from .exchange import attempt_builder, await_answer
 from .lines import LineBuffer, LineTooLong
 from .local import _LOG_MARKER, _tail
+from .ssh_fetch import FetchRefused, LocalWriteError, fetch_file
 from .ssh_link import (
     AuthError,
     HostKeyError,
@@ -148,6 +159,8 @@ class SshServeRunner(Runner):
         self._sampled_at = float("-inf")
         self._cpu_mark: float | None = None
         self._peak: int | None = None
+        # Where output files fetched back from the machine wait for the controller.
+        self._fetched_dir = spec.stage_dir / "fetched"
 
     # -- public ---------------------------------------------------------------------------
 
@@ -194,6 +207,7 @@ class SshServeRunner(Runner):
         self._prepare_remote(self._token)
         assert self._transport is not None
         self._mark_log(f"starting {' '.join(spec.command)} on {self.options.address}")
+        self._reset_fetched()
         setup_files = self._stage_setup_files()
         try:
             command = wrapper_command(
@@ -271,6 +285,13 @@ class SshServeRunner(Runner):
         t_stage = time.monotonic()
         inputs: dict[str, Any] = dict(request.fields)
         staged: list[str] = []
+        # Output files go to the start's stage directory, removed after the item like inputs.
+        outputs: dict[str, str] = {}
+        for key, suffix in request.outputs.items():
+            remote = posixpath.join(self._stage_dir, f"{request.anon_id}-{key}{suffix}")
+            self._staged.add(remote)
+            staged.append(remote)
+            outputs[key] = inputs[key] = remote
         try:
             for key, source in request.files.items():
                 remote = posixpath.join(self._stage_dir, f"{request.anon_id}-{key}{source.suffix}")
@@ -298,9 +319,93 @@ class SshServeRunner(Runner):
         data = protocol.item(request.anon_id, inputs)
         stage_seconds = time.monotonic() - t_stage
         try:
-            return self._exchange(request, data, stage_seconds)
+            result = self._exchange(request, data, stage_seconds)
+            if result.outcome == "result" and outputs:
+                # After the answer's time was taken: the transfer is the venue's.
+                result = self._fetch_outputs(result, outputs)
+            return result
         finally:
             self._unstage(staged)
+
+    def _fetch_outputs(self, result: ItemAttempt, outputs: Mapping[str, str]) -> ItemAttempt:
+        """Copy the item's output files from the machine into the local stage directory.
+
+        A missing file is left for the controller to judge (it finds none); a file that is
+        not a regular file, or is too large, makes the item invalid_output; a link that
+        fails makes it a lost link (the item is sent again).
+        """
+        t0 = time.monotonic()
+        files: dict[str, OutputFile] = {}
+        for key, remote in outputs.items():
+            host = self._fetched_dir / posixpath.basename(remote)
+            try:
+                transport = self._transport
+                if transport is None:
+                    raise OSError("not connected")
+                fetch_file(
+                    self._sftp,
+                    transport,
+                    remote,
+                    host,
+                    self.spec.max_output_file_bytes,
+                    _REMOTE_OP_SECONDS,
+                )
+            except FetchRefused as exc:
+                self._drop_fetched(files)
+                return dataclasses.replace(
+                    result,
+                    outcome="invalid_output",
+                    message=f"the file written at {key} ({remote}) {exc}",
+                    fetch_seconds=time.monotonic() - t0,
+                )
+            except LocalWriteError as exc:
+                # The controller's disk, not the system: the item is sent again.
+                self._drop_fetched(files)
+                return dataclasses.replace(
+                    result,
+                    outcome="crashed",
+                    message=f"cannot keep the file written at {key} on the controller: {exc}",
+                    link_lost=True,
+                    fetch_seconds=time.monotonic() - t0,
+                )
+            except (OSError, EOFError, paramiko.SSHException) as exc:
+                self._drop_fetched(files)
+                # A read that failed as the connection dropped comes before the transport
+                # notices: give it a moment to tell a lost link from a file it cannot read.
+                lost = self._lost_reason(wait=1.0)
+                if lost is None:
+                    return dataclasses.replace(
+                        result,
+                        outcome="invalid_output",
+                        message=f"cannot fetch the file written at {key} ({remote}): {exc}",
+                        fetch_seconds=time.monotonic() - t0,
+                    )
+                self.kill()
+                return dataclasses.replace(
+                    result,
+                    outcome="crashed",
+                    message=f"link lost while fetching {key}: {lost}",
+                    system_lost=True,
+                    link_lost=True,
+                    fetch_seconds=time.monotonic() - t0,
+                )
+            files[key] = OutputFile(host, remote)
+        return dataclasses.replace(result, output_files=files, fetch_seconds=time.monotonic() - t0)
+
+    @staticmethod
+    def _drop_fetched(files: Mapping[str, OutputFile]) -> None:
+        for file in files.values():
+            with contextlib.suppress(OSError):
+                file.host.unlink()
+
+    def _reset_fetched(self) -> None:
+        """Remove what earlier starts fetched and the controller did not take."""
+        path = self._fetched_dir
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                path.unlink()
 
     def stop(self) -> None:
         chan = self._chan
@@ -327,6 +432,7 @@ class SshServeRunner(Runner):
                     self._staged.clear()
         self._unstage(list(self._staged))
         self._drop_connection()
+        self._reset_fetched()
         self._close_log()
 
     def kill(self) -> None:

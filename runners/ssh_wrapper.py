@@ -12,7 +12,8 @@ relay reaches end of file) while the system is still running: it then gives the 
 
 Per system the remote workdir holds ``.onsite/<slug>/``: ``<token>.sid`` (the system's
 session and process group id), the two FIFOs, and ``<token>/`` with the inputs staged
-for the current item, which the wrapper removes when the system ends. A later
+for the current item and the files the system writes for it (tts audio, fetched back
+after the answer), which the wrapper removes when the system ends. A later
 controller (after a crash, or a reconnect) reads the tokens left there, kills what still
 runs under them, and removes the directory before sending anything.
 """

@@ -90,6 +90,24 @@ def test_tts_task_sealed_in_the_sandbox(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.parametrize("sealed", [False, True])
+def test_tts_task_in_exec_mode(tmp_path: Path, sealed: bool) -> None:
+    """A process per item: the runner puts audio_out in the item's input file."""
+    site = tts_site(tmp_path, {"batch": [*ESPEAK, "--exec", "{input}", "{output}"]}, sealed=sealed)
+    text = site.read_text(encoding="utf-8").replace(
+        "[systems.batch]\n", '[systems.batch]\nmode = "exec"\n'
+    )
+    site.write_text(text, encoding="utf-8")
+    run_dir, results = run_site(site)
+    assert [r.failed for r in results] == [None]
+    rows = read_outputs(run_dir, "tts", "batch")
+    assert [r["verdict"] for r in rows] == ["ok", "ok", "ok"], rows
+    for row in rows:
+        info = soundfile.info(str(run_dir / row["output"]["audio"]))
+        assert info.channels == 1 and info.samplerate == 16000
+    assert not list((run_dir / "stage").rglob("*.wav"))
+
+
 @pytest.mark.parametrize(
     ("fault", "reason"),
     [
@@ -169,15 +187,17 @@ def test_site_accepts_kind_tts(tmp_path: Path) -> None:
     assert testset.items[0].reference.parts()[1] is None
 
 
-def test_tts_on_an_ssh_device_is_refused_with_the_reason(tmp_path: Path) -> None:
-    """Until the SSH runner fetches the audio back, a remote tts system is a site error."""
-    site = tts_site(tmp_path, {"remote": ESPEAK})
+def test_tts_on_a_serial_device_is_refused_with_the_reason(tmp_path: Path) -> None:
+    """The device protocol cannot carry a file upstream: a tts system on a serial line
+    is a site error (SSH devices fetch the audio back: tests/test_ssh_tts.py)."""
+    site = tts_site(tmp_path, {"board": ESPEAK})
     text = site.read_text(encoding="utf-8").replace(
         'kind = "local"\nsandbox = false',
-        'kind = "ssh"\nhost = "127.0.0.1"\nuser = "judge"',
+        'kind = "serial"\nport = "/dev/ttyUSB0"',
     )
     site.write_text(text, encoding="utf-8")
     with pytest.raises(SiteError) as err:
         load_site(site)
     [problem] = err.value.problems
-    assert "runs on local devices only" in problem.message and "local device" in problem.fix
+    assert "local and SSH devices only" in problem.message
+    assert "local or ssh device" in problem.fix
