@@ -11,9 +11,8 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from runners import OutputFile
 from scoring import (
     read_face_references,
     read_identification_truth,
@@ -30,6 +29,10 @@ from scoring import (
 )
 from scoring.faces import Box, FaceLandmarks, ImageReference
 from scoring.kws import SlotFrame
+
+if TYPE_CHECKING:
+    # Only for annotations: runners (and paramiko) load only where systems run.
+    from runners import OutputFile
 
 from .errors import Problem, TestSetError
 from .media import VIDEO_SUFFIXES, check_image, check_ink, extract_frames

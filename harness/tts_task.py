@@ -24,11 +24,13 @@ import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import soundfile
 
-from runners import OutputFile
+if TYPE_CHECKING:
+    # Only for annotations: runners (and paramiko) load only where systems run.
+    from runners import OutputFile
 
 from .errors import Problem, TestSetError
 from .site import Task
