@@ -96,6 +96,12 @@ class RecognizerProcessError(RuntimeError):
 
 def _serve_recognizer(conn: Connection, factory: RecognizerFactory, slowdown: float) -> None:
     """The recognizer's own process: build it, then answer calls from the pipe."""
+    # Forked from a thread of a busy process: let go of every descriptor inherited but our
+    # own pipe and the standard streams. Otherwise a subprocess the parent was starting at
+    # that instant never sees its exec-error pipe close, and its Popen waits for ever.
+    keep = conn.fileno()
+    os.closerange(3, keep)
+    os.closerange(keep + 1, os.sysconf("SC_OPEN_MAX"))
     try:
         recognizer: Recognizer = factory()
         if slowdown > 1.0:
