@@ -23,7 +23,7 @@ from . import wire
 from .hooks import Recognizer
 from .wire import DeviceState, ErrorCode, FrameType, JobKind
 
-DEFAULT_MAX_PAYLOAD = 4096
+DEFAULT_MAX_PAYLOAD = 1024
 DEFAULT_WINDOW = 64
 DEFAULT_MAX_INPUT = 16 * 1024 * 1024
 RESULT_RETRIES = 30

@@ -94,7 +94,7 @@ class RecognizerProcessError(RuntimeError):
     """The recognizer's process failed, or its call raised (the message says which)."""
 
 
-def _serve_recognizer(conn: Connection, factory: RecognizerFactory, slowdown: float) -> None:
+def _serve_recognizer(conn: Connection, factory: RecognizerFactory | str, slowdown: float) -> None:
     """The recognizer's own process: build it, then answer calls from the pipe."""
     # Forked from a thread of a busy process: let go of every descriptor inherited but our
     # own pipe and the standard streams. Otherwise a subprocess the parent was starting at
@@ -103,7 +103,8 @@ def _serve_recognizer(conn: Connection, factory: RecognizerFactory, slowdown: fl
     os.closerange(3, keep)
     os.closerange(keep + 1, os.sysconf("SC_OPEN_MAX"))
     try:
-        recognizer: Recognizer = factory()
+        make = load_agent(factory) if isinstance(factory, str) else factory
+        recognizer: Recognizer = make()
         if slowdown > 1.0:
             recognizer = _SlowRecognizer(recognizer, slowdown)
         info = (recognizer.name, recognizer.version, tuple(recognizer.sample_rates))
@@ -130,12 +131,15 @@ class ProcessRecognizer:
     """A recognizer running in a child process; the calls cross a pipe.
 
     The emulated line lives in the parent, so a recognizer that holds the
-    interpreter lock for seconds delays nothing but its own answer. The child
-    is forked, so factories need not be importable (tests pass lambdas).
+    interpreter lock for seconds delays nothing but its own answer. An agent
+    given by module path starts in a fresh interpreter ("spawn"); a factory
+    object (tests pass lambdas) in a forked child.
     """
 
-    def __init__(self, factory: RecognizerFactory, slowdown: float = 1.0) -> None:
-        ctx = multiprocessing.get_context("fork")
+    _START_SECONDS = 120.0
+
+    def __init__(self, factory: RecognizerFactory | str, slowdown: float = 1.0) -> None:
+        ctx = multiprocessing.get_context("spawn" if isinstance(factory, str) else "fork")
         parent, child = ctx.Pipe()
         self._proc = ctx.Process(
             target=_serve_recognizer, args=(child, factory, slowdown), daemon=True
@@ -143,6 +147,9 @@ class ProcessRecognizer:
         self._proc.start()
         child.close()
         self._conn = parent
+        if not parent.poll(self._START_SECONDS):
+            self.close()
+            raise RecognizerProcessError("the recognizer did not start within 120 s")
         info = self._answer()
         self.name, self.version, self.sample_rates = info
 
@@ -287,6 +294,7 @@ class Emulator:
             load_agent(agent) if isinstance(agent, str) else agent
         )
         self.command = tuple(command) if command is not None else None
+        self.agent_module = agent if isinstance(agent, str) else None
         self.core = core
         self._device_proc: ProcessRecognizer | subprocess.Popen[bytes] | None = None
         self.baud = baud
@@ -420,7 +428,7 @@ class Emulator:
             return
         assert self.factory is not None
         try:
-            child = ProcessRecognizer(self.factory, self.slowdown)
+            child = ProcessRecognizer(self.agent_module or self.factory, self.slowdown)
             with self._boot_lock:
                 if stop.is_set():
                     child.close()

@@ -23,14 +23,16 @@ from .wire import DeviceState, ErrorCode, FrameType
 HOST_MAX_PAYLOAD = 4096
 # Chunks never shrink below this many bytes, unless the device's max_payload is smaller.
 MIN_CHUNK = 24
+# The chunk size of a new link, before the line has shown its error rate.
+FIRST_CHUNK = 1016
 # Unanswered retransmissions in a row after which the device is taken for lost.
 MAX_STALLS = 12
 # DATA frames in flight with a device that keeps out-of-order frames.
 MAX_SELECTIVE_WINDOW = 255
 # Line time the host keeps queued ahead of the line (a resent frame waits behind it).
 QUEUE_SECONDS = 0.03
-# Scheduling slack in the retransmission timeout (device, host and the OS between them).
-RTO_SLACK_SECONDS = 0.06
+# Least scheduling slack in the retransmission timeout (device, host and the OS between).
+RTO_SLACK_SECONDS = 0.05
 _POLL_SECONDS = 0.02
 # What a DATA frame costs beyond its chunk on the wire: header, CRC, DATA fields, COBS, 0x00.
 _DATA_WIRE_OVERHEAD = wire.FRAME_OVERHEAD + wire.DATA_HEADER_SIZE + 2
@@ -187,7 +189,9 @@ class ChunkSizer:
         # answer was lost was not lost itself, so that share is taken out of the estimate.
         self._replies_ok = 4.0
         self._replies_bad = 0.0
-        self.chunk = self.max_chunk
+        # Until a frame has got through, no more than about 1 KiB: a line too noisy for the
+        # device's largest frames would otherwise lose whole seconds before it learns.
+        self.chunk = min(self.max_chunk, FIRST_CHUNK)
 
     @property
     def errors_per_byte(self) -> float:
@@ -276,6 +280,9 @@ class DeviceLink:
         # The longest RESULT/ERROR payload we accept; HELLO tells the device.
         self.host_max_payload = max(16, min(wire.MAX_PAYLOAD, host_max_payload))
         self._line_free = 0.0  # when the bytes we wrote will have crossed the line
+        # How late the device's answers come after our line model says the frame arrived.
+        self._late_mean = 0.0
+        self._late_dev = 0.0
         self._sizer: ChunkSizer | None = None
         self._interrupted = threading.Event()
         self._last_heard = clock()
@@ -397,13 +404,25 @@ class DeviceLink:
     def _rto(self, queued_bytes: int) -> float:
         """Retransmission timeout: the bytes queued ahead, an ACK's way back, and slack.
 
-        The slack covers the device's and both operating systems' scheduling.
+        The slack follows how late answers have come (beyond the line model) on
+        this link, as TCP's timeout follows the round trip: mean + 4 deviations,
+        at least RTO_SLACK_SECONDS, so that a loaded machine does not cause
+        timeouts and a quiet one does not wait for nothing.
         """
-        return RTO_SLACK_SECONDS + self.line_seconds(queued_bytes + 2 * wire.encoded_size(8))
+        slack = max(RTO_SLACK_SECONDS, self._late_mean + 4 * self._late_dev)
+        return slack + self.line_seconds(queued_bytes + 2 * wire.encoded_size(8))
 
     def _answer_due(self, arrival: float) -> float:
         """When the answer to a frame that reaches the device at ``arrival`` is overdue."""
         return arrival + self._rto(0)
+
+    def _answer_lateness(self, seconds: float) -> None:
+        """One answer came ``seconds`` after the frame it answers had crossed the line."""
+        if self._late_mean == 0.0 and self._late_dev == 0.0:
+            self._late_mean, self._late_dev = seconds, seconds / 2
+            return
+        self._late_dev += 0.25 * (abs(seconds - self._late_mean) - self._late_dev)
+        self._late_mean += 0.125 * (seconds - self._late_mean)
 
     def sizer_for(self, ready: wire.Ready) -> ChunkSizer:
         """The link's chunk sizer: kept across items, so one item's errors teach the next."""
@@ -445,12 +464,15 @@ class DeviceLink:
         while True:
             seq = self.send(FrameType.BEGIN, begin)
             begin_sent[seq] = self.clock()
+            begin_arrival = self._line_free
             if total == 0:
                 clock.sent(seq, self._line_free)
             got = self._await_job_frame(job, self.clock() + self._rto(64))
             if got is not None:
                 if got.ack in begin_sent:
                     self.round_trip_seconds = self.clock() - begin_sent[got.ack]
+                    if got.ack == seq:
+                        self._answer_lateness(self.clock() - begin_arrival)
                 break
             stalls += 1
             self.counters.timeouts += 1
@@ -477,6 +499,9 @@ class DeviceLink:
                 if confirmed is not None:
                     return Transfer(job, started, self.clock(), total, *confirmed)
                 _, offset = wire.unpack_job_offset(frame.payload)
+                named = flights.get(by_seq.get(frame.ack, -1))
+                if named is not None and named.seq == frame.ack:
+                    self._answer_lateness(self.clock() - named.arrival)
                 if offset > base:
                     for off in [o for o, f in flights.items() if f.end <= offset]:
                         done = flights.pop(off)
