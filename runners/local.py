@@ -255,6 +255,16 @@ class _LocalRunner(Runner):
             self.scratch.clear()
 
 
+def _kill_and_close(proc: subprocess.Popen[bytes]) -> None:
+    """Kill a process with everything it started, reap it, and close our pipe ends."""
+    kill_tree(proc.pid)
+    wait_exit(proc, 10.0)
+    for stream in (proc.stdin, proc.stdout):
+        if stream is not None:
+            with contextlib.suppress(OSError):
+                stream.close()
+
+
 def _system_process(pid: int) -> int:
     """The system's own process below bubblewrap's (measured without bwrap's memory)."""
     try:
@@ -488,12 +498,7 @@ class LocalServeRunner(_LocalRunner):
         proc = self._proc
         if proc is None:
             return
-        kill_tree(proc.pid)
-        wait_exit(proc, 10.0)
-        for stream in (proc.stdin, proc.stdout):
-            if stream is not None:
-                with contextlib.suppress(OSError):
-                    stream.close()
+        _kill_and_close(proc)
         if self._meter is not None:
             self._meter.close()
         self._proc = None
@@ -560,12 +565,7 @@ class LocalExecRunner(_LocalRunner):
         proc = self._spawner
         if proc is None:
             return
-        kill_tree(proc.pid)
-        wait_exit(proc, 10.0)
-        for stream in (proc.stdin, proc.stdout):
-            if stream is not None:
-                with contextlib.suppress(OSError):
-                    stream.close()
+        _kill_and_close(proc)
         self._spawner = None
         self._replies = None
 

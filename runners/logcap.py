@@ -5,6 +5,9 @@ file would pass ``max_bytes``, the middle is cut: the first half of the ceiling 
 line says how many bytes were left out, and the most recent quarter follows. Cutting
 copies at most a quarter of the ceiling after each quarter written, so the cost per byte
 stays constant however much a system writes.
+
+`CappedLog` is the file itself (the SSH runner writes a remote system's stderr into one
+directly); `LogCap` puts a pipe and a copying thread in front of it for local processes.
 """
 
 from __future__ import annotations
@@ -37,16 +40,10 @@ class LogCap:
     def __init__(self, path: Path, max_bytes: int) -> None:
         self.path = path
         self.max_bytes = max(max_bytes, 1024)
-        self._head = self.max_bytes // 2
-        self._tail = self.max_bytes // 4
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
         self._busy = False
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        self._size = os.lseek(self._fd, 0, os.SEEK_END)
-        self._left_out = 0
-        self._cut_at: int | None = None
+        self._file = CappedLog(path, max_bytes)
         read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
         self._read_fd = read_fd
         self.write_fd: int | None = write_fd
@@ -54,33 +51,8 @@ class LogCap:
         self._thread = threading.Thread(target=self._pump, name=f"log {path.name}", daemon=True)
         self._thread.start()
 
-    # -- writing, under the lock ------------------------------------------------------
-
     def _append(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            written = os.pwrite(self._fd, view, self._size)
-            self._size += written
-            view = view[written:]
-        if self._size > self.max_bytes:
-            self._cut()
-
-    def _cut(self) -> None:
-        """Keep the head and the last quarter of the ceiling; count what goes in between."""
-        if self._cut_at is None:
-            self._cut_at = self._head
-            start = self._head
-        else:
-            start = self._cut_at + len(_cut_line(0))
-        keep_from = max(start, self._size - self._tail)
-        tail = os.pread(self._fd, self._size - keep_from, keep_from)
-        self._left_out += keep_from - start
-        marker = _cut_line(self._left_out)
-        os.pwrite(self._fd, marker, self._cut_at)
-        end = self._cut_at + len(marker)
-        os.pwrite(self._fd, tail, end)
-        self._size = end + len(tail)
-        os.ftruncate(self._fd, self._size)
+        self._file.write(data)
 
     def note(self, text: str) -> None:
         """Write one line of the controller's own into the log."""
@@ -131,7 +103,7 @@ class LogCap:
     @property
     def left_out(self) -> int:
         """Bytes cut from the middle of the log so far."""
-        return self._left_out
+        return self._file.left_out
 
     def close(self, timeout: float = 2.0) -> None:
         """Close our write end, let the thread drain what the system left, close the file."""
@@ -146,5 +118,58 @@ class LogCap:
         if not self._thread.is_alive():
             with contextlib.suppress(OSError):
                 os.close(self._read_fd)
-            with contextlib.suppress(OSError):
+            self._file.close()
+
+
+class CappedLog:
+    """An append-only log file that never grows past ``max_bytes`` (thread-safe)."""
+
+    def __init__(self, path: Path, max_bytes: int) -> None:
+        self.path = path
+        self.max_bytes = max(max_bytes, 1024)
+        self._head = self.max_bytes // 2
+        self._tail = self.max_bytes // 4
+        self._lock = threading.Lock()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._fd: int | None = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        self._size = os.lseek(self._fd, 0, os.SEEK_END)
+        self._cut_at: int | None = None
+        self.left_out = 0
+
+    def write(self, data: bytes) -> None:
+        """Append bytes, cutting the middle when the ceiling is passed."""
+        with self._lock:
+            if self._fd is None:
+                self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+                self._size = os.lseek(self._fd, 0, os.SEEK_END)
+            view = memoryview(data)
+            while view:
+                written = os.pwrite(self._fd, view, self._size)
+                self._size += written
+                view = view[written:]
+            if self._size > self.max_bytes:
+                self._cut(self._fd)
+
+    def _cut(self, fd: int) -> None:
+        if self._cut_at is None:
+            # A log that already held more than the head (an earlier session's) is cut there.
+            self._cut_at = self._head
+            start = self._head
+        else:
+            start = self._cut_at + len(_cut_line(0))
+        keep_from = max(start, self._size - self._tail)
+        tail = os.pread(fd, self._size - keep_from, keep_from)
+        self.left_out += keep_from - start
+        marker = _cut_line(self.left_out)
+        os.pwrite(fd, marker, self._cut_at)
+        end = self._cut_at + len(marker)
+        os.pwrite(fd, tail, end)
+        self._size = end + len(tail)
+        os.ftruncate(fd, self._size)
+
+    def close(self) -> None:
+        """Close the file; a later write opens it again."""
+        with self._lock:
+            if self._fd is not None:
                 os.close(self._fd)
+                self._fd = None

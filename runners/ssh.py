@@ -41,6 +41,7 @@ from .base import (
 from .exchange import attempt_builder, await_answer
 from .lines import LineBuffer, LineTooLong
 from .local import _LOG_MARKER, _tail
+from .logcap import CappedLog
 from .ssh_fetch import FetchRefused, LocalWriteError, fetch_file
 from .ssh_link import (
     AuthError,
@@ -55,7 +56,6 @@ from .ssh_link import (
     read_banner,
     run_remote,
 )
-from .ssh_log import CappedLog
 from .ssh_wrapper import (
     cleanup_command,
     kill_command,
