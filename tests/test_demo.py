@@ -51,9 +51,17 @@ def test_demo_runs_with_real_pocketsphinx(tmp_path: Path) -> None:
         "s01_snr5",
     ]
     assert len([r for r in rows if r["audit_of"]]) == 2
-    assert all(r["verdict"] == "ok" for r in rows)
-    assert any(r["output"]["text"] for r in rows), "pocketsphinx recognised nothing"
-    assert all(0 < r["rtf"] < 2 for r in rows)
+    # Speed belongs to benchmarks/, not here: on a slow machine an item may run into the
+    # hang limit, and then only as a timeout that really waited that long.
+    hang = load_site(DEMO).config.tasks["asr-2x"].budget.hang_seconds
+    assert all(
+        r["verdict"] == "ok" or (r["verdict"] == "timeout" and r["seconds"] >= hang)
+        for r in rows
+    ), [(r["id"], r["verdict"], r["seconds"]) for r in rows]
+    assert any(r["verdict"] == "ok" and r["output"]["text"] for r in rows), (
+        "pocketsphinx recognised nothing"
+    )
+    assert all(r["rtf"] > 0 for r in rows if r["verdict"] == "ok")
     report = json.loads(onsite("report", str(run_dir), "--json").stdout)
     assert {(r["task"], r["system"]) for r in report} == set(load_site(DEMO).jobs())
     by_task = {r["task"]: r for r in report}
