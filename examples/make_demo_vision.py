@@ -336,7 +336,7 @@ def make_faces(out: Path, seed: int = 4) -> None:
         ("small", [48, 44, 40]), ("small", [44, 40]), ("small", [36, 40, 48]), ("small", [40]),
         ("empty", []), ("empty", []),
     ]  # fmt: skip
-    rows = []
+    rows: list[dict[str, Any]] = []
     picks = rng.permutation(len(faces))
     used = 0
     for n, (subset, sides) in enumerate(plan, start=1):
@@ -348,16 +348,16 @@ def make_faces(out: Path, seed: int = 4) -> None:
         cv2.imwrite(str(out / name), canvas, [cv2.IMWRITE_JPEG_QUALITY, 85])
         rows.append({"image": name, "subset": subset, "faces": marks})
     for n, scale in ((len(plan) + 1, 0.7), (len(plan) + 2, 1.0)):
-        photo, marks = astronaut_image(320, 240, scale)
+        photo, mark = astronaut_image(320, 240, scale)
         name = f"f{n:02d}.jpg"
         cv2.imwrite(str(out / name), photo, [cv2.IMWRITE_JPEG_QUALITY, 85])
-        rows.append({"image": name, "subset": "photo", "faces": [marks]})
+        rows.append({"image": name, "subset": "photo", "faces": [mark]})
     write_jsonl(out / "faces.jsonl", rows)
 
 
 def perturb(face: np.ndarray, kind: str, rng: np.random.Generator) -> np.ndarray:
     """A probe made from a gallery image: 'light' changes grey levels only, 'pose' moves it."""
-    out = face.astype(np.float64)
+    out: np.ndarray = face.astype(np.float64)
     if kind == "light":
         # Monotonic grey-level change: gain, offset and a gamma curve.
         gamma = float(rng.uniform(0.7, 1.4))
@@ -415,9 +415,8 @@ def make_video(out: Path, seed: int = 6, frames: int = 30, fps: int = 12) -> Non
     base = background("grass", width, height, rng)
     face = cv2.resize(lfw_faces()[27], (side, side), interpolation=cv2.INTER_CUBIC)
     path = out / "video.avi"
-    writer = cv2.VideoWriter(
-        str(path), cv2.VideoWriter_fourcc(*"MJPG"), fps, (width, height), isColor=False
-    )
+    fourcc: int = cv2.VideoWriter_fourcc(*"MJPG")  # type: ignore[attr-defined]
+    writer = cv2.VideoWriter(str(path), fourcc, fps, (width, height), isColor=False)
     if not writer.isOpened():
         raise SystemExit("OpenCV cannot write MJPG AVI here")
     writer.set(cv2.VIDEOWRITER_PROP_QUALITY, 80)

@@ -46,7 +46,7 @@ class CascadeDetector:
         """Load the cascade file bundled with opencv-python."""
         if not hasattr(cv2, "CascadeClassifier"):
             raise RuntimeError(f"OpenCV {cv2.__version__} has no CascadeClassifier (need < 5)")
-        path = Path(cv2.data.haarcascades) / CASCADE
+        path = Path(cv2.data.haarcascades) / CASCADE  # type: ignore[attr-defined]
         cascade = cv2.CascadeClassifier(str(path))
         if cascade.empty():
             raise RuntimeError(f"cannot load {path}")

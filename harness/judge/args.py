@@ -54,7 +54,7 @@ def add_station_source(parser: argparse.ArgumentParser, family: str) -> None:
         if args.run is None:
             if not args.hyp:
                 raise ValueError("give --hyp FILE, or --run RUN_DIR --task TASK (a station)")
-            return scorer(args)  # type: ignore[no-any-return]
+            return scorer(args)
         if args.hyp or not args.task:
             raise ValueError("with --run give --task TASK and no --hyp")
         from pathlib import Path
@@ -63,6 +63,6 @@ def add_station_source(parser: argparse.ArgumentParser, family: str) -> None:
 
         with station_export(Path(args.run), args.task, STATION_FAMILIES[family]) as path:
             args.hyp = [str(path)] if family == "mt-human" else str(path)
-            return scorer(args)  # type: ignore[no-any-return]
+            return scorer(args)
 
     parser.set_defaults(scorer=from_station)

@@ -148,7 +148,7 @@ def balance(plan: Plan, answered: set[tuple[str, int]] | None = None) -> Balance
     per_js: Counter[tuple[str, str]] = Counter()
     per_ji: Counter[tuple[str, str]] = Counter()
     side: Counter[tuple[str, int]] = Counter()
-    order: Counter[tuple[str, str]] = Counter()
+    order: Counter[tuple[str, ...]] = Counter()
     for t in trials:
         per_ji[(t.judge, t.item)] += 1
         for pos, system in enumerate(t.systems):
@@ -175,4 +175,5 @@ def balance(plan: Plan, answered: set[tuple[str, int]] | None = None) -> Balance
         for (a, b), n in sorted(order.items()):
             if a < b and abs(n - order[(b, a)]) > 1:
                 warnings.append(f"pair {a}/{b} played {n} times AB and {order[(b, a)]} times BA")
-    return Balance(dict(per_js), dict(per_ji), dict(side), dict(order), tuple(warnings))
+    pairs = {(a, b): n for (a, b), n in order.items()}
+    return Balance(dict(per_js), dict(per_ji), dict(side), pairs, tuple(warnings))

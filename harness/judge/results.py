@@ -14,7 +14,7 @@ import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -197,7 +197,9 @@ class Agreement:
 
 
 def krippendorff_alpha(
-    ratings: Sequence[tuple[str, Any, float]], level: str, measure: str
+    ratings: Sequence[tuple[str, Any, float]],
+    level: Literal["nominal", "ordinal", "interval", "ratio"],
+    measure: str,
 ) -> Agreement:
     """Alpha from (judge, unit, value) triples with the `krippendorff` package.
 
@@ -229,7 +231,7 @@ def agreement(store: JudgeStore, run_dir: Path) -> list[Agreement]:
     test = store.meta()["test"]
     answers = store.answers()
     if test == "sus":
-        rows = []
+        rows: list[tuple[str, Any, float]] = []
         for line in _sus_lines(answers, run_dir, store.meta()["task"]):
             r = json.loads(line)
             for k, (e, a) in enumerate(zip(r["expected"], r["answer"], strict=True)):

@@ -69,9 +69,9 @@ def present(test: str, trial: Trial, material: Material) -> Presentation:
     """What the judge of ``trial`` sees and answers."""
     item = trial.item
     audio = tuple(
-        material.outputs[(s, item)].audio  # type: ignore[misc]
+        path
         for s in trial.systems
-        if material.outputs.get((s, item)) is not None and material.outputs[(s, item)].audio
+        if (out := material.outputs.get((s, item))) is not None and (path := out.audio)
     )
     if test == "sus":
         n = len(material.sus[item].blanks)
@@ -81,7 +81,7 @@ def present(test: str, trial: Trial, material: Material) -> Presentation:
         )
         return Presentation({"parts": material.sus[item].parts()}, audio, schema, False)
     if test == "pair":
-        score = {
+        score: dict[str, Any] = {
             "type": "integer",
             "enum": [s for s, _ in PAIR_SCALE],
             "description": "; ".join(f"{s:+d}: {t}" for s, t in PAIR_SCALE),

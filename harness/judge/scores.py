@@ -110,9 +110,9 @@ def _tables(test: str, path: Path, store: JudgeStore, run_dir: Path) -> dict[str
         # A judge who did not finish leaves cells missing: scored anyway, with a warning.
         report = score_summarization(ratings, allow_missing=True)
         rows = []
-        for s in report.tasks["summary"]:
-            ci = _ci([r.score for r in ratings if r.system == s.system], (0.0, 5.0))
-            rows.append({**s.to_dict(), "ci_low": ci["ci_low"], "ci_high": ci["ci_high"]})
+        for summary in report.tasks["summary"]:
+            ci = _ci([r.score for r in ratings if r.system == summary.system], (0.0, 5.0))
+            rows.append({**summary.to_dict(), "ci_low": ci["ci_low"], "ci_high": ci["ci_high"]})
         return {"systems": rows}
     return {"systems": _cws_rows(store, run_dir, path)}
 

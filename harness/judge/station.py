@@ -44,7 +44,7 @@ def open_station(
         raise StationError("a new station needs --judges N")
     try:
         material = load_material(run_dir, task, test, category)
-        plan = build_plan(test, material, judges, 0 if seed is None else seed)  # type: ignore[arg-type]
+        plan = build_plan(test, material, judges, 0 if seed is None else seed)
         store.write_plan(plan, material, category or "")
     except BaseException:
         store.close()

@@ -107,7 +107,7 @@ class JudgeStore:
 
     def meta(self) -> dict[str, str]:
         """The plan's settings (empty before a plan is written)."""
-        return dict(self._query("SELECT key, value FROM meta"))  # type: ignore[arg-type]
+        return {str(k): str(v) for k, v in self._query("SELECT key, value FROM meta")}
 
     def write_plan(self, plan: Plan, material: Material, category: str = "") -> None:
         """Store a new plan with fresh tokens and anonymous media ids."""
@@ -179,7 +179,10 @@ class JudgeStore:
 
     def tokens(self) -> dict[str, str]:
         """Judge -> token, in judge order."""
-        return dict(self._query("SELECT judge, token FROM judges ORDER BY number"))  # type: ignore[arg-type]
+        return {
+            str(j): str(t)
+            for j, t in self._query("SELECT judge, token FROM judges ORDER BY number")
+        }
 
     # --- serving ----------------------------------------------------------------------
 
