@@ -24,6 +24,7 @@ Each problem is reported once, in file order.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -126,8 +127,15 @@ def check_description(target: MtFile) -> list[Mismatch]:
             f"system description does not say the {item}",
         )
         for item, words in DESCRIPTION_ITEMS.items()
-        if not any(w in text for w in words)
+        if not any(_mentions(text, w) for w in words)
     ]
+
+
+def _mentions(text: str, word: str) -> bool:
+    # Latin words count whole ("ram" is not in "parameters"); Chinese has no spaces.
+    if word.isascii():
+        return re.search(rf"(?<![a-z0-9]){re.escape(word)}(?![a-z0-9])", text) is not None
+    return word in text
 
 
 def _name_against_content(path: Path, name: ResultName, target: MtFile) -> list[Mismatch]:
