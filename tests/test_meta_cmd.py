@@ -193,6 +193,9 @@ def test_score_files_json_forms_and_errors(tmp_path: Path) -> None:
     as_dict = tmp_path / "s.json"
     as_dict.write_text('{"A": {"bleu": 0.3}, "B": {"bleu": 0.2}}')
     assert read_score_table(as_dict).by_system() == {"A": {"bleu": 0.3}, "B": {"bleu": 0.2}}
+    commented = tmp_path / "c.csv"
+    commented.write_text("# BLEU of the 2005 run\nsystem,bleu\n# sysA first\nA,0.3\n")
+    assert read_score_table(commented).by_system() == {"A": {"bleu": 0.3}}
     as_list = tmp_path / "l.json"
     as_list.write_text('[{"system": "A", "bleu": 0.3}, {"system": "B", "bleu": 0.2}]')
     assert read_score_table(as_list).by_system()["B"] == {"bleu": 0.2}
