@@ -52,10 +52,9 @@ def _matrix_rows(matrix: Any, kind: str) -> list[dict[str, Any]]:
 def _correlate(args: argparse.Namespace) -> dict[str, Any]:
     from scoring.errors import FormatError
     from scoring.meta import correlation_matrix, length_correlations, metric_human_correlations
-    from scoring.meta_files import read_score_table
 
-    metrics_table = read_score_table(args.metrics)
-    human_table = read_score_table(args.human)
+    metrics_table = _read(args.metrics)
+    human_table = _read(args.human)
     if metrics_table.level != human_table.level:
         raise FormatError(
             args.human,
@@ -118,9 +117,8 @@ def _range(text: str) -> tuple[str, float, float]:
 
 def _profile(args: argparse.Namespace) -> dict[str, Any]:
     from scoring.meta import test_set_profile
-    from scoring.meta_files import read_score_table
 
-    table = read_score_table(args.scores)
+    table = _read(args.scores)
     by_system = table.by_system()
     names = _columns(table, args.metric)
     spans = {name: (low, high) for name, low, high in args.range}
@@ -148,9 +146,8 @@ def _sizes(text: str) -> list[int]:
 def _stability(args: argparse.Namespace) -> dict[str, Any]:
     from scoring.errors import FormatError
     from scoring.meta import SubsampleCurve, plot_subsample_curves, subsample_curve
-    from scoring.meta_files import read_score_table
 
-    table = read_score_table(args.segments)
+    table = _read(args.segments)
     if table.level != "segment":
         raise FormatError(
             args.segments, None, "system-level scores", "give one row per system and segment"
@@ -199,9 +196,8 @@ def _stability(args: argparse.Namespace) -> dict[str, Any]:
 
 def _cluster(args: argparse.Namespace) -> dict[str, Any]:
     from scoring.meta import cluster_systems, plot_dendrogram
-    from scoring.meta_files import read_score_table
 
-    table = read_score_table(args.scores)
+    table = _read(args.scores)
     by_system = table.by_system()
     names = _columns(table, args.metric)
     for name in args.lower_is_better:
@@ -247,6 +243,18 @@ def _node(labels: tuple[str, ...], node: int) -> str:
     # Leaves by name; merged clusters as scipy numbers them (n + step), shown as "#step".
     n = len(labels)
     return labels[node] if node < n else f"#{node - n + 1}"
+
+
+# What the readers left out (report tasks not scored for every system), said on stderr.
+_NOTES: list[str] = []
+
+
+def _read(path: str) -> ScoreTable:
+    from scoring.meta_files import read_score_table
+
+    table = read_score_table(path)
+    _NOTES.extend(f"{path}: {n}" for n in table.notes)
+    return table
 
 
 _COMMANDS = {
@@ -325,6 +333,9 @@ def cmd_meta(args: argparse.Namespace, console: Console) -> int:
     except OSError as exc:
         sys.stderr.write(f"error: {_os_error(exc)}\n")
         return 2
+    for note in _NOTES:
+        sys.stderr.write(f"note: {note}\n")
+    _NOTES.clear()
     if args.json:
         sys.stdout.write(json.dumps(result, ensure_ascii=False, indent=2) + "\n")
     else:

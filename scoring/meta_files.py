@@ -19,6 +19,11 @@ Two shapes, each as CSV (comma- or tab-separated, chosen by the header) or JSON:
 
   JSON lines (``.jsonl``) of such objects, or a JSON list of them.
 
+* **A run's report**: the CSV that ``onsite report RUN --csv FILE`` writes
+  (columns task, system, verdict, metric, score, ...) is read as system
+  level, one column per task named ``task:metric`` (e.g. ``asr-2x:wer``).
+  A task not scored for every system is left out and said in `notes`.
+
 Every row must give every column a finite number (an empty cell is an
 error: the meta-evaluation needs complete tables); a system (or system and
 segment) given twice is an error. Errors are `FormatError` naming the file
@@ -54,6 +59,8 @@ class ScoreTable:
     """The score columns (metrics and human judgements), in file order."""
     rows: Mapping[tuple[str, ...], Mapping[str, float]]
     """Key -> column -> score; the key is (system,) or (system, doc, segment)."""
+    notes: tuple[str, ...] = ()
+    """What was left out while reading (report CSV tasks not scored for every system)."""
 
     def column(self, name: str) -> dict[tuple[str, ...], float]:
         """One column's scores by key; a `FormatError` names the columns if it is absent."""
@@ -147,6 +154,38 @@ def _records(path: Path, text: str) -> list[tuple[int | None, Any]]:
     return rows
 
 
+_REPORT_COLUMNS = {"task", "system", "verdict", "metric", "score", "higher_is_better"}
+
+
+def _from_report(path: Path, records: list[tuple[int | None, Any]]) -> ScoreTable:
+    """`onsite report --csv`: one column per task (its leaderboard metric), one row per system."""
+    scores: dict[str, dict[str, float]] = {}
+    names: dict[str, str] = {}
+    for line, record in records:
+        if record.get("score", "") == "":
+            continue  # not scored (yet): the task is left out below if a system lacks it
+        column = f"{record['task']}:{record['metric']}"
+        names.setdefault(record["task"], column)
+        scores.setdefault(str(record["system"]), {})[column] = _number(
+            path, line, column, record["score"]
+        )
+    systems = list(dict.fromkeys(str(r["system"]) for _, r in records))
+    columns = [c for c in names.values() if all(c in scores.get(s, {}) for s in systems)]
+    notes = tuple(
+        f"task {t} left out: not scored for every system"
+        for t, c in names.items()
+        if c not in columns
+    )
+    if not columns:
+        raise FormatError(
+            path, None, "no task is scored for every system", "finish the run or score it first"
+        )
+    rows: dict[tuple[str, ...], dict[str, float]] = {
+        (s,): {c: scores[s][c] for c in columns} for s in systems
+    }
+    return ScoreTable(path, "system", tuple(columns), rows, notes)
+
+
 def read_score_table(path: str | Path) -> ScoreTable:
     """Read a system- or segment-level score file (module docstring)."""
     path = Path(path)
@@ -155,6 +194,8 @@ def read_score_table(path: str | Path) -> ScoreTable:
     if not records:
         raise FormatError(path, None, "no scores", "give a header and one row per system")
     first_line, first = records[0]
+    if isinstance(first, dict) and _REPORT_COLUMNS <= set(first):
+        return _from_report(path, records)
     if not isinstance(first, dict) or "system" not in first:
         raise FormatError(path, first_line, "no 'system' column", "name the systems in 'system'")
     level = "segment" if "segment" in first else "system"

@@ -220,3 +220,35 @@ def test_score_files_json_forms_and_errors(tmp_path: Path) -> None:
         bad.write_text(text)
         with pytest.raises(FormatError, match=problem):
             read_score_table(bad)
+
+
+def test_a_runs_report_csv_is_a_system_table(tmp_path: Path, capsys) -> None:
+    from harness.report.export import CSV_COLUMNS
+
+    rows = [
+        ("asr-2x", "sysA", "wer", "0.30"),
+        ("asr-2x", "sysB", "wer", "0.25"),
+        ("asr-2x", "sysC", "wer", "0.50"),
+        ("ocr", "sysA", "char_accuracy", "0.9"),
+        ("ocr", "sysB", "char_accuracy", ""),  # not scored: the task is left out
+        ("ocr", "sysC", "char_accuracy", "0.7"),
+    ]
+    lines = [",".join(CSV_COLUMNS)]
+    for task, system, metric, score in rows:
+        values = dict.fromkeys(CSV_COLUMNS, "")
+        values.update(task=task, system=system, metric=metric, score=score, verdict="VALID")
+        lines.append(",".join(values[c] for c in CSV_COLUMNS))
+    report = tmp_path / "report.csv"
+    report.write_text("\n".join(lines) + "\n")
+    table = read_score_table(report)
+    assert table.columns == ("asr-2x:wer",)
+    assert table.by_system() == {
+        "sysA": {"asr-2x:wer": 0.30},
+        "sysB": {"asr-2x:wer": 0.25},
+        "sysC": {"asr-2x:wer": 0.50},
+    }
+    assert table.notes == ("task ocr left out: not scored for every system",)
+    result = meta(capsys, "profile", "--scores", str(report), "--lower-is-better", "asr-2x:wer")
+    assert result["metrics"][0]["best"] == 0.25
+    assert main(["meta", "profile", "--scores", str(report)]) == 0
+    assert "note: " in capsys.readouterr().err
