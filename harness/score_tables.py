@@ -35,6 +35,15 @@ def _cell(value: Any) -> Any:
     return value
 
 
+def _is_names(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(_scalar(v) for v in value)
+
+
+def _names(values: list[Any], shown: int = 20) -> str:
+    text = " ".join(str(_cell(v)) for v in values[:shown])
+    return text if len(values) <= shown else f"{text} ... ({len(values) - shown} more)"
+
+
 def _record_columns(records: Sequence[Mapping[str, Any]], skip: Iterable[str]) -> list[str]:
     skipped = set(skip)
     columns: dict[str, None] = {}
@@ -76,6 +85,8 @@ def result_tables(
     """
     out: list[tuple[str, list[str], list[list[Any]]]] = []
     figures = [[k, _cell(v)] for k, v in result.items() if _scalar(v)]
+    # Short lists of names (missing documents, a leaf order) fit one cell.
+    figures += [[k, _names(v)] for k, v in result.items() if _is_names(v)]
     if figures:
         out.append((f"{title} scores", ["figure", "value"], figures))
     keys = [k for k in order if k in result] + [k for k in result if k not in order]

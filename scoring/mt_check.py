@@ -206,7 +206,7 @@ def check_results(source_path: str | Path, paths: Sequence[str | Path]) -> MtChe
     files: list[dict[str, Any]] = []
     named: list[str | Path] = []
     for path in paths:
-        entry: dict[str, Any] = {"path": str(path), "system": None, "sysid": None}
+        entry: dict[str, Any] = {"path": str(path), "site": None, "sysid": None}
         files.append(entry)
         try:
             name: ResultName | None = parse_result_name(path)
@@ -220,7 +220,7 @@ def check_results(source_path: str | Path, paths: Sequence[str | Path]) -> MtChe
             problems.append(Mismatch(exc.path, exc.line, f"{exc.problem}; {exc.fix}"))
             continue
         if target.system is not None:
-            entry["system"] = target.system.site
+            entry["site"] = target.system.site
             entry["sysid"] = target.system.sysid
         problems += check_mirror(source, target) + validate_target(target)
         problems += check_description(target)

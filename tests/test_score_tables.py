@@ -32,6 +32,15 @@ def test_result_shapes_become_tables() -> None:
     assert "deep" not in tables and "empty" not in tables
 
 
+def test_lists_of_names_fit_one_cell() -> None:
+    result = {"missing": ["d2", "d7"], "many": list(range(25)), "none": []}
+    (figures,) = result_tables("x", result)
+    assert figures[2] == [
+        ["missing", "d2 d7"],
+        ["many", " ".join(map(str, range(20))) + " ... (5 more)"],
+    ]
+
+
 def test_numbers_equal_to_the_mean_are_still_shown() -> None:
     result = {"recall": 0.5, "per_document": [{"document": "d1", "recall": 0.5}]}
     tables = {name: columns for name, columns, _ in result_tables("x", result)}
