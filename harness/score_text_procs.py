@@ -25,14 +25,34 @@ def score_rouge(args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
+def _texts(path: str, role: str) -> dict[str, str]:
+    """Text id -> text: JSON lines {"id", "text"}, or CWMT XML with one text per document.
+
+    A CWMT reference file holding several references gives its first: the
+    significant-word score compares with one reference corpus.
+    """
+    from scoring.rouge import read_summaries
+
+    with open(path, encoding="utf-8", errors="replace") as f:
+        head = f.read(200).lstrip("\ufeff \t\r\n")
+    if head.startswith("<"):
+        from scoring.cwmt_xml import load_mt_file
+
+        mt_file = load_mt_file(path, role)  # type: ignore[arg-type]
+        texts: dict[str, list[str]] = {}
+        for seg in mt_file.split_references()[0].segments:
+            texts.setdefault(seg.doc_id, []).append(seg.text)
+        return {doc: "\n".join(lines) for doc, lines in texts.items()}
+    return {d: t[0] for d, t in read_summaries(path).items()}
+
+
 def score_cesta(args: argparse.Namespace) -> dict[str, Any]:
     """CESTA o, u and o&u significant-word scores of one system's texts."""
     from scoring.cesta import score_significant_words
     from scoring.errors import FormatError
-    from scoring.rouge import read_summaries
 
-    mt = {d: t[0] for d, t in read_summaries(args.hyp).items()}
-    refs = {d: t[0] for d, t in read_summaries(args.ref).items()}
+    mt = _texts(args.hyp, "target")
+    refs = _texts(args.ref, "reference")
     try:
         result = score_significant_words(mt, refs, lang=args.lang, threshold=args.threshold)
     except ValueError as exc:

@@ -154,3 +154,26 @@ def test_cli_cesta_and_cesta_rank(tmp_path: Path, capsys: pytest.CaptureFixture[
     rankings.write_text("E1\t4 [1 2] 7\n")
     assert main(args) == 2
     assert "no score for item '7'" in capsys.readouterr().err
+
+
+def _xml(root: str, texts: dict[str, list[str]], extra: str = "") -> str:
+    docs = "".join(
+        f'<doc docid="{d}"{extra}>'
+        + "".join(f'<s id="{i}">{t}</s>' for i, t in enumerate(segs, 1))
+        + "</doc>\n"
+        for d, segs in texts.items()
+    )
+    head = f'<?xml version="1.0" encoding="UTF-8"?>\n<{root} setid="s" srclang="zh" tgtlang="en">'
+    return f"{head}\n{docs}</{root}>\n"
+
+
+def test_cli_cesta_reads_cwmt_xml_one_text_per_document(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The MT documents split into segments give the same texts as MT above.
+    hyp = tmp_path / "hyp.xml"
+    hyp.write_text(_xml("tgtset", {"t1": ["a a b", "b c"], "t2": ["c d e"], "t3": ["e f", "g h"]}))
+    ref = tmp_path / "ref.xml"
+    ref.write_text(_xml("refset", {k: [v] for k, v in REF.items()}, ' site="r1"'))
+    assert main(["score", "cesta", "--hyp", str(hyp), "--ref", str(ref), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["ou"] == pytest.approx(180 / 151)
