@@ -31,7 +31,7 @@ def _cell(value: Any) -> Any:
     if isinstance(value, float):
         return f"{value:.6g}"
     if isinstance(value, list) and all(_scalar(v) for v in value):
-        return " ".join(str(_cell(v)) for v in value)
+        return " ".join("-" if v is None else str(_cell(v)) for v in value)
     return value
 
 
@@ -40,7 +40,7 @@ def _is_names(value: Any) -> bool:
 
 
 def _names(values: list[Any], shown: int = 20) -> str:
-    text = " ".join(str(_cell(v)) for v in values[:shown])
+    text = str(_cell(values[:shown]))
     return text if len(values) <= shown else f"{text} ... ({len(values) - shown} more)"
 
 
