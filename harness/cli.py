@@ -549,6 +549,9 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     if argv is not None and len(argv) >= 2 and argv[0] == "score":
         family = argv[1]
     add_score_parser(sub, only=family)
+    from .meta_cmd import add_meta_parser
+
+    add_meta_parser(sub)
     return parser
 
 

@@ -266,31 +266,9 @@ def _mt(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _mt_check(args: argparse.Namespace) -> dict[str, Any]:
-    from scoring.cwmt_xml import (
-        Mismatch,
-        check_mirror,
-        check_submissions,
-        load_mt_file,
-        parse_result_name,
-        validate_target,
-    )
-    from scoring.errors import FormatError
+    from scoring.mt_check import check_results
 
-    source = load_mt_file(args.src, "source")
-    problems: list[Any] = []
-    files = []
-    for path in args.hyp:
-        target = load_mt_file(path, "target")
-        problems += check_mirror(source, target) + validate_target(target)
-        try:
-            parse_result_name(path)
-        except FormatError as exc:
-            problems.append(Mismatch(str(path), None, f"{exc.problem}; {exc.fix}"))
-        files.append(
-            {"path": str(path), "system": target.system.to_dict() if target.system else None}
-        )
-    problems += check_submissions(args.hyp)
-    return {"files": files, "problems": [p.to_dict() for p in problems], "ok": not problems}
+    return check_results(args.src, args.hyp).to_dict()
 
 
 def _mt_human(args: argparse.Namespace) -> dict[str, Any]:
@@ -346,6 +324,17 @@ def _summarization(args: argparse.Namespace) -> dict[str, Any]:
     from scoring.summarization import score_summarization_files
 
     return score_summarization_files(args.hyp)
+
+
+def _score_text_proc(name: str) -> Callable[[argparse.Namespace], dict[str, Any]]:
+    """A scorer of harness/score_text_procs.py, imported when it runs."""
+
+    def run(args: argparse.Namespace) -> dict[str, Any]:
+        from . import score_text_procs
+
+        return getattr(score_text_procs, name)(args)
+
+    return run
 
 
 # `onsite score mt --metrics`: kept here so `--help` needs no scorer import
@@ -570,6 +559,38 @@ _FAMILIES: dict[str, _Family] = {
         (_arg("--hyp", required=True, help="task<TAB>system<TAB>document<TAB>expert<TAB>score"),),
         tables=("summary", "keywords"),
     ),
+    "rouge": _Family(
+        _score_text_proc("score_rouge"),
+        "summaries: ROUGE-1, ROUGE-2, ROUGE-L with ROUGE-1.5.5's conventions",
+        (
+            _arg("--hyp", required=True, help='summaries, JSON lines {"id", "text"}'),
+            _arg("--ref", required=True, action="append", help="reference summaries; repeatable"),
+            _arg("--lang", choices=("en", "zh"), default="en", help="zh: character level"),
+            _arg("--formula", choices=("A", "B"), default="A", help="A pools references, B best"),
+            _arg("--alpha", type=float, default=0.5, help="F weight of precision (default 0.5)"),
+            _arg("--details", action="store_true", help="per-document scores too"),
+        ),
+    ),
+    "cesta": _Family(
+        _score_text_proc("score_cesta"),
+        "CESTA significant-word score: over-generation o, under-generation u, o&u",
+        (
+            _arg("--hyp", required=True, help='one system\'s texts, JSON lines {"id", "text"}'),
+            _arg("--ref", required=True, help='reference texts, JSON lines {"id", "text"}'),
+            _arg("--lang", choices=("en", "zh"), default="en", help="zh: character level"),
+            _arg("--threshold", type=float, default=1.0, help="significant when S > this"),
+            _arg("--details", action="store_true", help="per-text scores too"),
+        ),
+    ),
+    "cesta-rank": _Family(
+        _score_text_proc("score_cesta_rank"),
+        "CESTA human rankings with ties ('4 [1 2] 6 [3 5]') correlated with a metric",
+        (
+            _arg("--rankings", required=True, help="name<TAB>ranking lines, best first"),
+            _arg("--scores", required=True, help="item<TAB>score lines of the metric"),
+            _arg("--lower-is-better", action="store_true", help="the metric is an error rate"),
+        ),
+    ),
     "tts-pair": _Family(
         _tts_pair,
         "speech synthesis pair comparison: preference means and t intervals",
@@ -641,11 +662,6 @@ def add_score_parser(sub: Any, only: str | None = None) -> None:
             add_station_source(parser, name)
 
 
-def _cell(value: Any) -> Any:
-    # Six significant digits keep wide tables readable; --json has the full values.
-    return f"{value:.6g}" if isinstance(value, float) else value
-
-
 def _os_error(exc: OSError) -> str:
     """An unreadable path, with the fix: the bare errno text names no remedy."""
     where = exc.filename if exc.filename is not None else "?"
@@ -662,8 +678,6 @@ def cmd_score(args: argparse.Namespace, console: Console) -> int:
     """Run one family's scorer and print its figures."""
     from scoring.errors import FormatError
 
-    from .render import table
-
     family = _FAMILIES[args.family]
     try:
         result = args.scorer(args)
@@ -677,22 +691,16 @@ def cmd_score(args: argparse.Namespace, console: Console) -> int:
     except OSError as exc:
         sys.stderr.write(f"error: {_os_error(exc)}\n")
         return 2
+    # A checker (mt-check) reports "ok": false when it found problems: exit 1, as lint tools do.
+    status = 1 if result.get("ok") is False else 0
     if args.json:
         sys.stdout.write(json.dumps(result, ensure_ascii=False, indent=2) + "\n")
-        return 0
+        return status
     if family.lines is not None:
         for item in result[family.lines]:
             sys.stdout.write(json.dumps(item, ensure_ascii=False) + "\n")
         return 0
-    rows = [(k, v) for k, v in result.items() if not isinstance(v, list | dict)]
-    if rows:
-        console.print(table(f"{args.family} scores", ("figure", "value"), rows))
-    for key in family.tables:
-        items = result.get(key)
-        if items:
-            # Columns already shown above (unit, confidence) are not repeated per row;
-            # nested breakdowns (per judge) are for --json.
-            columns = [c for c in items[0] if c not in result and not isinstance(items[0][c], dict)]
-            cells = [[_cell(item[c]) for c in columns] for item in items]
-            console.print(table(key, columns, cells))
-    return 0
+    from .score_tables import print_result
+
+    print_result(console, args.family, result, family.tables)
+    return status

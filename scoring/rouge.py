@@ -1,0 +1,324 @@
+"""ROUGE-1, ROUGE-2 and ROUGE-L for summaries, with ROUGE-1.5.5's conventions.
+
+What ROUGE-1.5.5 (Lin 2004) does by default (``ROUGE-1.5.5.pl -n 2 -a``), and
+so what is done here:
+
+* **Tokens (English)**: the text is lower-cased (ASCII letters), every ``-``
+  becomes a token of its own, every other character outside ``A-Za-z0-9-``
+  becomes a space, and tokens are split on spaces. No stemming and no stop
+  words (ROUGE's ``-m`` and ``-s``; not offered here).
+* **Tokens (Chinese, ``lang="zh"``)**: ROUGE-1.5.5 deletes every non-ASCII
+  character, so Chinese has to be tokenized before it: here every character
+  that is a letter or a digit outside ASCII (CJK ideographs, kana, full-width
+  letters...) is one token, runs of ASCII letters and digits are words as in
+  English (lower-cased), and punctuation, symbols and spaces are dropped. This
+  is "character level", the unit the HTRDP and most Chinese summary
+  evaluations use.
+* **ROUGE-N** (N = 1, 2): clipped n-gram matches. For one reference,
+  recall = hits / reference n-grams, precision = hits / summary n-grams.
+* **ROUGE-L**: summary-level LCS. The summary and the reference are split
+  into sentences at line breaks (ROUGE's one-sentence-per-line input); for
+  each reference sentence the union of its tokens matched by an LCS with any
+  summary sentence counts, each token at most as often as it occurs in both
+  texts (ROUGE-1.5.5's clipping since 1.4.1). Recall divides by the
+  reference's tokens, precision by the summary's. A one-line summary and
+  reference give the plain LCS.
+* **F**: ``F = 1 / (alpha / P + (1 - alpha) / R)`` with alpha = 0.5 (ROUGE's
+  ``-p``), i.e. the harmonic mean; 0 when P or R is 0.
+* **Several references**: ROUGE-1.5.5's default scoring formula "A" (model
+  average) pools the counts: hits, reference n-grams and summary n-grams are
+  summed over the references before dividing. Formula "B" (``-f B``) keeps
+  the reference that gives the highest recall. ROUGE-1.5.5 has done no
+  jackknifing since version 1.4, and neither is it done here.
+* **Averages**: the system score is the mean over documents of each
+  document's R, P and F (ROUGE's default ``-t 0``), not pooled counts.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from .errors import FormatError
+
+__all__ = [
+    "ROUGE_METRICS",
+    "RougeCounts",
+    "RougeScore",
+    "read_summaries",
+    "rouge_document",
+    "score_rouge",
+    "score_rouge_files",
+    "tokenize",
+]
+
+Lang = Literal["en", "zh"]
+Formula = Literal["A", "B"]
+ROUGE_METRICS = ("rouge1", "rouge2", "rougeL")
+
+_NOT_ROUGE = re.compile(r"[^a-z0-9\-]")
+
+
+def _zh_tokens(text: str) -> list[str]:
+    out: list[str] = []
+    word: list[str] = []
+    for ch in text:
+        if ch.isascii() and ch.isalnum():
+            word.append(ch.lower())
+            continue
+        if word:
+            out.append("".join(word))
+            word = []
+        # Letters (L*) and digits (N*) are content; punctuation, symbols, spaces are not.
+        if not ch.isascii() and unicodedata.category(ch)[0] in "LN":
+            out.append(ch)
+    if word:
+        out.append("".join(word))
+    return out
+
+
+def tokenize(text: str, lang: Lang = "en") -> list[str]:
+    """Tokens of one sentence as ROUGE-1.5.5 sees them (module docstring)."""
+    if lang == "zh":
+        return _zh_tokens(text)
+    # ASCII lower case only, as Perl's tr/A-Z/a-z/: non-ASCII text is deleted below anyway.
+    lowered = text.translate(_ASCII_LOWER).replace("-", " - ")
+    return _NOT_ROUGE.sub(" ", lowered).split()
+
+
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def _sentences(text: str, lang: Lang) -> list[list[str]]:
+    return [t for line in text.splitlines() if (t := tokenize(line, lang))]
+
+
+def _ngrams(tokens: Sequence[str], n: int) -> Counter[tuple[str, ...]]:
+    return Counter(tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1))
+
+
+def _lcs_mask(ref: Sequence[str], peer: Sequence[str], mask: list[bool]) -> None:
+    """Mark in `mask` the tokens of `ref` on one LCS with `peer`.
+
+    Ties are broken as ROUGE-1.5.5's markLCS does: on equal lengths the
+    backtrack moves up (drops a reference token) before it moves left.
+    """
+    m, n = len(ref), len(peer)
+    if m == 0 or n == 0:
+        return
+    c = [[0] * (n + 1) for _ in range(m + 1)]
+    for i in range(1, m + 1):
+        ri, row, up = ref[i - 1], c[i], c[i - 1]
+        for j in range(1, n + 1):
+            if ri == peer[j - 1]:
+                row[j] = up[j - 1] + 1
+            elif up[j] >= row[j - 1]:
+                row[j] = up[j]
+            else:
+                row[j] = row[j - 1]
+    i, j = m, n
+    while i > 0 and j > 0:
+        if ref[i - 1] == peer[j - 1]:
+            mask[i - 1] = True
+            i, j = i - 1, j - 1
+        elif c[i - 1][j] >= c[i][j - 1]:
+            i -= 1
+        else:
+            j -= 1
+
+
+@dataclass(frozen=True)
+class RougeCounts:
+    """Hits and sizes of one summary against one reference, for one metric."""
+
+    hits: int
+    ref_total: int
+    peer_total: int
+
+
+def _lcs_counts(ref: list[list[str]], peer: list[list[str]]) -> RougeCounts:
+    ref_left = Counter(t for s in ref for t in s)
+    peer_left = Counter(t for s in peer for t in s)
+    hits = 0
+    for sentence in ref:
+        mask = [False] * len(sentence)
+        for p in peer:
+            _lcs_mask(sentence, p, mask)
+        for token, hit in zip(sentence, mask, strict=True):
+            # Clip: a token used up by an earlier LCS hit is not counted again.
+            if hit and ref_left[token] > 0 and peer_left[token] > 0:
+                hits += 1
+                ref_left[token] -= 1
+                peer_left[token] -= 1
+    return RougeCounts(hits, sum(map(len, ref)), sum(map(len, peer)))
+
+
+def _ngram_counts(ref: list[list[str]], peer: list[list[str]], n: int) -> RougeCounts:
+    # ROUGE-N counts n-grams over the text as one token stream (sentences joined).
+    r = _ngrams([t for s in ref for t in s], n)
+    p = _ngrams([t for s in peer for t in s], n)
+    hits = sum(min(k, p[g]) for g, k in r.items())
+    return RougeCounts(hits, sum(r.values()), sum(p.values()))
+
+
+def _counts(metric: str, ref: list[list[str]], peer: list[list[str]]) -> RougeCounts:
+    if metric == "rougeL":
+        return _lcs_counts(ref, peer)
+    return _ngram_counts(ref, peer, int(metric[len("rouge") :]))
+
+
+@dataclass(frozen=True)
+class RougeScore:
+    """Recall, precision and F of one metric (fractions 0..1)."""
+
+    recall: float
+    precision: float
+    f: float
+
+    def to_dict(self) -> dict[str, float]:
+        """JSON-ready figures."""
+        return {"recall": self.recall, "precision": self.precision, "f": self.f}
+
+
+def _score(hits: float, ref_total: float, peer_total: float, alpha: float) -> RougeScore:
+    r = hits / ref_total if ref_total else 0.0
+    p = hits / peer_total if peer_total else 0.0
+    f = 0.0 if r == 0.0 or p == 0.0 else 1.0 / (alpha / p + (1.0 - alpha) / r)
+    return RougeScore(r, p, f)
+
+
+def rouge_document(
+    summary: str,
+    references: Sequence[str],
+    lang: Lang = "en",
+    metrics: Sequence[str] = ROUGE_METRICS,
+    formula: Formula = "A",
+    alpha: float = 0.5,
+) -> dict[str, RougeScore]:
+    """Each metric for one summary against its references (module docstring)."""
+    if not references:
+        raise ValueError("no reference summary")
+    if not 0.0 <= alpha <= 1.0:
+        raise ValueError(f"alpha {alpha} is outside 0..1")
+    peer = _sentences(summary, lang)
+    refs = [_sentences(r, lang) for r in references]
+    out: dict[str, RougeScore] = {}
+    for metric in metrics:
+        if metric not in ROUGE_METRICS:
+            raise ValueError(f"unknown metric {metric!r}; use {', '.join(ROUGE_METRICS)}")
+        counts = [_counts(metric, ref, peer) for ref in refs]
+        if formula == "A":
+            out[metric] = _score(
+                sum(c.hits for c in counts),
+                sum(c.ref_total for c in counts),
+                sum(c.peer_total for c in counts),
+                alpha,
+            )
+        else:
+            # Best model: the highest recall; the first reference wins a tie.
+            scores = [_score(c.hits, c.ref_total, c.peer_total, alpha) for c in counts]
+            out[metric] = max(scores, key=lambda s: s.recall)
+    return out
+
+
+def score_rouge(
+    summaries: Mapping[str, str],
+    references: Mapping[str, Sequence[str]],
+    lang: Lang = "en",
+    metrics: Sequence[str] = ROUGE_METRICS,
+    formula: Formula = "A",
+    alpha: float = 0.5,
+) -> dict[str, Any]:
+    """Score every document; the system figures are means over the reference documents.
+
+    A document with references but no summary scores 0 and is listed under
+    `missing`; a summary of a document without references is a ValueError.
+    """
+    extra = [d for d in summaries if d not in references]
+    if extra:
+        raise ValueError(f"summary for document {extra[0]!r}, which has no reference")
+    documents: list[dict[str, Any]] = []
+    missing: list[str] = []
+    for doc, refs in references.items():
+        if doc not in summaries:
+            missing.append(doc)
+        scores = rouge_document(summaries.get(doc, ""), refs, lang, metrics, formula, alpha)
+        documents.append(
+            {"document": doc, "references": len(refs)}
+            | {f"{m}_{k}": v for m, s in scores.items() for k, v in s.to_dict().items()}
+        )
+    n = len(documents)
+    if n == 0:
+        raise ValueError("no reference documents")
+    figures: dict[str, Any] = {"lang": lang, "formula": formula, "alpha": alpha, "documents": n}
+    for m in metrics:
+        for k in ("recall", "precision", "f"):
+            figures[f"{m}_{k}"] = math.fsum(d[f"{m}_{k}"] for d in documents) / n
+    return {**figures, "missing": missing, "per_document": documents}
+
+
+def _text_field(path: Path, line: int, row: Any) -> tuple[str, str]:
+    if not isinstance(row, dict):
+        raise FormatError(path, line, "not a JSON object", 'write {"id": ..., "text": ...}')
+    doc = row.get("id", row.get("document"))
+    text = row.get("text", row.get("summary"))
+    if not isinstance(doc, str | int) or isinstance(doc, bool) or str(doc) == "":
+        raise FormatError(path, line, "no document id", 'give "id" (a string)')
+    if not isinstance(text, str):
+        raise FormatError(path, line, 'no "text" string', 'give "text": the summary')
+    return str(doc), text
+
+
+def read_summaries(path: str | Path, several: bool = False) -> dict[str, list[str]]:
+    """Read JSON lines ``{"id": doc, "text": summary}`` (``summary``/``document`` also accepted).
+
+    With `several` (reference files) an id may repeat: one line per
+    reference summary. Otherwise a repeated id is a `FormatError`.
+    """
+    path = Path(path)
+    out: dict[str, list[str]] = {}
+    with path.open(encoding="utf-8") as f:
+        for n, raw in enumerate(f, 1):
+            if not raw.strip():
+                continue
+            try:
+                row = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                raise FormatError(
+                    path, n, f"invalid JSON ({exc.msg})", "one object per line"
+                ) from None
+            doc, text = _text_field(path, n, row)
+            if doc in out and not several:
+                raise FormatError(path, n, f"document {doc!r} repeated", "one summary per document")
+            out.setdefault(doc, []).append(text)
+    if not out:
+        raise FormatError(path, None, "no summaries", 'write one {"id", "text"} object per line')
+    return out
+
+
+def score_rouge_files(
+    hyp: str | Path,
+    ref: Iterable[str | Path],
+    lang: Lang = "en",
+    formula: Formula = "A",
+    alpha: float = 0.5,
+) -> dict[str, Any]:
+    """`onsite score rouge`: a system's summaries against one or more reference files."""
+    summaries = {d: texts[0] for d, texts in read_summaries(hyp).items()}
+    references: dict[str, list[str]] = {}
+    for path in ref:
+        for doc, texts in read_summaries(path, several=True).items():
+            references.setdefault(doc, []).extend(texts)
+    try:
+        return score_rouge(summaries, references, lang, formula=formula, alpha=alpha)
+    except ValueError as exc:
+        raise FormatError(
+            hyp, None, str(exc), "give summaries only for reference documents"
+        ) from None
