@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     )
     from .integrity import SiteChanged
     from .journal import Journal, read_journal
-    from .kinds import Headline, Scored, SpeedUnit, TaskKind, kind_names, task_kind, task_kinds
+    from .kinds import Headline, Scored, SpeedUnit, TaskKind, task_kind, task_kinds
     from .leaderboard import LeaderboardRow, leaderboard
     from .run_site import site_of_run
     from .site import Budget, Site, load_site
@@ -86,7 +86,6 @@ _EXPORTS: dict[str, str] = {
     "Scored": "kinds",
     "SpeedUnit": "kinds",
     "TaskKind": "kinds",
-    "kind_names": "kinds",
     "task_kind": "kinds",
     "task_kinds": "kinds",
     "InvalidItem": "testsets",
@@ -170,7 +169,6 @@ __all__ = [
     "hang_seconds",
     "item_budget_seconds",
     "judge",
-    "kind_names",
     "leaderboard",
     "load_asr_testset",
     "load_site",

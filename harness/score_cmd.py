@@ -625,12 +625,14 @@ def _families(only: str | None) -> dict[str, _Family]:
         return _FAMILIES
     from .kinds.registry import score_families
 
-    brought = {
-        name: _Family(f.scorer, f.help, f.args, tables=f.tables)
-        for name, f in score_families().items()
-        if name not in _FAMILIES
+    brought = score_families()
+    clash = sorted(set(brought) & set(_FAMILIES))
+    if clash:
+        raise ValueError(f"`onsite score {clash[0]}` is defined twice: rename the kind's family")
+    return {
+        **_FAMILIES,
+        **{n: _Family(f.scorer, f.help, f.args, tables=f.tables) for n, f in brought.items()},
     }
-    return {**_FAMILIES, **brought}
 
 
 def add_score_parser(sub: Any, only: str | None = None) -> None:

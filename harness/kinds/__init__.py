@@ -15,7 +15,6 @@ from .base import (
 )
 from .registry import (
     RegistryError,
-    kind_names,
     metric_label,
     score_families,
     speed_unit,
@@ -32,7 +31,6 @@ __all__ = [
     "Scored",
     "SpeedUnit",
     "TaskKind",
-    "kind_names",
     "metric_label",
     "score_families",
     "speed_unit",

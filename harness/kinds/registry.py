@@ -62,11 +62,6 @@ def task_kind(name: str) -> TaskKind:
     return task_kinds()[name]
 
 
-def kind_names() -> tuple[str, ...]:
-    """Every task kind a site file may name."""
-    return tuple(task_kinds())
-
-
 @cache
 def speed_units() -> Mapping[str, SpeedUnit]:
     """Every speed unit a kind uses, by the name the journal and leaderboard carry."""
