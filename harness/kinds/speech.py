@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from scoring import read_slot_file, score_asr, score_commands, score_slots
+from scoring import read_slot_file
 from scoring.kws import SlotFrame
 
 from ..testsets import (
@@ -84,6 +84,9 @@ def _text(outputs: Outputs, testset: TestSet) -> dict[str, str | None]:
 
 
 def _score_asr(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
+    # Imported on first use: the aligner is costly to load and a site file needs no scorer.
+    from scoring import score_asr
+
     report = score_asr(
         testset.references(),
         _text(outputs, testset),
@@ -95,6 +98,8 @@ def _score_asr(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> 
 
 
 def _score_command(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
+    from scoring import score_commands
+
     report = score_commands(
         testset.references(),
         _text(outputs, testset),
@@ -122,6 +127,8 @@ def _score_kws(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> 
         for k, v in outputs.items()
         if k in refs and v is not None
     }
+    from scoring import score_slots
+
     return score_slots(refs, hyps).to_dict()
 
 
