@@ -36,11 +36,11 @@ if TYPE_CHECKING:
     )
     from .integrity import SiteChanged
     from .journal import Journal, read_journal
+    from .kinds import Headline, Scored, SpeedUnit, TaskKind, task_kind, task_kinds
     from .leaderboard import LeaderboardRow, leaderboard
     from .run_site import site_of_run
     from .site import Budget, Site, load_site
     from .store import RunLocked, RunState, RunStore, RunStoreError, lock_run_dir
-    from .tasks import TASK_KINDS, TaskKind, task_kind
     from .testsets import InvalidItem, TestItem, TestSet, load_asr_testset
 
 # Where each public name lives. The package loads a module only when one of
@@ -82,9 +82,12 @@ _EXPORTS: dict[str, str] = {
     "RunStoreError": "store",
     "lock_run_dir": "store",
     "SiteChanged": "integrity",
-    "TASK_KINDS": "tasks",
-    "TaskKind": "tasks",
-    "task_kind": "tasks",
+    "Headline": "kinds",
+    "Scored": "kinds",
+    "SpeedUnit": "kinds",
+    "TaskKind": "kinds",
+    "task_kind": "kinds",
+    "task_kinds": "kinds",
     "InvalidItem": "testsets",
     "TestItem": "testsets",
     "TestSet": "testsets",
@@ -128,12 +131,12 @@ sys.modules[__name__].__class__ = _Package
 
 
 __all__ = [
-    "TASK_KINDS",
     "VERDICTS",
     "Budget",
     "CheckResult",
     "Controller",
     "Event",
+    "Headline",
     "InputError",
     "InvalidItem",
     "ItemFinished",
@@ -150,8 +153,10 @@ __all__ = [
     "SiteChanged",
     "RunState",
     "RunStore",
+    "Scored",
     "Site",
     "SiteError",
+    "SpeedUnit",
     "SystemLost",
     "SystemStarted",
     "TaskKind",
@@ -171,4 +176,5 @@ __all__ = [
     "read_journal",
     "site_of_run",
     "task_kind",
+    "task_kinds",
 ]

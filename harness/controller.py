@@ -46,10 +46,10 @@ from .integrity import (
     testset_file_hashes,
     testset_problems,
 )
+from .kinds.registry import task_kind
 from .report.manifest import write_manifest
 from .site import Site
 from .store import RunStore
-from .tasks import task_kind
 from .testsets import TestItem, TestSet
 
 START_TRIES = 3
@@ -500,7 +500,8 @@ class Controller:
         restarts = 0
         queue = list(reversed(pending))
         link_retries = 0
-        stream = self.site.config.tasks[task].stream
+        # Only kinds with a stream option (face-detect) have it.
+        stream = bool(getattr(self.site.config.tasks[task], "stream", False))
         stream_start: float | None = None
         while queue:
             held = time.monotonic()

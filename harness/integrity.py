@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputError, Problem
+from .kinds.registry import task_kind
 from .media import frames_cache_root
 from .site import Site
 from .testsets import InvalidItem, TestSet
@@ -114,10 +115,8 @@ def job_settings(site: Site, task: str, system: str, testset_sha256: str) -> dic
         "kind": task_cfg.kind,
         "testset": task_cfg.testset,
         "testset_sha256": testset_sha256,
-        "unit": task_cfg.unit,
-        "case_sensitive": task_cfg.case_sensitive,
-        "sample_rates": list(task_cfg.sample_rates),
-        "stream": task_cfg.stream,
+        # The kind's own options (unit, sample_rates, stream ...), as each kind defines them.
+        **task_cfg.model_dump(include=set(task_kind(task_cfg.kind).options.model_fields)),
         "budget": task_cfg.budget.model_dump(),
         "audit": task_cfg.audit.model_dump(),
         "max_output_bytes": task_cfg.max_output_bytes,

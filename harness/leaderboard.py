@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from .audits import audit_lines
+from .kinds.base import TaskKind
+from .kinds.registry import task_kind
 from .run_site import site_of_run
 from .site import Site, Task
 from .store import RunState
-from .tasks import TaskKind, headline, task_kind
 from .testsets import TestSet
 
 _ANSWERED = ("ok", "over_budget")
@@ -102,7 +103,7 @@ def quality_so_far(
     outputs = {r["item"]: r["output"] for r in answered}
     seconds = {r["item"]: r["seconds"] for r in done}
     attempted = replace(testset, items=tuple(i for i in testset.items if i.id in ids))
-    return headline(kind, cfg, kind.score(attempted, cfg, outputs, seconds))
+    return kind.evaluate(attempted, cfg, outputs, seconds).headline.value
 
 
 def leaderboard(run_dir: Path, testsets: dict[str, TestSet] | None = None) -> list[LeaderboardRow]:
@@ -147,15 +148,11 @@ def _row(site: Site, state: RunState, testset: TestSet, task: str, system: str) 
     # Score the completed items only: a run stopped early (or --limit) is not charged
     # for items never sent; a failed item counts, with no output.
     attempted = replace(testset, items=tuple(i for i in testset.items if i.id in completed))
-    scores = kind.score(attempted, cfg, outputs, seconds) if records else {}
+    scored = kind.evaluate(attempted, cfg, outputs, seconds) if records else None
+    scores = scored.figures if scored else {}
     items = {i.id: i for i in testset.items}
     speeds = [s for r in answered if (s := kind.speed(items[r["item"]], r["seconds"])) is not None]
-    if kind.speed_unit == "chars_per_second":
-        # V = samples / seconds over the set, as OLCCR defines it, not a mean of rates.
-        total = sum(r["seconds"] for r in answered)
-        speed_mean = len(answered) / total if total > 0 else None
-    else:
-        speed_mean = sum(speeds) / len(speeds) if speeds else None
+    speed_mean = kind.unit.mean(speeds, [r["seconds"] for r in answered])
     # A frame with no answer (timeout, crash) counts as late; its latency is unknown.
     timed = [r for r in records if "late" in r and r.get("late") is not None]
     latencies = [r["latency_seconds"] for r in timed if r["verdict"] in _ANSWERED]
@@ -177,7 +174,7 @@ def _row(site: Site, state: RunState, testset: TestSet, task: str, system: str) 
         completed=len(records),
         scored=len(answered),
         metric=kind.metric(cfg),
-        score=headline(kind, cfg, scores) if records else None,
+        score=scored.headline.value if scored else None,
         higher_is_better=kind.higher_is_better,
         speed_unit=kind.speed_unit,
         speed_mean=speed_mean,
@@ -203,5 +200,5 @@ def _row(site: Site, state: RunState, testset: TestSet, task: str, system: str) 
         latency_p50=percentile(latencies, 0.5),
         latency_p95=percentile(latencies, 0.95),
         late_rate=(lates / len(timed)) if timed else None,
-        detail=kind.detail(scores) if records else "",
+        detail=scored.detail if scored else "",
     )

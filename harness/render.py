@@ -128,11 +128,11 @@ class ProgressListener:
         if self.site is None or task not in self.site.config.tasks:
             return {}
         cfg = self.site.config.tasks[task]
-        from .tasks import task_kind
+        from .kinds.registry import task_kind
 
         kind = task_kind(cfg.kind)
         speeds = [r["speed"] for r in records if r["speed"] is not None]
-        unit = _UNITS.get(kind.speed_unit, kind.speed_unit)
+        unit = kind.unit.short
         out = {"speed": f"{sum(speeds) / len(speeds):.2f} {unit}" if speeds else ""}
         now = time.monotonic()
         testset = self.testsets.get(task)
@@ -143,7 +143,7 @@ class ProgressListener:
             from .leaderboard import quality_so_far
 
             value = quality_so_far(kind, cfg, testset, records)
-            name = _METRIC_NAMES.get(kind.metric(cfg), kind.metric(cfg))
+            name = kind.metric_label(kind.metric(cfg))
             out["quality"] = f"{name} {_pct(value)}" if value is not None else ""
         return out
 
@@ -208,22 +208,20 @@ class ProgressListener:
                 self._say(f"{task}: {message}")
 
 
-_METRIC_NAMES = {
-    "wer": "WER",
-    "cer": "CER",
-    "correct_rate": "correct",
-    "slot_rate": "slots",
-    "recognition_rate": "R",
-    "correct_detection_rate": "detected",
-    "eer": "EER",
-}
+def _metric_name(metric: str) -> str:
+    """The name people read for a headline metric, from the kind registry."""
+    # Imported on use: `onsite score` renders tables without loading every kind.
+    from .kinds.registry import metric_label
 
-_UNITS = {
-    "rtf": "rtf",
-    "chars_per_second": "char/s",
-    "ms_per_frame": "ms/frame",
-    "ms_per_pair": "ms/pair",
-}
+    return metric_label(metric)
+
+
+def _unit_name(unit: str) -> str:
+    """The terminal label of a speed unit, from the kind registry."""
+    from .kinds.registry import speed_unit
+
+    return speed_unit(unit).short
+
 
 LEADERBOARD_COLUMNS = (
     "task",
@@ -288,7 +286,7 @@ def _restarts(row: LeaderboardRow) -> str:
 
 
 def _quality(row: LeaderboardRow) -> str:
-    return f"{_METRIC_NAMES.get(row.metric, row.metric)} {_pct(row.score)}"
+    return f"{_metric_name(row.metric)} {_pct(row.score)}"
 
 
 def leaderboard_table(rows: Sequence[LeaderboardRow], width: int | None = None) -> Table | Group:
@@ -315,7 +313,7 @@ def leaderboard_table(rows: Sequence[LeaderboardRow], width: int | None = None) 
             _num(row.speed_mean),
             _num(row.speed_p95),
             _num(row.speed_max),
-            _UNITS.get(row.speed_unit, row.speed_unit),
+            _unit_name(row.speed_unit),
             str(row.over_budget),
             str(row.timeouts),
             str(row.crashes),
@@ -344,7 +342,7 @@ def _compact_leaderboard(rows: Sequence[LeaderboardRow]) -> Group:
                 overflow="fold",
             )
         for row in (r for r in rows if r.task == task):
-            unit = _UNITS.get(row.speed_unit, row.speed_unit)
+            unit = _unit_name(row.speed_unit)
             speed = "-" if row.speed_mean is None else f"{row.speed_mean:.2f} {unit}"
             out.add_row(
                 row.system + (" (unsealed)" if row.unsealed else ""),
@@ -425,9 +423,9 @@ def _status_rows(title: str, jobs: Sequence[Mapping[str, Any]], wide: bool) -> T
         out.add_column(column, justify="left" if left else "right", overflow="fold")
     for job in jobs:
         quality = job["quality"]
-        name = _METRIC_NAMES.get(quality["metric"], quality["metric"])
+        name = _metric_name(quality["metric"])
         speed = job["speed"]
-        unit = _UNITS.get(speed["unit"], speed["unit"])
+        unit = _unit_name(speed["unit"])
         flight = job["in_flight"]
         cells = [job["task"]] if wide else []
         cells += [

@@ -636,6 +636,26 @@ _FAMILIES: dict[str, _Family] = {
 }
 
 
+def _families(only: str | None) -> dict[str, _Family]:
+    """The families above, and those the task kinds bring (harness/kinds/).
+
+    The kinds are loaded only when the family asked for is not one of the above
+    (or for the full listing), so `onsite score ir` stays as fast as before.
+    """
+    if only is not None and only in _FAMILIES:
+        return _FAMILIES
+    from .kinds.registry import score_families
+
+    brought = score_families()
+    clash = sorted(set(brought) & set(_FAMILIES))
+    if clash:
+        raise ValueError(f"`onsite score {clash[0]}` is defined twice: rename the kind's family")
+    return {
+        **_FAMILIES,
+        **{n: _Family(f.scorer, f.help, f.args, tables=f.tables) for n, f in brought.items()},
+    }
+
+
 def add_score_parser(sub: Any, only: str | None = None) -> None:
     """Register `onsite score` and its families on the CLI's subparsers.
 
@@ -645,7 +665,7 @@ def add_score_parser(sub: Any, only: str | None = None) -> None:
     """
     score = sub.add_parser("score", help="score saved outputs against references (files only)")
     families = score.add_subparsers(dest="family", required=True)
-    for name, family in _FAMILIES.items():
+    for name, family in _families(only).items():
         if only is not None and name != only and only in _FAMILIES:
             continue
         parser = families.add_parser(name, help=family.help)
@@ -678,7 +698,7 @@ def cmd_score(args: argparse.Namespace, console: Console) -> int:
     """Run one family's scorer and print its figures."""
     from scoring.errors import FormatError
 
-    family = _FAMILIES[args.family]
+    family = _families(args.family)[args.family]
     try:
         result = args.scorer(args)
         if getattr(args, "plot", None):

@@ -8,7 +8,7 @@ import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, cast
 
 from pydantic import (
     BaseModel,
@@ -16,6 +16,7 @@ from pydantic import (
     Field,
     PositiveFloat,
     ValidationError,
+    create_model,
     field_validator,
     model_validator,
 )
@@ -162,37 +163,45 @@ class Rules(_Strict):
     max_over_budget: Annotated[int, Field(ge=0)] | None = None
 
 
-class Task(_Strict):
-    """One evaluation task: its kind, test set, unit and budget."""
+class TaskBase(_Strict):
+    """The keys every task has; each kind adds its own options (harness/kinds/)."""
 
-    kind: Literal[
-        "asr",
-        "command",
-        "kws",
-        "ocr",
-        "face-detect",
-        "face-identify",
-        "face-verify",
-        "mt",
-        "cws",
-        "ner",
-        "pos",
-        "textcat",
-        "ir",
-        "tts",
-    ]
+    kind: str
     testset: str
-    unit: Literal["word", "char"] = "word"
-    case_sensitive: bool = False
-    sample_rates: Annotated[list[Annotated[int, Field(gt=0)]], Field(min_length=1)] = [16000]
     budget: Budget = Budget()
     audit: Audit = Audit()
     rules: Rules = Rules()
-    # Video: frames are sent at the stream's own rate whether or not the system is done.
-    stream: bool = False
     # The largest answer per item, in bytes; larger is invalid_output. Default: the kind's.
     max_output_bytes: Annotated[int, Field(ge=64)] | None = None
     description: str = ""
+
+
+# --- task kinds: the site's task model is derived from the kind registry ---------------
+
+
+def _task_models() -> dict[str, type[TaskBase]]:
+    """One task model per registered kind: the common keys plus the kind's options."""
+    from .kinds.registry import task_kinds
+
+    models: dict[str, type[TaskBase]] = {}
+    for name, kind in task_kinds().items():
+        model = create_model(
+            f"Task[{name}]",
+            __base__=(kind.options, TaskBase),
+            __doc__=f"A {name} task: {kind.summary or 'see docs/task-kinds.md'}.",
+            kind=(cast(Any, Literal)[name], ...),
+        )
+        models[name] = cast(type[TaskBase], model)
+    return models
+
+
+TASK_MODELS = _task_models()
+
+if TYPE_CHECKING:
+    # What code can rely on for any task; a kind reads its own options from it.
+    Task = TaskBase
+else:
+    Task = Annotated[Union[tuple(TASK_MODELS.values())], Field(discriminator="kind")]  # noqa: UP007
 
 
 class System(_Strict):
@@ -365,8 +374,31 @@ _DEVICE_MODELS: dict[str, type[BaseModel]] = {
 }
 
 
+def _task_tag(loc: tuple[Any, ...]) -> tuple[tuple[Any, ...], str | None]:
+    """pydantic puts a task's kind (the union's tag) into the path: not a key the user
+    wrote. The path without it, and the kind."""
+    if len(loc) >= 3 and loc[0] == "tasks" and loc[2] in TASK_MODELS:
+        return loc[:2] + loc[3:], str(loc[2])
+    return loc, None
+
+
+def _unknown_task_kind(path: Path, text: str, err: Any) -> Problem:
+    loc = (*err["loc"], "kind")
+    got = err.get("ctx", {}).get("tag")
+    return Problem(
+        path,
+        ".".join(str(p) for p in loc),
+        f"unknown task kind {got!r}" if got else "the task has no kind",
+        f"use one of: {', '.join(TASK_MODELS)} (docs/task-kinds.md)",
+        _line_of(text, loc),
+    )
+
+
 def _problem(path: Path, text: str, err: Any) -> Problem:
-    loc = tuple(err["loc"])
+    if err["type"] in ("union_tag_invalid", "union_tag_not_found") and err["loc"][:1] == ("tasks",):
+        return _unknown_task_kind(path, text, err)
+    loc, task_kind = _task_tag(tuple(err["loc"]))
+    task_model = TASK_MODELS[task_kind] if task_kind else None
     device_model = None
     if len(loc) >= 3 and loc[0] == "devices" and loc[2] in _DEVICE_MODELS:
         # pydantic puts the device kind (the union's tag) into the path: not a key the user wrote.
@@ -390,8 +422,13 @@ def _problem(path: Path, text: str, err: Any) -> Problem:
     fix = _FIXES.get(kind, "see docs/site-file.md for what this key accepts")
     if kind == "extra_forbidden":
         parent = str(loc[-2]) if len(loc) >= 2 else ""
-        model = device_model or _model_for(loc[:-1])
+        # A key of the task itself is checked against its kind's model; nested tables
+        # (budget, audit, rules) against their own.
+        task_keys = task_model if len(loc) == 3 else None
+        model = device_model or task_keys or _model_for(loc[:-1])
         message = f"unknown key {loc[-1]!r}"
+        if task_kind and len(loc) == 3:
+            message += f" for kind {task_kind!r}"
         if model is not None:
             fix = (
                 f"remove it or correct its spelling; allowed keys: {', '.join(model.model_fields)}"
@@ -417,7 +454,7 @@ def _model_for(loc: tuple[Any, ...]) -> type[BaseModel] | None:
     if top == "site" and len(loc) == 2:
         return _ALLOWED.get(str(loc[1]))
     if top == "tasks":
-        return Task if len(loc) == 2 else _ALLOWED.get(str(loc[2])) if len(loc) == 3 else None
+        return _ALLOWED.get(str(loc[2])) if len(loc) == 3 else None
     if top == "systems" and len(loc) == 2:
         return System
     return None
@@ -469,6 +506,13 @@ def load_site(path: str | Path, base: Path | None = None) -> Site:
     return site
 
 
+def _writes_files(kind: str) -> bool:
+    """True for kinds whose systems answer with a file (tts): not over a serial line."""
+    from .kinds.registry import task_kind
+
+    return bool(task_kind(kind).output_files)
+
+
 def _cross_check(site: Site, text: str) -> list[Problem]:
     """References between tables, and files that must exist."""
     cfg = site.config
@@ -498,12 +542,13 @@ def _cross_check(site: Site, text: str) -> list[Problem]:
                     f"unknown task {task!r}",
                     f"define [tasks.{task}] or use one of: {', '.join(cfg.tasks) or '-'}",
                 )
-            elif cfg.tasks[task].kind == "tts" and isinstance(device, SerialDevice):
+            elif _writes_files(cfg.tasks[task].kind) and isinstance(device, SerialDevice):
                 # The device protocol has no frames for a file going upstream.
                 add(
                     ("systems", name, "tasks"),
-                    f"task {task!r} is speech synthesis, which runs on local and SSH devices "
-                    "only (the audio cannot be fetched back over a serial line)",
+                    f"task {task!r} is {cfg.tasks[task].kind}, whose systems write files, "
+                    "which runs on local and SSH devices only (the files cannot be fetched "
+                    "back over a serial line)",
                     "run this system on a local or ssh device (docs/judging.md, section 5)",
                 )
         if not system.tasks:

@@ -1,4 +1,4 @@
-"""The text task kinds (harness/text_tasks.py): loaders, output checks, scores, end to end.
+"""The text task kinds (harness/kinds/text.py): loaders, output checks, scores, end to end.
 
 The demo sets under site_config/data/demo-text/ are tiny, so every number the
 example system (examples/systems/text_baselines.py) scores is worked out by
@@ -15,9 +15,11 @@ from typing import Any
 import pytest
 
 from harness import TestSetError, leaderboard, load_site
-from harness.text_tasks import ITEM_CHECKS, TEXT_TASK_KINDS
+from harness.kinds import text
 from tests.conftest import REPO, read_outputs, write_site
 from tests.test_controller import run_site
+
+TEXT_TASK_KINDS = {kind.name: kind for kind in text.KINDS}
 
 DEMO = REPO / "site_config" / "data" / "demo-text"
 BASELINE = [sys.executable, "-m", "examples.systems.text_baselines"]
@@ -25,12 +27,12 @@ BASELINE = [sys.executable, "-m", "examples.systems.text_baselines"]
 
 def load(kind: str, root: Path | None = None) -> Any:
     # No loader reads the Task: the text kinds take everything from the test-set directory.
-    return TEXT_TASK_KINDS[kind].load(root or DEMO / kind, None)  # type: ignore[arg-type]
+    return TEXT_TASK_KINDS[kind].load(root or DEMO / kind, None)
 
 
 def score(kind: str, testset: Any, outputs: dict[str, Any]) -> dict[str, Any]:
     seconds = {item.id: 0.5 for item in testset.items}
-    return TEXT_TASK_KINDS[kind].score(testset, None, outputs, seconds)  # type: ignore[arg-type]
+    return TEXT_TASK_KINDS[kind].score(testset, None, outputs, seconds)
 
 
 def copy_demo(tmp_path: Path, kind: str) -> Path:
@@ -246,10 +248,10 @@ def test_invalid_outputs_say_what_is_wrong(kind: str, output: dict[str, Any], sa
 def test_ner_tags_of_the_wrong_length_get_no_credit() -> None:
     testset = load("ner")
     [first, second] = testset.items
-    assert ITEM_CHECKS["ner"](second, {"tags": ["O", "O"]}) == (
+    assert TEXT_TASK_KINDS["ner"].check_item(second, {"tags": ["O", "O"]}) == (
         "2 tags for 3 tokens: give one tag per input token"
     )
-    assert ITEM_CHECKS["ner"](second, {"tags": ["B-PER", "O", "B-LOC"]}) is None
+    assert TEXT_TASK_KINDS["ner"].check_item(second, {"tags": ["B-PER", "O", "B-LOC"]}) is None
     scores = score(
         "ner", testset, {first.id: {"tags": ["B-PER", "O", "B-LOC", "O"]}, second.id: {"tags": []}}
     )

@@ -20,10 +20,10 @@ from typing import Any
 import orjson
 
 from ..audits import audit_of
+from ..kinds.registry import task_kind
 from ..leaderboard import _row, percentile, quality_so_far, site_of_run
 from ..site import Site
 from ..store import RunState
-from ..tasks import task_kind
 from ..testsets import TestSet
 
 JobKey = tuple[str, str]
@@ -385,11 +385,13 @@ class RunView:
             "restarts": restarts,
             "quality": {
                 "metric": kind.metric(cfg),
+                "label": kind.metric_label(kind.metric(cfg)),
                 "value": quality,
                 "higher_is_better": kind.higher_is_better,
             },
             "speed": {
                 "unit": kind.speed_unit,
+                "label": kind.unit.short,
                 "mean": speed_mean,
                 "p95": speed_p95,
                 "budget_usage": running.mean_budget_usage if running else None,

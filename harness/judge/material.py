@@ -15,9 +15,9 @@ from typing import Any
 
 from scoring.cws import diff_pieces, split_words
 
+from ..kinds.registry import task_kind
+from ..kinds.tts import SusItem
 from ..leaderboard import site_of_run
-from ..tasks import task_kind
-from ..tts_task import SusItem
 
 JUDGED_VERDICTS = ("ok", "over_budget")
 # Which task kinds each test judges.

@@ -25,8 +25,8 @@ from scoring.tts import (
     score_sus,
 )
 
+from ..kinds.registry import task_kind
 from ..leaderboard import site_of_run
-from ..tasks import task_kind
 from .material import read_job_outputs
 from .results import SCORE_FAMILY, ExportFile, export_text
 from .store import JudgeStore

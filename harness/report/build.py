@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from ..audits import audit_of
+from ..kinds.registry import task_kind
 from ..leaderboard import LeaderboardRow, leaderboard, site_of_run
 from ..store import RunState
-from ..tasks import task_kind
 from ..testsets import TestSet
 from .manifest import read_manifest
 from .running_score import RunningScore, resolve_weights, running_score

@@ -26,22 +26,13 @@ from matplotlib.ticker import MaxNLocator
 
 from scoring.plots import (
     PlotFiles,
-    plot_cmc,
-    plot_det,
-    plot_roc,
     plot_rtf_distribution,
-    plot_wer_by_condition,
 )
 
+from ..kinds.registry import metric_label, speed_unit, task_kind
 from .build import JobReport, ReportData, SystemReport, TaskReport
 from .running_score import USAGE_CAP
 
-_SPEED = {
-    "rtf": ("real-time factor", "{:.3f}"),
-    "chars_per_second": ("characters / s", "{:.1f}"),
-    "ms_per_frame": ("ms / frame", "{:.1f}"),
-    "ms_per_pair": ("ms / pair", "{:.1f}"),
-}
 _VERDICT_COLOURS = {
     "ok": "#4c9a2a",
     "over_budget": "#e0a800",
@@ -225,24 +216,18 @@ def timing_svg(job: JobReport) -> str | None:
 def _task_figures(task: TaskReport) -> list[str]:
     jobs = [j for j in task.jobs if j.row.completed]
     figures: list[str] = []
-    by_condition = {
-        j.row.system: {c: s["wer"] for c, s in j.row.scores.get("by_condition", {}).items()}
-        for j in jobs
-        if task.kind == "asr" and j.row.scores.get("by_condition")
-    }
-    if by_condition:
-        metric = jobs[0].row.metric.upper()
-        svg = _scoring_plot(
-            lambda stem: plot_wer_by_condition(
-                by_condition, stem, metric=metric, title=f"{task.name}: {metric} by condition"
-            )
-        )
-        if svg:
-            figures.append(_figure(f"{metric} by condition", svg))
+    # The kind's own figures (harness/kinds/): no guessing from the scores' keys.
+    plots = task_kind(task.kind).plots
+    if plots is not None and jobs:
+        scores = {j.row.system: j.row.scores for j in jobs}
+        for title, draw in plots(task.name, jobs[0].row.metric, scores):
+            svg = _scoring_plot(draw)
+            if svg:
+                figures.append(_figure(title, svg))
     speeds = {j.row.system: list(j.speeds) for j in jobs if j.speeds}
     if speeds:
         unit = jobs[0].row.speed_unit
-        label = _SPEED.get(unit, (unit, ""))[0]
+        label = speed_unit(unit).label
         budget = task.budget.get("realtime_factor") if unit == "rtf" else None
         svg = _scoring_plot(
             lambda stem: plot_rtf_distribution(
@@ -251,33 +236,6 @@ def _task_figures(task: TaskReport) -> list[str]:
         )
         if svg:
             figures.append(_figure(f"{label} per item", svg))
-    roc = {
-        j.row.system: (j.row.scores["roc"]["far"], j.row.scores["roc"]["tar"])
-        for j in jobs
-        if isinstance(j.row.scores.get("roc"), Mapping)
-    }
-    if roc:
-        eer = {
-            s: j.row.scores["eer"]
-            for j in jobs
-            if isinstance(j.row.scores.get("eer"), float)
-            for s in [j.row.system]
-            if s in roc
-        }
-        svg = _scoring_plot(
-            lambda stem: plot_roc(roc, stem, title=f"{task.name}: ROC", eer=eer or None)
-        )
-        if svg:
-            figures.append(_figure("ROC", svg))
-        det = {s: (far, [1.0 - t for t in tar]) for s, (far, tar) in roc.items()}
-        svg = _scoring_plot(lambda stem: plot_det(det, stem, title=f"{task.name}: DET"))
-        if svg:
-            figures.append(_figure("DET", svg))
-    cmc = {j.row.system: j.row.scores["cmc"] for j in jobs if j.row.scores.get("cmc")}
-    if cmc:
-        svg = _scoring_plot(lambda stem: plot_cmc(cmc, stem, title=f"{task.name}: CMC"))
-        if svg:
-            figures.append(_figure("CMC", svg))
     return figures
 
 
@@ -297,8 +255,8 @@ def _limits_text(limits: Mapping[str, int | None]) -> str:
 
 def _leaderboard(task: TaskReport) -> str:
     unit = task.jobs[0].row.speed_unit if task.jobs else "rtf"
-    label, fmt = _SPEED.get(unit, (unit, "{:.3f}"))
-    metric = task.jobs[0].row.metric.upper() if task.jobs else "score"
+    label, fmt = speed_unit(unit).label, speed_unit(unit).fmt
+    metric = metric_label(task.jobs[0].row.metric) if task.jobs else "score"
     headers = [
         "system", "verdict", _e(metric), "scored / items", f"{_e(label)} mean", "p95", "max",
         "over budget", "timeouts", "crashes", "restarts", "errors", "invalid",

@@ -16,7 +16,7 @@ function render(status) {
   board.replaceChildren();
   for (const task of tasks) {
     const jobs = rank(status.jobs.filter(j => j.task === task));
-    board.appendChild(el("h2", {}, task + " (" + jobs[0].quality.metric + ")"));
+    board.appendChild(el("h2", {}, task + " (" + (jobs[0].quality.label || jobs[0].quality.metric) + ")"));
     const table = el("table", {"data-task": task});
     const head = el("tr");
     for (const h of ["#", "system", "quality", "speed", "running score", "done", "state"]) {

@@ -3,9 +3,6 @@
 // since system names and messages come from participants.
 "use strict";
 
-const UNITS = {rtf: "rtf", chars_per_second: "char/s", ms_per_frame: "ms/frame",
-  ms_per_pair: "ms/pair"};
-
 function num(v, digits = 2) { return v === null || v === undefined ? "-" : Number(v).toFixed(digits); }
 function pct(v) { return v === null || v === undefined ? "-" : (100 * v).toFixed(1) + "%"; }
 function dur(s) {
@@ -14,9 +11,9 @@ function dur(s) {
   const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), r = s % 60;
   return (h ? h + ":" + String(m).padStart(2, "0") : m) + ":" + String(r).padStart(2, "0");
 }
-function quality(q) { return q.value === null ? "-" : q.metric + " " + pct(q.value); }
+function quality(q) { return q.value === null ? "-" : (q.label || q.metric) + " " + pct(q.value); }
 function speed(s) {
-  return s.mean === null ? "-" : num(s.mean) + " / " + num(s.p95) + " " + (UNITS[s.unit] || s.unit);
+  return s.mean === null ? "-" : num(s.mean) + " / " + num(s.p95) + " " + (s.label || s.unit);
 }
 function verdictText(v) {
   const keys = Object.keys(v).filter(k => k !== "ok").sort();

@@ -45,7 +45,7 @@ function show(job) {
   chart(document.getElementById("quality-chart"), [
     {points: job.series.quality.map(p => [p.items, p.value === null ? null : 100 * p.value]),
       color: "#1a7f37"},
-  ], {title: "quality so far: " + job.quality.metric + " %", xLabel: "items", digits: 1});
+  ], {title: "quality so far: " + (job.quality.label || job.quality.metric) + " %", xLabel: "items", digits: 1});
   const t0 = job.series.running_score.length ? job.series.running_score[0].wall : 0;
   chart(document.getElementById("running-chart"), [
     {points: job.series.running_score.map(p => [p.wall - t0, p.value]), color: "#8250df"},

@@ -1,4 +1,4 @@
-"""The `tts` task kind: speech synthesis under a budget, the audio kept for listening tests.
+"""The `tts` kind: speech synthesis under a budget, the audio kept for listening tests.
 
 Test set (docs/task-kinds.md, docs/judging.md): a directory with
 
@@ -32,9 +32,10 @@ if TYPE_CHECKING:
     # Only for annotations: runners (and paramiko) load only where systems run.
     from runners import OutputFile
 
-from .errors import Problem, TestSetError
-from .site import Task
-from .testsets import TestItem, TestSet, _read_id_table
+from ..errors import Problem, TestSetError
+from ..testsets import TestItem, TestSet, _read_id_table
+from .base import CHARS_PER_SECOND, TaskConfig, TaskKind, units_per_second
+from .speech import AudioOptions
 
 AUDIO_KEY = "audio_out"
 # The largest audio file a system may leave (16-bit mono 48 kHz: about six minutes).
@@ -101,7 +102,7 @@ def read_sus_file(path: Path, texts: Mapping[str, str]) -> dict[str, SusItem]:
     return out
 
 
-def load_tts(root: Path, task: Task) -> TestSet:
+def load_tts(root: Path, task: TaskConfig) -> TestSet:
     """The tts test set: sentences to synthesize; SUS blanks and categories checked here."""
     text_path = root / "text"
     if not text_path.is_file():
@@ -238,7 +239,9 @@ def _check_wav(path: Path, item: TestItem) -> str | None:
     return None
 
 
-def score_tts(testset: TestSet, task: Task, outputs: Mapping[str, Any], _: Any) -> dict[str, Any]:
+def score_tts(
+    testset: TestSet, task: TaskConfig, outputs: Mapping[str, Any], _: Any
+) -> dict[str, Any]:
     """What a run can say without listeners: how many items got valid audio, and how long.
 
     Quality comes from the judging station (`onsite judge`, docs/judging.md).
@@ -253,3 +256,24 @@ def score_tts(testset: TestSet, task: Task, outputs: Mapping[str, Any], _: Any) 
         "audio_seconds": seconds,
         "sus_items": sum(1 for item in testset.items if item.reference is not None),
     }
+
+
+TTS = TaskKind(
+    name="tts",
+    summary="speech synthesis: text in, a WAV file out, kept for listening tests",
+    options=AudioOptions,
+    max_output_bytes=64 << 10,
+    load=load_tts,
+    check_output=check_audio_answer,
+    score=score_tts,
+    metric=lambda task: "audio_rate",
+    metric_labels={"audio_rate": "audio"},
+    # Pooled like OCR's V: items answered per second of processing (kept as it was).
+    unit=CHARS_PER_SECOND,
+    speed=units_per_second,
+    detail=lambda s: f"{s.get('audio_seconds', 0.0):.1f} s of audio",
+    output_files={AUDIO_KEY: ".wav"},
+    keep_output=keep_audio,
+)
+
+KINDS = (TTS,)

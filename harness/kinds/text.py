@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
@@ -25,10 +26,9 @@ from scoring.ner import parse_tag, score_ner
 from scoring.pos import PosTraining, read_tagged, score_pos
 from scoring.textcat import MAX_CATEGORIES, read_category_file, score_textcat
 
-from .errors import Problem, TestSetError
-from .site import Task
-from .tasks import Outputs, TaskKind
-from .testsets import InvalidItem, TestItem, TestSet
+from ..errors import Problem, TestSetError
+from ..testsets import InvalidItem, TestItem, TestSet
+from .base import Outputs, SpeedUnit, TaskConfig, TaskKind, pct
 
 MAX_REFERENCES = 4
 # trec_eval's default -M: documents past this rank are not scored, so not accepted.
@@ -58,10 +58,6 @@ def _no_items(path: Path, fix: str) -> TestSetError:
 def _chars(text: str) -> float:
     """Non-space characters: what a chars_per_second budget counts for a text item."""
     return float(sum(1 for ch in text if not ch.isspace()) or 1)
-
-
-def _pct(value: Any) -> str:
-    return f"{100 * value:.1f}%" if isinstance(value, int | float) else "-"
 
 
 def _answer(outputs: Outputs, item_id: str) -> Mapping[str, Any] | None:
@@ -124,7 +120,11 @@ def _mt_lang(root: Path, source: MtFile) -> str:
     return (source.tgtlang or DEFAULT_LANG).lower()
 
 
-def _load_mt(root: Path, task: Task) -> TestSet:
+def _mirror(source: MtFile, ref: MtFile, path: Path) -> None:
+    require_mirror(source, ref)
+
+
+def _load_mt(root: Path, task: TaskConfig) -> TestSet:
     fix = "give source.txt (one segment per line) or a CWMT source.xml"
     source_path = _one_file(root, ("source.txt", "source.xml"), fix)
     source = _read(source_path, lambda p: load_mt_file(p, "source"), fix)
@@ -146,7 +146,7 @@ def _load_mt(root: Path, task: Task) -> TestSet:
     texts: list[list[str]] = []
     for ref in references:
         if source.kind == "xml" and ref.kind == "xml":
-            _read(ref.path, lambda p, r=ref: require_mirror(source, r), ref_fix)
+            _read(ref.path, partial(_mirror, source, ref), ref_fix)
             lookup = {(s.doc_id, s.seg_id): s.text for s in ref.segments}
             texts.append([lookup[(s.doc_id, s.seg_id)] for s in source.segments])
         elif len(ref.segments) != len(source.segments):
@@ -185,7 +185,7 @@ def _check_mt(output: Mapping[str, Any]) -> str | None:
     return _string_field(output, "text", '{"text": "the translation"}')
 
 
-def _score_mt(testset: TestSet, task: Task, outputs: Outputs, _: Any) -> dict[str, Any]:
+def _score_mt(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
     segments = []
     for item in testset.items:
         ref: MtReference = item.reference
@@ -217,7 +217,7 @@ class Segmented:
     lexicon: frozenset[str] | None
 
 
-def _load_cws(root: Path, task: Task) -> TestSet:
+def _load_cws(root: Path, task: TaskConfig) -> TestSet:
     fix = "give gold.txt: one segmented sentence per line, words separated by spaces"
     gold_path = root / "gold.txt"
     gold = _read(gold_path, read_segmentation, fix)
@@ -246,7 +246,7 @@ def _check_segmented(output: Mapping[str, Any]) -> str | None:
     return _string_field(output, "text", '{"text": "我们 在 北京"} (words separated by spaces)')
 
 
-def _score_cws(testset: TestSet, task: Task, outputs: Outputs, _: Any) -> dict[str, Any]:
+def _score_cws(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
     gold = [list(item.reference.words) for item in testset.items]
     test = []
     for item in testset.items:
@@ -293,7 +293,7 @@ def _read_gold_conll(path: Path) -> list[tuple[int, list[str], list[str]]]:
     return sentences
 
 
-def _load_ner(root: Path, task: Task) -> TestSet:
+def _load_ner(root: Path, task: TaskConfig) -> TestSet:
     fix = "give gold.conll: one 'token ... TAG' line per token, a blank line between sentences"
     gold_path = root / "gold.conll"
     sentences = _read(gold_path, _read_gold_conll, fix)
@@ -331,7 +331,7 @@ def check_ner_length(item: TestItem, output: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _score_ner(testset: TestSet, task: Task, outputs: Outputs, _: Any) -> dict[str, Any]:
+def _score_ner(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
     gold: list[list[str]] = []
     predicted: list[list[str | None]] = []
     unanswered = wrong_length = 0
@@ -363,7 +363,7 @@ class Tagged:
     training: PosTraining | None
 
 
-def _load_pos(root: Path, task: Task) -> TestSet:
+def _load_pos(root: Path, task: TaskConfig) -> TestSet:
     fix = "give gold.pos: one sentence per line, tokens word/TAG separated by spaces"
     gold_path = root / "gold.pos"
     gold = _read(gold_path, read_tagged, fix)
@@ -410,7 +410,7 @@ def _check_pos(output: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _score_pos(testset: TestSet, task: Task, outputs: Outputs, _: Any) -> dict[str, Any]:
+def _score_pos(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
     gold = [list(item.reference.tokens) for item in testset.items]
     test = []
     for item in testset.items:
@@ -423,7 +423,7 @@ def _score_pos(testset: TestSet, task: Task, outputs: Outputs, _: Any) -> dict[s
 # --------------------------------------------------------------------------- textcat
 
 
-def _load_textcat(root: Path, task: Task) -> TestSet:
+def _load_textcat(root: Path, task: TaskConfig) -> TestSet:
     fix = "give gold.tsv: one 'doc_id<TAB>category[,category2]' line per document"
     gold_path = root / "gold.tsv"
     gold: dict[str, tuple[str, ...]] = _read(gold_path, read_category_file, fix)
@@ -475,7 +475,7 @@ def _check_categories(output: Mapping[str, Any]) -> str | None:
 
 
 def _score_textcat(
-    testset: TestSet, task: Task, outputs: Outputs, seconds: Mapping[str, float]
+    testset: TestSet, task: TaskConfig, outputs: Outputs, seconds: Mapping[str, float]
 ) -> dict[str, Any]:
     gold = {item.id: item.reference for item in testset.items}
     pred = {
@@ -498,7 +498,7 @@ class IrReference:
     judgements: Mapping[str, int]
 
 
-def _load_ir(root: Path, task: Task) -> TestSet:
+def _load_ir(root: Path, task: TaskConfig) -> TestSet:
     topics_fix = "give topics: TREC-style <top> <num> <title> <desc> <narr> </top> blocks"
     qrels_fix = "give qrels: one 'topic iter docno relevance' line per judgement"
     topics_path = root / "topics"
@@ -560,7 +560,7 @@ def _check_results(output: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _score_ir(testset: TestSet, task: Task, outputs: Outputs, _: Any) -> dict[str, Any]:
+def _score_ir(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
     qrels = {item.id: item.reference.judgements for item in testset.items}
     run = {
         item.id: {str(d): float(s) for d, s in answer["results"]}
@@ -574,91 +574,102 @@ def _score_ir(testset: TestSet, task: Task, outputs: Outputs, _: Any) -> dict[st
 
 # --------------------------------------------------------------------------- registry
 
+WORDS_PER_SECOND = SpeedUnit("words_per_second", "word/s", "source words / s")
+KCHARS_PER_SECOND = SpeedUnit("kchars_per_second", "kchar/s", "thousand characters / s", "{:.2f}")
+TOKENS_PER_SECOND = SpeedUnit("tokens_per_second", "token/s", "tokens / s")
+DOCS_PER_SECOND = SpeedUnit("docs_per_second", "doc/s", "documents / s")
+MS_PER_QUERY = SpeedUnit("ms_per_query", "ms/query", "ms / query")
 
-TEXT_TASK_KINDS: dict[str, TaskKind] = {
-    "mt": TaskKind(
+KINDS = (
+    TaskKind(
         name="mt",
+        summary="machine translation: a source segment in, its translation out",
         max_output_bytes=4 << 20,
         load=_load_mt,
         check_output=_check_mt,
         score=_score_mt,
         metric=lambda task: "bleu",
-        speed_unit="words_per_second",
+        metric_labels={"bleu": "BLEU"},
+        unit=WORDS_PER_SECOND,
         speed=_per_second(_source_words),
         detail=lambda s: (
-            f"NIST {s['nist']:.2f}, mWER {_pct(s.get('mwer'))}"
+            f"NIST {s['nist']:.2f}, mWER {pct(s.get('mwer'))}"
             if isinstance(s.get("nist"), int | float)
             else ""
         ),
     ),
-    "cws": TaskKind(
+    TaskKind(
         name="cws",
+        summary="Chinese word segmentation: a sentence in, words separated by spaces out",
         max_output_bytes=4 << 20,
         load=_load_cws,
         check_output=_check_segmented,
         score=_score_cws,
         metric=lambda task: "f",
-        speed_unit="kchars_per_second",
+        metric_labels={"f": "F"},
+        unit=KCHARS_PER_SECOND,
         speed=_per_second(lambda item: _chars(str(item.fields["text"])), scale=1000.0),
         detail=lambda s: (
-            f"P {_pct(s.get('precision'))} R {_pct(s.get('recall'))}"
-            + (f", OOV recall {_pct(s['oov_recall'])}" if s.get("oov_recall") is not None else "")
+            f"P {pct(s.get('precision'))} R {pct(s.get('recall'))}"
+            + (f", OOV recall {pct(s['oov_recall'])}" if s.get("oov_recall") is not None else "")
         ),
     ),
-    "ner": TaskKind(
+    TaskKind(
         name="ner",
+        summary="named entities: tokens in, one BIOES tag per token out",
         max_output_bytes=4 << 20,
         load=_load_ner,
         check_output=_check_tags,
         score=_score_ner,
         metric=lambda task: "f1",
-        speed_unit="tokens_per_second",
+        metric_labels={"f1": "F1"},
+        unit=TOKENS_PER_SECOND,
         speed=_per_second(lambda item: float(len(item.fields["tokens"]))),
-        detail=lambda s: f"P {_pct(s.get('precision'))} R {_pct(s.get('recall'))}",
+        detail=lambda s: f"P {pct(s.get('precision'))} R {pct(s.get('recall'))}",
         check_item=check_ner_length,
     ),
-    "pos": TaskKind(
+    TaskKind(
         name="pos",
+        summary="part-of-speech tagging: a sentence in, word/TAG tokens out",
         max_output_bytes=4 << 20,
         load=_load_pos,
         check_output=_check_pos,
         score=_score_pos,
         # Systems segment the text themselves, so F (not accuracy) is the fair figure.
         metric=lambda task: "f",
-        speed_unit="kchars_per_second",
+        metric_labels={"f": "F"},
+        unit=KCHARS_PER_SECOND,
         speed=_per_second(lambda item: _chars(str(item.fields["text"])), scale=1000.0),
         detail=lambda s: (
-            f"accuracy {_pct(s.get('accuracy'))}, "
-            f"rel. precision {_pct(s.get('relative_precision'))}"
+            f"accuracy {pct(s.get('accuracy'))}, rel. precision {pct(s.get('relative_precision'))}"
         ),
     ),
-    "textcat": TaskKind(
+    TaskKind(
         name="textcat",
+        summary="text categorization: a document in, its categories out",
         max_output_bytes=64 << 10,
         load=_load_textcat,
         check_output=_check_categories,
         score=_score_textcat,
         metric=lambda task: "macro_f1",
-        speed_unit="docs_per_second",
+        metric_labels={"macro_f1": "macro-F1"},
+        unit=DOCS_PER_SECOND,
         speed=_per_second(lambda item: 1.0),
         detail=lambda s: (
-            f"micro F1 {_pct(s.get('micro_f1'))}, general {_pct(s.get('general_score_rate'))}"
+            f"micro F1 {pct(s.get('micro_f1'))}, general {pct(s.get('general_score_rate'))}"
         ),
     ),
-    "ir": TaskKind(
+    TaskKind(
         name="ir",
+        summary="retrieval: a query in, ranked documents out",
         max_output_bytes=8 << 20,
         load=_load_ir,
         check_output=_check_results,
         score=_score_ir,
         metric=lambda task: "map",
-        speed_unit="ms_per_query",
+        metric_labels={"map": "MAP"},
+        unit=MS_PER_QUERY,
         speed=_ms_per_item,
-        detail=lambda s: f"P@10 {_pct(s.get('p10'))}, R-prec {_pct(s.get('rprec'))}",
+        detail=lambda s: f"P@10 {pct(s.get('p10'))}, R-prec {pct(s.get('rprec'))}",
     ),
-}
-
-# Per-item output checks that need the item (check_output sees only the output).
-ITEM_CHECKS: dict[str, Callable[[TestItem, Mapping[str, Any]], str | None]] = {
-    "ner": check_ner_length,
-}
+)

@@ -1,0 +1,87 @@
+"""The `ocr` kind: one character per sample, from an image or from online ink.
+
+docs/task-kinds.md gives the test-set layout; the scorer is scoring/'s (OLCCR's R, R10 and V).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from scoring import read_ocr_truth, score_ocr
+
+from ..media import check_image, check_ink
+from ..testsets import TestSet, file_testset, read_truth
+from .base import (
+    CHARS_PER_SECOND,
+    IMAGE_SUFFIXES,
+    Outputs,
+    TaskConfig,
+    TaskKind,
+    overall,
+    pct,
+    units_per_second,
+)
+
+
+def _check_candidates(output: Mapping[str, Any]) -> str | None:
+    candidates = output.get("candidates")
+    if (
+        not isinstance(candidates, list)
+        or not all(isinstance(c, str) for c in candidates)
+        or len(candidates) > 10
+    ):
+        return 'output needs "candidates": up to ten strings, best first, e.g. ["天", "夭"]'
+    return None
+
+
+def _load_ocr(root: Path, task: TaskConfig) -> TestSet:
+    truth = read_truth(
+        root / "truth.jsonl",
+        read_ocr_truth,
+        'one line per sample: {"id", "char", "subsets": [...]}, the image named <id>.png',
+    )
+    refs = {t.id: t for t in truth}
+    subsets = {t.id: "/".join(t.subsets) for t in truth if t.subsets}
+    # A sample is online ink when <id>.json is there, else an image <id>.png (or .jpg ...).
+    files = {t.id: {"ink" if (root / f"{t.id}.json").is_file() else "image": t.id} for t in truth}
+    return file_testset(
+        root, refs, files, (*IMAGE_SUFFIXES, ".json"), subsets, units=1.0, check=_check_input
+    )
+
+
+def _check_input(key: str, path: Path) -> str | None:
+    if key == "ink":
+        return check_ink(path)
+    return check_image(path)
+
+
+def _score_ocr(
+    testset: TestSet, task: TaskConfig, outputs: Outputs, seconds: Mapping[str, float]
+) -> dict[str, Any]:
+    refs = testset.references()
+    candidates = {
+        k: (tuple(v["candidates"]) if v is not None else None)
+        for k, v in outputs.items()
+        if k in refs
+    }
+    total = sum(seconds.get(k, 0.0) for k in refs) or None
+    return score_ocr(refs.values(), candidates, seconds=total).to_dict()
+
+
+OCR = TaskKind(
+    name="ocr",
+    summary="character recognition: an image or online ink in, up to ten candidates out",
+    max_output_bytes=64 << 10,
+    load=_load_ocr,
+    check_output=_check_candidates,
+    score=_score_ocr,
+    metric=lambda task: "recognition_rate",
+    metric_labels={"recognition_rate": "R"},
+    unit=CHARS_PER_SECOND,
+    speed=units_per_second,
+    detail=lambda s: f"R10 {pct(overall(s).get('top10_rate'))}",
+)
+
+KINDS = (OCR,)
