@@ -546,9 +546,12 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     from .score_cmd import add_score_parser
 
     family = None
+    command = next((a for a in argv if not a.startswith("-")), None) if argv is not None else None
     if argv is not None and len(argv) >= 2 and argv[0] == "score":
         family = argv[1]
-    add_score_parser(sub, only=family)
+    # Another command (or `onsite --help`) needs `score` only as a name: its families,
+    # some brought by the task kinds, load only when `score` is the command.
+    add_score_parser(sub, only=family, listed=argv is None or command == "score")
     from .meta_cmd import add_meta_parser
 
     add_meta_parser(sub)

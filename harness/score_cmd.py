@@ -656,15 +656,19 @@ def _families(only: str | None) -> dict[str, _Family]:
     }
 
 
-def add_score_parser(sub: Any, only: str | None = None) -> None:
+def add_score_parser(sub: Any, only: str | None = None, listed: bool = True) -> None:
     """Register `onsite score` and its families on the CLI's subparsers.
 
     With `only` naming a family, just that family is registered: enough to
     parse a command line that names it, at a fraction of the cost of all
     twenty-odd parsers (argparse formats help text as each option is added).
+    With `listed` false, `score` is registered without its families (another
+    command is being parsed), so the task kinds are not loaded.
     """
     score = sub.add_parser("score", help="score saved outputs against references (files only)")
     families = score.add_subparsers(dest="family", required=True)
+    if not listed:
+        return
     for name, family in _families(only).items():
         if only is not None and name != only and only in _FAMILIES:
             continue
