@@ -96,7 +96,7 @@ def _judge_line(
         message: Any = protocol.parse_message(line)
     except protocol.ProtocolError as exc:
         return attempt("invalid_output", done, message=str(exc), system_lost=True)
-    if isinstance(message, protocol.Ready) or message.id != anon_id:
+    if isinstance(message, protocol.SystemReady) or message.id != anon_id:
         got = getattr(message, "id", None)
         return attempt(
             "invalid_output",

@@ -22,7 +22,6 @@ import shutil
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,12 +41,13 @@ from .exchange import attempt_builder, await_answer
 from .lines import LineBuffer, LineTooLong
 from .local import _LOG_MARKER, _tail
 from .logcap import CappedLog
+from .registry import HostFacts, ProbeResult, Transport, register, settings_from
 from .ssh_fetch import FetchRefused, LocalWriteError, fetch_file
 from .ssh_link import (
     AuthError,
     HostKeyError,
     RemoteMeter,
-    SshOptions,
+    SshDevice,
     UnreachableError,
     connect,
     connect_once,
@@ -118,23 +118,12 @@ class _ChannelLines(LineBuffer):
             time.sleep(0.0005)
 
 
-@dataclass(frozen=True)
-class ProbeResult:
-    """One check of ``onsite check`` against an SSH device."""
-
-    name: str
-    ok: bool
-    detail: str
-
-
 class SshServeRunner(Runner):
     """A resident system on a participant's machine, speaking the participant protocol over SSH."""
 
-    def __init__(self, spec: SystemSpec, options: Mapping[str, Any] | SshOptions) -> None:
+    def __init__(self, spec: SystemSpec, options: Mapping[str, Any] | SshDevice) -> None:
         self.spec = spec
-        self.options = (
-            options if isinstance(options, SshOptions) else SshOptions.from_mapping(options)
-        )
+        self.options = settings_from(SshDevice, options)
         # How long start() keeps retrying an unreachable machine; tests shorten it.
         self.reconnect_seconds = _RECONNECT_SECONDS
         self._log = CappedLog(spec.log_path, spec.max_log_bytes)
@@ -270,7 +259,7 @@ class SshServeRunner(Runner):
         except protocol.ProtocolError as exc:
             self.kill()
             raise StartError(f"expected a ready message, got {exc}") from exc
-        if not isinstance(message, protocol.Ready):
+        if not isinstance(message, protocol.SystemReady):
             self.kill()
             raise StartError(f"expected a ready message, got op {message.op!r}")
         self._sampled_at = float("-inf")
@@ -733,14 +722,14 @@ class SshServeRunner(Runner):
         self._log.close()
 
 
-def probe(options: Mapping[str, Any] | SshOptions) -> list[ProbeResult]:
+def probe(options: Mapping[str, Any] | SshDevice) -> list[ProbeResult]:
     """Check an SSH device step by step for ``onsite check``; stops at the first failure.
 
     A private key file that other users can read is reported as a passing "key file"
     check whose detail starts with "warning:".
     """
     try:
-        opts = options if isinstance(options, SshOptions) else SshOptions.from_mapping(options)
+        opts = settings_from(SshDevice, options)
     except ValueError as exc:
         return [ProbeResult("settings", False, str(exc))]
     results: list[ProbeResult] = []
@@ -779,7 +768,7 @@ def probe(options: Mapping[str, Any] | SshOptions) -> list[ProbeResult]:
     return results
 
 
-def _probe_remote(client: paramiko.SSHClient, opts: SshOptions, results: list[ProbeResult]) -> None:
+def _probe_remote(client: paramiko.SSHClient, opts: SshDevice, results: list[ProbeResult]) -> None:
     """The checks that need a login: a command, SFTP, the workdir, free disk."""
     transport = client.get_transport()
     assert transport is not None
@@ -835,3 +824,19 @@ def _probe_remote(client: paramiko.SSHClient, opts: SshOptions, results: list[Pr
     if free < _MIN_FREE_BYTES:
         detail += f" (need at least {_MIN_FREE_BYTES / 1e9:.1f} GB)"
     results.append(ProbeResult("free disk", free >= _MIN_FREE_BYTES, detail))
+
+
+def _remote_facts(device: SshDevice, host: Mapping[str, Any]) -> HostFacts:
+    # A participant's own machine: what it runs is theirs to describe.
+    return HostFacts({"collected": "not collected (remote device)"}, files_on_controller=False)
+
+
+TRANSPORT = register(
+    Transport(
+        settings=SshDevice,
+        open=SshServeRunner,
+        modes=frozenset({"serve"}),
+        host_facts=_remote_facts,
+        probe=probe,
+    )
+)
