@@ -305,16 +305,18 @@ _ALLOWED: dict[str, type[BaseModel]] = {
 # --- devices: everything about them comes from the transport registry (runners.registry) ---
 
 
-@cache
 def site_file_model() -> type[SiteFile]:
     """SiteFile with ``[devices]`` validated as a union of every registered transport's
     settings, told apart by ``kind``."""
-    models = tuple(t.settings for t in transports())
-    device = Annotated[Union[models], Field(discriminator="kind")]  # type: ignore[valid-type]  # noqa: UP007
+    return _site_file_model(tuple(t.settings for t in transports()))
+
+
+@cache
+def _site_file_model(models: tuple[type[DeviceSettings], ...]) -> type[SiteFile]:
+    # Built at run time from what is registered, so the type checker cannot see the union.
+    device: Any = Annotated[Union[models], Field(discriminator="kind")]  # noqa: UP007
     model: type[SiteFile] = create_model(
-        "SiteFile",
-        __base__=SiteFile,
-        devices=(dict[str, device], ...),  # type: ignore[valid-type]
+        "SiteFile", __base__=SiteFile, devices=(dict[str, device], ...)
     )
     return model
 

@@ -40,6 +40,7 @@ from .registry import (
     register,
     transport,
     transports,
+    unregister,
 )
 from .sandbox import check_available as check_sandbox
 from .serial_runner import SerialDevice, SerialRunner
@@ -57,6 +58,7 @@ __all__ = [
     "probe_device",
     "transport",
     "transports",
+    "unregister",
     "ItemAttempt",
     "ItemRequest",
     "LocalExecRunner",

@@ -50,9 +50,7 @@ class Error(_Message):
 
 
 SystemMessage = SystemReady | Result | Error
-_system_message: TypeAdapter[SystemMessage] = TypeAdapter(
-    SystemMessage  # type: ignore[arg-type]
-)
+_system_message: TypeAdapter[SystemMessage] = TypeAdapter(SystemMessage)
 
 
 class ProtocolError(ValueError):

@@ -104,6 +104,11 @@ def register(transport: Transport[Any]) -> Transport[Any]:
     return transport
 
 
+def unregister(kind: str) -> None:
+    """Forget a transport (a test's, or a plug-in's that goes away); unknown kinds are ignored."""
+    _TRANSPORTS.pop(kind, None)
+
+
 def transports() -> list[Transport[Any]]:
     """Every registered transport, in registration order."""
     return list(_TRANSPORTS.values())

@@ -37,6 +37,7 @@ from devices.host import (
 )
 
 from .base import ItemAttempt, ItemRequest, Outcome, Runner, StartError, StartInfo, SystemSpec
+from .exchange import AttemptBuilder
 from .registry import DeviceSettings, HostFacts, Transport, register, settings_from
 
 ResetLine = Literal["dtr", "rts", "none"]
@@ -239,17 +240,21 @@ class SerialRunner(Runner):
         # Measured again for this item: BEGIN's answer, then each PONG while it is processed.
         link.round_trip_seconds = None
 
+        # A device never counts as lost unless the attempt says so (it is reset, not killed).
+        build = AttemptBuilder(request.anon_id, t_stage, 0.0, lost_on_failure=False)
+
         def attempt(
             outcome: Outcome, sent: float, done: float, stage: float, **kw: Any
         ) -> ItemAttempt:
+            # The clock starts only once the input is on the device, and the link's
+            # counters and round trip are read as the attempt ends.
             counts = _describe(self.counters.since(before))
             message = "; ".join(m for m in (kw.pop("message", ""), counts) if m)
-            return ItemAttempt(
-                request.anon_id,
+            return build(
                 outcome,
-                sent,
                 done,
-                stage,
+                sent=sent,
+                stage_seconds=stage,
                 message=message,
                 round_trip_seconds=link.round_trip_seconds,
                 **kw,
