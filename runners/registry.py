@@ -162,9 +162,12 @@ def describe_errors(model: type[BaseModel], exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def open_runner(kind: str, options: Mapping[str, Any] | DeviceSettings, spec: SystemSpec) -> Runner:
-    """A runner for one system on one device of ``kind`` (settings validated, or a mapping)."""
-    found = transport(kind)
+def open_runner(
+    device_kind: str, options: Mapping[str, Any] | DeviceSettings, spec: SystemSpec
+) -> Runner:
+    """A runner for one system on one device of ``device_kind`` (its validated settings, or a
+    mapping validated here by the transport's model)."""
+    found = transport(device_kind)
     return found.open(spec, settings_from(found.settings, options))
 
 

@@ -173,3 +173,12 @@ def test_ssh_paths_resolve_against_the_site_file(tmp_path: Path) -> None:
     assert resolved.problems()[0].key == "key"
     # Settings as written are what the journal records: untouched by resolving.
     assert device.key == "keys/id"
+
+
+def test_serial_settings_are_checked_once_when_the_site_loads(tmp_path: Path) -> None:
+    # The runner's own check (the tty must appear as "{port}") now stops the site file.
+    no_port = 'kind = "serial"\nemulate_command = ["./mydevice"]'
+    with pytest.raises(SiteError, match=r"\[devices\.bench\].*emulate_command must name"):
+        load_site(_site(tmp_path, no_port))
+    with pytest.raises(SiteError, match=r"\[devices\.bench\.reset\].*'dtr', 'rts' or 'none'"):
+        load_site(_site(tmp_path, 'kind = "serial"\nport = "/dev/null"\nreset = "dsr"'))
