@@ -34,7 +34,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from runners import ItemRequest, LocalServeRunner, Runner, SshServeRunner, SystemSpec  # noqa: E402
-from runners.ssh_link import SshOptions, connect  # noqa: E402
+from runners.ssh_link import SshDevice, connect  # noqa: E402
 from tests.sshd import Sshd, start_sshd  # noqa: E402
 
 NULL_MODULE = "examples.systems.null_system"
@@ -113,7 +113,7 @@ def bench_staging(server: Sshd, root: Path, megabytes: int, files: int) -> tuple
 
     sftp_dir = root / "sftp_target"
     sftp_dir.mkdir()
-    client, _ = connect(SshOptions.from_mapping(server.options()), 5.0)
+    client, _ = connect(SshDevice.model_validate(server.options()), 5.0)
     try:
         sftp = client.open_sftp()
         t0 = time.perf_counter()

@@ -14,7 +14,7 @@ This package imports nothing else of the project.
 from .agent_core import AgentCore, AgentSettings, BytePort, SerialBytePort
 from .hooks import Recognizer, RecognizerFactory, load_agent
 from .host import Answer, DeviceLink, DeviceRefused, LinkCounters, LinkInterrupted, LinkLost
-from .ports import PortInfo, ProbeResult, list_ports, probe
+from .ports import PortInfo, PortProbe, list_ports, probe
 from .wire import PROTOCOL_VERSION, ErrorCode, FrameType, JobKind, Ready
 
 
@@ -45,7 +45,7 @@ __all__ = [
     "LinkInterrupted",
     "LinkLost",
     "PortInfo",
-    "ProbeResult",
+    "PortProbe",
     "Ready",
     "Recognizer",
     "RecognizerFactory",

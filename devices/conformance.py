@@ -105,10 +105,12 @@ class _Peer:
         self.pending.clear()
         for _ in range(3):
             seq = self.send(FrameType.HELLO, wire.Hello(version, 4096).pack(), flush=True)
+
+            def answers(f: wire.Frame, s: int = seq) -> bool:
+                return f.type == FrameType.READY and f.ack == s
+
             with contextlib.suppress(ClauseFailed):
-                frame = self.expect(
-                    "READY", lambda f, s=seq: f.type == FrameType.READY and f.ack == s
-                )
+                frame = self.expect("READY", answers)
                 self.ready = wire.Ready.unpack(frame.payload)
                 return self.ready
         raise ClauseFailed("no READY answered HELLO")

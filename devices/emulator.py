@@ -139,7 +139,12 @@ class ProcessRecognizer:
     _START_SECONDS = 120.0
 
     def __init__(self, factory: RecognizerFactory | str, slowdown: float = 1.0) -> None:
-        ctx = multiprocessing.get_context("spawn" if isinstance(factory, str) else "fork")
+        # A module name is imported afresh; a factory object travels only by fork.
+        ctx = (
+            multiprocessing.get_context("spawn")
+            if isinstance(factory, str)
+            else multiprocessing.get_context("fork")
+        )
         parent, child = ctx.Pipe()
         self._proc = ctx.Process(
             target=_serve_recognizer, args=(child, factory, slowdown), daemon=True

@@ -23,7 +23,7 @@ class PortInfo:
 
 
 @dataclass(frozen=True)
-class ProbeResult:
+class PortProbe:
     """What HELLO on a port found: the device's READY and a PING round trip, or why not."""
 
     port: str
@@ -43,7 +43,7 @@ def list_ports() -> list[PortInfo]:
     return sorted(found, key=lambda p: p.device)
 
 
-def probe(port: str, baud: int = 115200, timeout: float = 3.0) -> ProbeResult:
+def probe(port: str, baud: int = 115200, timeout: float = 3.0) -> PortProbe:
     """Send HELLO on ``port`` (a path or pyserial URL) and report the device's READY.
 
     HELLO ends any session the device had, as the protocol says; do not probe a
@@ -52,19 +52,19 @@ def probe(port: str, baud: int = 115200, timeout: float = 3.0) -> ProbeResult:
     try:
         handle = serial.serial_for_url(port, baudrate=baud, timeout=0.02, write_timeout=timeout)
     except (serial.SerialException, ValueError, OSError) as exc:
-        return ProbeResult(port, baud, None, None, f"cannot open {port}: {exc}")
+        return PortProbe(port, baud, None, None, f"cannot open {port}: {exc}")
     try:
         link = DeviceLink(handle, baud)
         try:
             ready = link.hello(time.monotonic() + timeout)
         except LinkLost:
-            return ProbeResult(
+            return PortProbe(
                 port, baud, None, None, f"no READY within {timeout:g} s (wrong baud rate?)"
             )
         except (serial.SerialException, OSError) as exc:
-            return ProbeResult(port, baud, None, None, f"I/O error on {port}: {exc}")
+            return PortProbe(port, baud, None, None, f"I/O error on {port}: {exc}")
         rtt = link.ping(timeout=1.0)
-        return ProbeResult(port, baud, ready, rtt)
+        return PortProbe(port, baud, ready, rtt)
     finally:
         with contextlib.suppress(Exception):
             handle.close()

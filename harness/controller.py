@@ -418,9 +418,7 @@ class Controller:
             return self._skipped(task, system, len(done), len(items))
         self.store.open_outputs(task, system)
         device = self.site.config.devices[device_name]
-        runner = open_runner(
-            device.kind, self.site.device_options(device_name), self._spec(task, system)
-        )
+        runner = open_runner(device.kind, self.site.device(device_name), self._spec(task, system))
         failed: str | None = None
         with self._active_lock:
             self._active.add(runner)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runners import ProbeResult, probe
+from runners import ProbeResult, probe_device
 
 from .controller import Controller, JobResult
 from .events import Listener
@@ -37,15 +37,18 @@ class CheckResult:
 
 
 def probe_devices(site: Site) -> dict[str, list[ProbeResult]]:
-    """Probe every remote device the site's systems use (SSH: reachability, host key,
-    authentication, a remote command, SFTP, a writable workdir, free disk; a private key
-    file other users can read is a warning), device name -> checks in order."""
+    """Probe every device the site's systems use whose transport has checks to run (SSH:
+    reachability, host key, authentication, a remote command, SFTP, a writable workdir,
+    free disk; a private key file other users can read is a warning), device name ->
+    checks in order."""
     used = {cfg.device for cfg in site.config.systems.values()}
-    return {
-        name: probe(site.device_options(name))
-        for name, device in site.config.devices.items()
-        if name in used and device.kind == "ssh"
-    }
+    probed: dict[str, list[ProbeResult]] = {}
+    for name in site.config.devices:
+        if name in used:
+            results = probe_device(site.device(name))
+            if results is not None:
+                probed[name] = results
+    return probed
 
 
 def dry_run(

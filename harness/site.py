@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import tomllib
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, cast
 
@@ -22,6 +22,9 @@ from pydantic import (
 )
 
 from .errors import Problem, SiteError
+
+if TYPE_CHECKING:
+    from runners import DeviceSettings, Transport
 
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 
@@ -71,74 +74,6 @@ class SiteSection(_Strict):
     runs: str = "runs"
     fsync_seconds: Annotated[float, Field(ge=0)] = 0.05
     running_score: RunningScoreWeights = RunningScoreWeights()
-
-
-class LocalDevice(_Strict):
-    """A process on the controller's own machine."""
-
-    kind: Literal["local"]
-    cpus: list[Annotated[int, Field(ge=0)]] | None = None
-    # Sealing (docs/security.md): off only for a system that needs what the sandbox hides;
-    # the report then marks the system unsealed.
-    sandbox: bool = True
-    network: bool = False
-    user: Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_-]*$")] = "nobody"
-
-
-class SshDevice(_Strict):
-    """A participant's own machine, reached over SSH (docs/ssh.md)."""
-
-    kind: Literal["ssh"]
-    host: str
-    user: str
-    port: Annotated[int, Field(gt=0, lt=65536)] = 22
-    key: str | None = None  # private key file, relative to the site file; else the SSH agent
-    host_key: str | None = None  # pinned "ssh-ed25519 AAAA..." line
-    known_hosts: str | None = None  # relative to the site file
-    workdir: str = "/tmp/onsite"
-    connect_timeout: PositiveFloat = 10.0
-    trust_on_first_use: bool = False
-    rtt_interval: PositiveFloat = 30.0
-
-    @model_validator(mode="after")
-    def _no_password(self) -> SshDevice:
-        if self.trust_on_first_use and not self.known_hosts:
-            raise ValueError(
-                "trust_on_first_use records the host key in known_hosts: give known_hosts too"
-            )
-        return self
-
-
-class SerialDevice(_Strict):
-    """A PDA or embedded board on a serial line (docs/device-protocol.md)."""
-
-    kind: Literal["serial"]
-    port: str = ""  # a path such as /dev/ttyUSB0, or a pyserial URL
-    baud: Annotated[int, Field(gt=0)] = 115200
-    reset: Literal["dtr", "rts", "none"] = "dtr"  # the line pulsed for a hard reset
-    boot_timeout: PositiveFloat = 10.0
-    # Run this device-agent module under the pty emulator instead of opening a port.
-    emulate: str | None = None
-    emulate_args: list[str] = []
-    # Or run this device program (with "{port}" for its tty) behind the emulated line.
-    emulate_command: list[str] = []
-    silence_seconds: PositiveFloat = 3.0
-    ping_seconds: PositiveFloat = 0.5
-    max_window: Annotated[int, Field(ge=1)] = 3
-
-    @model_validator(mode="after")
-    def _port_or_emulator(self) -> SerialDevice:
-        if not self.port and not self.emulate and not self.emulate_command:
-            raise ValueError(
-                'give port = "/dev/ttyUSB0" (or emulate = "<agent module>", or '
-                'emulate_command = ["./mydevice", "{port}"])'
-            )
-        if self.emulate and self.emulate_command:
-            raise ValueError("give emulate or emulate_command, not both")
-        return self
-
-
-Device = Annotated[LocalDevice | SshDevice | SerialDevice, Field(discriminator="kind")]
 
 
 class Audit(_Strict):
@@ -229,10 +164,16 @@ class System(_Strict):
 
 
 class SiteFile(_Strict):
-    """The whole file, as written."""
+    """The whole file, as written.
+
+    ``devices`` holds each transport's own settings model (runners.DeviceSettings); the
+    model that validates them is built from the transport registry on first use
+    (:func:`site_file_model`), so that code which never loads a site file (``onsite
+    score``) does not import the transports.
+    """
 
     site: SiteSection
-    devices: dict[str, Device]
+    devices: dict[str, Any]
     tasks: dict[str, Task]
     systems: dict[str, System]
 
@@ -281,13 +222,15 @@ class Site:
         workdir = self.config.systems[system].workdir
         return (self.root / workdir).resolve() if workdir else self.root
 
+    def device(self, name: str) -> DeviceSettings:
+        """A device's validated settings, with file paths resolved against the site file."""
+        settings: DeviceSettings = self.config.devices[name]
+        return settings.resolved(self.root)
+
     def device_options(self, name: str) -> dict[str, Any]:
-        """A device's settings for its runner, with file paths resolved against the site file."""
-        options = self.config.devices[name].model_dump()
-        for key in ("key", "known_hosts"):
-            if options.get(key):
-                options[key] = str((self.root / Path(options[key]).expanduser()).resolve())
-        return options
+        """A device's resolved settings as plain values (paths as strings), for people and
+        JSON; runners take :meth:`device`."""
+        return self.device(name).model_dump(mode="json")
 
     def jobs(self) -> list[tuple[str, str]]:
         """Every (task, system) pair to run, in the order the site file lists them."""
@@ -367,11 +310,44 @@ _ALLOWED: dict[str, type[BaseModel]] = {
 }
 
 
-_DEVICE_MODELS: dict[str, type[BaseModel]] = {
-    "local": LocalDevice,
-    "ssh": SshDevice,
-    "serial": SerialDevice,
-}
+# --- devices: everything about them comes from the transport registry (runners.registry) ---
+
+
+def site_file_model() -> type[SiteFile]:
+    """SiteFile with ``[devices]`` validated as a union of every registered transport's
+    settings, told apart by ``kind``."""
+    return _site_file_model(tuple(t.settings for t in transports()))
+
+
+@cache
+def _site_file_model(models: tuple[type[DeviceSettings], ...]) -> type[SiteFile]:
+    # Built at run time from what is registered, so the type checker cannot see the union.
+    device: Any = Annotated[Union[models], Field(discriminator="kind")]  # noqa: UP007
+    model: type[SiteFile] = create_model(
+        "SiteFile", __base__=SiteFile, devices=(dict[str, device], ...)
+    )
+    return model
+
+
+def _device_models() -> dict[str, type[DeviceSettings]]:
+    return {t.kind: t.settings for t in transports()}
+
+
+def transports() -> list[Transport[Any]]:
+    """The registered transports (imported on first use: see SiteFile)."""
+    from runners import transports as registered
+
+    return registered()
+
+
+def transport(kind: str) -> Transport[Any]:
+    """The transport of a device kind the site validated."""
+    from runners import transport as lookup
+
+    return lookup(kind)
+
+
+# --- the rest of the file ---
 
 
 def _task_tag(loc: tuple[Any, ...]) -> tuple[tuple[Any, ...], str | None]:
@@ -399,15 +375,16 @@ def _problem(path: Path, text: str, err: Any) -> Problem:
         return _unknown_task_kind(path, text, err)
     loc, task_kind = _task_tag(tuple(err["loc"]))
     task_model = TASK_MODELS[task_kind] if task_kind else None
+    device_models = _device_models()
     device_model = None
-    if len(loc) >= 3 and loc[0] == "devices" and loc[2] in _DEVICE_MODELS:
+    if len(loc) >= 3 and loc[0] == "devices" and loc[2] in device_models:
         # pydantic puts the device kind (the union's tag) into the path: not a key the user wrote.
-        device_model = _DEVICE_MODELS[str(loc[2])]
+        device_model = device_models[str(loc[2])]
         loc = loc[:2] + loc[3:]
     kind = err["type"]
     if kind in ("union_tag_invalid", "union_tag_not_found"):
         loc = (*loc, "kind")
-        known = ", ".join(_DEVICE_MODELS)
+        known = ", ".join(device_models)
         got = err.get("ctx", {}).get("tag")
         message = f"unknown device kind {got!r}" if got else "the device has no kind"
         return Problem(
@@ -496,7 +473,7 @@ def load_site(path: str | Path, base: Path | None = None) -> Site:
             ]
         ) from exc
     try:
-        config = SiteFile.model_validate(data)
+        config = site_file_model().model_validate(data)
     except ValidationError as exc:
         raise SiteError([_problem(path, text, err) for err in exc.errors()]) from exc
     site = Site(path, config, hashlib.sha256(raw).hexdigest(), base)
@@ -523,7 +500,8 @@ def _cross_check(site: Site, text: str) -> list[Problem]:
 
     for name, system in cfg.systems.items():
         device = cfg.devices.get(system.device)
-        if not system.command and not isinstance(device, SerialDevice):
+        found = transport(device.kind) if device is not None else None
+        if not system.command and (found is None or found.needs_command):
             add(
                 ("systems", name),
                 "required key 'command' is missing",
@@ -535,6 +513,12 @@ def _cross_check(site: Site, text: str) -> list[Problem]:
                 f"unknown device {system.device!r}",
                 f"define [devices.{system.device}] or use one of: {', '.join(cfg.devices) or '-'}",
             )
+        elif found is not None and system.mode not in found.modes:
+            add(
+                ("systems", name, "mode"),
+                f"mode {system.mode!r} is not supported on {found.kind} devices",
+                f"use mode = one of: {', '.join(sorted(found.modes))}",
+            )
         for task in system.tasks:
             if task not in cfg.tasks:
                 add(
@@ -542,14 +526,19 @@ def _cross_check(site: Site, text: str) -> list[Problem]:
                     f"unknown task {task!r}",
                     f"define [tasks.{task}] or use one of: {', '.join(cfg.tasks) or '-'}",
                 )
-            elif _writes_files(cfg.tasks[task].kind) and isinstance(device, SerialDevice):
+            elif (
+                _writes_files(cfg.tasks[task].kind)
+                and found is not None
+                and not found.returns_files
+            ):
                 # The device protocol has no frames for a file going upstream.
+                able = [t.kind for t in transports() if t.returns_files]
                 add(
                     ("systems", name, "tasks"),
                     f"task {task!r} is {cfg.tasks[task].kind}, whose systems write files, "
-                    "which runs on local and SSH devices only (the files cannot be fetched "
-                    "back over a serial line)",
-                    "run this system on a local or ssh device (docs/judging.md, section 5)",
+                    f"which runs on {' and '.join(able)} devices only (the files cannot be "
+                    f"fetched back from a {found.kind} device)",
+                    f"run this system on a {' or '.join(able)} device (docs/judging.md, section 5)",
                 )
         if not system.tasks:
             add(("systems", name, "tasks"), "the system has no tasks", "list at least one task")
@@ -568,26 +557,7 @@ def _cross_check(site: Site, text: str) -> list[Problem]:
                 f"test-set directory {testset} does not exist",
                 "correct the path; it is relative to the site file",
             )
-    for name, device in cfg.devices.items():
-        if isinstance(device, SerialDevice):
-            continue
-        if isinstance(device, SshDevice):
-            key = site.device_options(name).get("key")
-            if key and not Path(key).is_file():
-                add(
-                    ("devices", name, "key"),
-                    f"private key file {key} does not exist",
-                    "give the path of the key (relative to the site file), or leave key out "
-                    "to use the SSH agent",
-                )
-            continue
-        if device.cpus:
-            available = os.sched_getaffinity(0)
-            missing = sorted(set(device.cpus) - available)
-            if missing:
-                add(
-                    ("devices", name, "cpus"),
-                    f"CPUs {missing} are not available here (have {sorted(available)})",
-                    "list only CPUs this machine has",
-                )
+    for name in cfg.devices:
+        for problem in site.device(name).problems():
+            add(("devices", name, problem.key), problem.message, problem.fix)
     return problems

@@ -7,7 +7,7 @@ budgets. This package may import ``devices`` and nothing else of the project.
 
 # Port discovery for `onsite devices`; the harness reaches devices/ only through runners.
 from devices import PortInfo as SerialPortInfo  # noqa: E402
-from devices import ProbeResult as SerialProbeResult  # noqa: E402
+from devices import PortProbe as SerialPortProbe  # noqa: E402
 from devices import list_ports as list_serial_ports  # noqa: E402
 from devices import probe as probe_serial_port  # noqa: E402
 from devices.conformance import run_conformance as check_device_conformance  # noqa: E402
@@ -24,19 +24,41 @@ from .base import (
     StartInfo,
     SystemSpec,
 )
-from .local import LocalExecRunner, LocalServeRunner
+from .local import LocalDevice, LocalExecRunner, LocalServeRunner
 from .logcap import LogCap
 from .proctree import TreeMeter, kill_tree
-from .protocol import PROTOCOL_VERSION, ProtocolError, parse_message
-from .registry import device_kinds, open_runner, register
+from .protocol import PARTICIPANT_PROTOCOL_VERSION, ProtocolError, parse_message
+from .registry import (
+    DeviceProblem,
+    DeviceSettings,
+    HostFacts,
+    ProbeResult,
+    Transport,
+    device_kinds,
+    open_runner,
+    probe_device,
+    register,
+    transport,
+    transports,
+    unregister,
+)
 from .sandbox import check_available as check_sandbox
-from .serial_runner import SerialOptions, SerialRunner
-from .ssh import ProbeResult, SshServeRunner, probe
-from .ssh_link import SshOptions
+from .serial_runner import SerialDevice, SerialRunner
+from .ssh import SshServeRunner, probe
+from .ssh_link import SshDevice
 
 __all__ = [
     "check_device_conformance",
-    "PROTOCOL_VERSION",
+    "DeviceProblem",
+    "DeviceSettings",
+    "HostFacts",
+    "LocalDevice",
+    "PARTICIPANT_PROTOCOL_VERSION",
+    "Transport",
+    "probe_device",
+    "transport",
+    "transports",
+    "unregister",
     "ItemAttempt",
     "ItemRequest",
     "LocalExecRunner",
@@ -51,11 +73,11 @@ __all__ = [
     "Sandbox",
     "StartError",
     "StartInfo",
-    "SerialOptions",
+    "SerialDevice",
     "SerialPortInfo",
-    "SerialProbeResult",
+    "SerialPortProbe",
     "SerialRunner",
-    "SshOptions",
+    "SshDevice",
     "SshServeRunner",
     "SystemSpec",
     "TreeMeter",

@@ -1,15 +1,19 @@
-"""Waiting for a system's answer to one item: the part of the participant protocol that is
-the same over a local pipe and an SSH channel."""
+"""One item's attempt, built the same way by every runner, and waiting for a system's answer on
+a stream: the part of the participant protocol that is the same over a local pipe and an SSH
+channel."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from . import protocol
-from .base import ItemAttempt
+from .base import ItemAttempt, Outcome
 from .lines import LineTooLong
+
+Measure = Callable[[float], tuple[float | None, int | None]]
 
 
 class Lines(Protocol):
@@ -20,83 +24,102 @@ class Lines(Protocol):
     def readline(self, deadline: float) -> bytes | None: ...
 
 
-def attempt_builder(
-    anon_id: str,
-    sent: float,
-    stage_seconds: float,
-    measure: Callable[[float], tuple[float | None, int | None]],
-    **fixed: Any,
-) -> Callable[..., ItemAttempt]:
-    """``attempt(outcome, done, **fields)`` for one item: resources measured at ``done``,
-    and the system counted as lost on a timeout or crash unless a field says otherwise."""
+@dataclass(frozen=True, slots=True)
+class AttemptBuilder:
+    """Builds the ItemAttempt of one item: ``attempt(outcome, done, **fields)``.
 
-    def attempt(outcome: str, done: float, **fields: Any) -> ItemAttempt:
-        cpu, peak = measure(done)
-        fields.setdefault("system_lost", outcome in ("timeout", "crashed"))
+    Resources are measured at ``done`` when ``measure`` is given; ``fixed`` fields go into
+    every attempt; with ``lost_on_failure`` a timeout or crash counts the system as lost
+    unless a field says otherwise.
+    """
+
+    anon_id: str
+    sent: float
+    stage_seconds: float
+    measure: Measure | None = None
+    fixed: Mapping[str, Any] = field(default_factory=dict)
+    lost_on_failure: bool = True
+
+    def __call__(self, outcome: Outcome, done: float, **fields: Any) -> ItemAttempt:
+        if self.measure is not None:
+            fields["cpu_seconds"], fields["peak_rss_bytes"] = self.measure(done)
+        if self.lost_on_failure:
+            fields.setdefault("system_lost", outcome in ("timeout", "crashed"))
         return ItemAttempt(
-            anon_id,
-            outcome,  # type: ignore[arg-type]
-            sent,
+            self.anon_id,
+            outcome,
+            fields.pop("sent", self.sent),
             done,
-            stage_seconds,
-            cpu_seconds=cpu,
-            peak_rss_bytes=peak,
-            **fixed,
+            fields.pop("stage_seconds", self.stage_seconds),
+            **self.fixed,
             **fields,
         )
 
-    return attempt
+
+@dataclass(frozen=True, slots=True)
+class PendingItem:
+    """An item sent on a stream and not yet answered."""
+
+    anon_id: str
+    deadline: float
+    hang_seconds: float
+    attempt: AttemptBuilder
 
 
-def await_answer(
-    reader: Lines,
-    deadline: float,
-    anon_id: str,
-    hang_seconds: float,
-    attempt: Callable[..., ItemAttempt],
-    kill: Callable[[], None],
-    crashed: Callable[[], ItemAttempt],
-) -> ItemAttempt:
-    """Read until the answer for ``anon_id``, the deadline, or the end of the stream.
+class AnswerStream(Protocol):
+    """The runner side of a stream that answers items (runners.serve.StreamServeRunner)."""
 
-    ``attempt(outcome, done, **fields)`` builds the ItemAttempt; ``kill()`` stops the
-    system (on timeout, and when the stream is out of step so that only a restart makes
-    the next answer trustworthy); ``crashed()`` handles the end of the stream.
-    """
+    @property
+    def answers(self) -> Lines:
+        """Where the system's answer lines arrive."""
+        ...
+
+    def lose_system(self) -> None:
+        """Stop the system: on a timeout, and when the stream is out of step so that only a
+        restart makes the next answer trustworthy."""
+        ...
+
+    def stream_ended(self, item: PendingItem) -> ItemAttempt:
+        """The attempt when the answer stream ended before the answer."""
+        ...
+
+
+def await_answer(stream: AnswerStream, item: PendingItem) -> ItemAttempt:
+    """Read until the answer for ``item``, its deadline, or the end of the stream."""
+    reader = stream.answers
+    attempt = item.attempt
     while True:
         try:
-            line = reader.readline(deadline)
+            line = reader.readline(item.deadline)
         except LineTooLong as exc:
             now = time.monotonic()
-            kill()
+            stream.lose_system()
             return attempt("invalid_output", now, message=str(exc), system_lost=True)
         if line is None:
             result = attempt(
                 "timeout",
                 time.monotonic(),
-                message=f"no answer within hang_seconds={hang_seconds:g}; killed",
+                message=f"no answer within hang_seconds={item.hang_seconds:g}; killed",
             )
-            kill()
+            stream.lose_system()
             return result
         if line == b"":
-            return crashed()
+            return stream.stream_ended(item)
         done = reader.arrived
         if not line.strip():
             continue
-        result = _judge_line(line, done, anon_id, attempt)
+        result = _judge_line(line, done, item.anon_id, attempt)
         if result.system_lost:
-            kill()
+            stream.lose_system()
         return result
 
 
-def _judge_line(
-    line: bytes, done: float, anon_id: str, attempt: Callable[..., ItemAttempt]
-) -> ItemAttempt:
+def _judge_line(line: bytes, done: float, anon_id: str, attempt: AttemptBuilder) -> ItemAttempt:
     try:
         message: Any = protocol.parse_message(line)
     except protocol.ProtocolError as exc:
         return attempt("invalid_output", done, message=str(exc), system_lost=True)
-    if isinstance(message, protocol.Ready) or message.id != anon_id:
+    if isinstance(message, protocol.SystemReady) or message.id != anon_id:
         got = getattr(message, "id", None)
         return attempt(
             "invalid_output",

@@ -17,11 +17,12 @@ import stat
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import psutil
+from pydantic import Field
 
 from . import protocol
 from .base import (
@@ -33,10 +34,11 @@ from .base import (
     StartInfo,
     SystemSpec,
 )
-from .exchange import attempt_builder, await_answer
+from .exchange import AttemptBuilder
 from .lines import LineReader, LineTooLong
 from .logcap import LogCap
 from .proctree import TreeMeter, kill_tree
+from .registry import DeviceProblem, DeviceSettings, HostFacts, Transport, register
 from .sandbox import (
     HOME_DIR,
     IN_DIR,
@@ -51,27 +53,40 @@ from .sandbox import (
     clean_env,
     program_files,
 )
+from .serve import StreamServeRunner, log_note, log_tail
 from .spawn import spawn, wait_exit
 
 _BYE_GRACE_SECONDS = 2.0
-_LOG_MARKER = "--- onsite: "
 _SPAWNER = Path(__file__).with_name("spawner.py")
 
 
-def _tail(path: Path, limit: int = 400) -> str:
-    """The end of a system's log since its last start, for error messages."""
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            size = fh.tell()
-            fh.seek(max(0, size - limit))
-            text = fh.read().decode("utf-8", errors="replace")
-    except OSError:
-        return ""
-    marker = text.rfind(_LOG_MARKER)
-    if marker >= 0:
-        text = text[marker:].partition("\n")[2]
-    return text.strip().replace("\n", " | ")
+class LocalDevice(DeviceSettings):
+    """A process on the controller's own machine: the site file's ``[devices.NAME]`` with
+    ``kind = "local"``."""
+
+    kind: Literal["local"] = "local"
+    cpus: list[Annotated[int, Field(ge=0)]] | None = None
+    # Sealing (docs/security.md): off only for a system that needs what the sandbox hides;
+    # the report then marks the system unsealed.
+    sandbox: bool = True
+    network: bool = False
+    user: Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_-]*$")] = "nobody"
+
+    def problems(self) -> list[DeviceProblem]:
+        """CPUs to pin to that this machine does not have (or this process may not use)."""
+        if not self.cpus:
+            return []
+        available = os.sched_getaffinity(0)
+        missing = sorted(set(self.cpus) - available)
+        if not missing:
+            return []
+        return [
+            DeviceProblem(
+                "cpus",
+                f"CPUs {missing} are not available here (have {sorted(available)})",
+                "list only CPUs this machine has",
+            )
+        ]
 
 
 def stage_file(source: Path, stage_dir: Path, anon_id: str, key: str) -> Path:
@@ -171,7 +186,7 @@ class _LocalRunner(Runner):
     ) -> subprocess.Popen[bytes]:
         cwd = None if self.sealed else self.spec.workdir
         try:
-            return spawn(  # type: ignore[no-any-return]
+            return spawn(
                 self._wrap(command, pdeathsig),
                 self.cpus,
                 cwd=cwd,
@@ -192,12 +207,12 @@ class _LocalRunner(Runner):
         return self._log
 
     def _mark_log(self, text: str) -> None:
-        self._open_log().note(f"{_LOG_MARKER}{text} at {time.strftime('%Y-%m-%d %H:%M:%S')}")
+        self._open_log().note(log_note(text))
 
     def _log_tail(self) -> str:
         if self._log is not None:
             self._log.settle()
-        return _tail(self.spec.log_path)
+        return log_tail(self.spec.log_path)
 
     # -- staging -----------------------------------------------------------------------
 
@@ -279,7 +294,7 @@ def _system_process(pid: int) -> int:
         return pid
 
 
-class LocalServeRunner(_LocalRunner):
+class LocalServeRunner(_LocalRunner, StreamServeRunner):
     """A resident local process speaking the participant protocol on stdin/stdout."""
 
     def __init__(self, spec: SystemSpec, cpus: Sequence[int] | None = None) -> None:
@@ -287,13 +302,20 @@ class LocalServeRunner(_LocalRunner):
         self._proc: subprocess.Popen[bytes] | None = None
         self._reader: LineReader | None = None
         self._meter: TreeMeter | None = None
-        self._cpu_mark: float | None = None
         self._system_pid: int | None = None
+        # Pipes no process of the system held when it was killed mid-item.
+        self._closed_at_loss: list[str] = []
 
     @property
     def pid(self) -> int | None:
         """The process id of the system's outermost process (bubblewrap's when sealed)."""
         return self._proc.pid if self._proc is not None else None
+
+    @property
+    def answers(self) -> LineReader:
+        """The system's stdout, while it runs."""
+        assert self._reader is not None
+        return self._reader
 
     def _check_program(self) -> None:
         """Refuse a program that is not there, in the words of a failed exec.
@@ -321,39 +343,20 @@ class LocalServeRunner(_LocalRunner):
         self._proc = proc
         assert proc.stdout is not None
         self._reader = LineReader(proc.stdout.fileno(), spec.max_output_bytes)
-        deadline = t0 + spec.setup_seconds
-        try:
-            self._write(protocol.hello(spec.task, spec.kind, setup_files))
-            line = self._reader.readline(deadline)
-        except (OSError, LineTooLong) as exc:
-            self.kill()
-            raise StartError(f"handshake failed: {exc}") from exc
-        if line is None:
-            self.kill()
-            raise StartError(
-                f"no ready message within setup_seconds={spec.setup_seconds:g}; "
-                f"stderr: {self._log_tail()}"
-            )
-        if line == b"":
-            code = wait_exit(proc, 5.0)
-            tail = self._log_tail()
-            self.kill()
-            if code is None:
-                raise StartError(f"closed its stdout before ready; stderr: {tail}")
-            raise StartError(f"exited with code {code} before ready; stderr: {tail}")
-        ready_at = self._reader.arrived
-        try:
-            message = protocol.parse_message(line)
-        except protocol.ProtocolError as exc:
-            self.kill()
-            raise StartError(f"expected a ready message, got {exc}") from exc
-        if not isinstance(message, protocol.Ready):
-            self.kill()
-            raise StartError(f"expected a ready message, got op {message.op!r}")
-        self._system_pid = _system_process(proc.pid)
+        return self._handshake(t0, setup_files)
+
+    def _ended_before_ready(self) -> str:
+        assert self._proc is not None
+        code = wait_exit(self._proc, 5.0)
+        tail = self._log_tail()
+        if code is None:
+            return f"closed its stdout before ready; stderr: {tail}"
+        return f"exited with code {code} before ready; stderr: {tail}"
+
+    def _on_ready(self, ready_at: float) -> None:
+        assert self._proc is not None
+        self._system_pid = _system_process(self._proc.pid)
         self._meter = TreeMeter(self._system_pid)
-        self._cpu_mark, _ = self._meter.sample(ready_at)
-        return StartInfo(message.name, message.version, ready_at - t0, proc.pid)
 
     def _write(self, data: bytes) -> None:
         assert self._proc is not None and self._proc.stdin is not None
@@ -375,35 +378,14 @@ class LocalServeRunner(_LocalRunner):
         finally:
             self._unstage(staged)
 
-    def _exchange(self, request: ItemRequest, data: bytes, stage_seconds: float) -> ItemAttempt:
-        assert self._proc is not None and self._reader is not None
-        sent = time.monotonic()
-        deadline = sent + request.hang_seconds
+    def lose_system(self) -> None:
+        # Sealed, bubblewrap keeps its own copies of the pipes, so a system that closed
+        # its end looks like a hang; tell the two apart before the evidence is gone.
+        self._closed_at_loss = self._closed_pipes()
+        self.kill()
 
-        attempt = attempt_builder(request.anon_id, sent, stage_seconds, self._measure)
-
-        try:
-            self._write(data)
-        except OSError:
-            return self._crashed(attempt, "stdin")
-        assert self._reader is not None
-        closed: list[str] = []
-
-        def kill() -> None:
-            # Sealed, bubblewrap keeps its own copies of the pipes, so a system that closed
-            # its end looks like a hang; tell the two apart before the evidence is gone.
-            closed.extend(self._closed_pipes())
-            self.kill()
-
-        result = await_answer(
-            self._reader,
-            deadline,
-            request.anon_id,
-            request.hang_seconds,
-            attempt,
-            kill,
-            lambda: self._crashed(attempt, "stdout"),
-        )
+    def _answered(self, result: ItemAttempt) -> ItemAttempt:
+        closed, self._closed_at_loss = self._closed_at_loss, []
         if closed and result.outcome == "timeout":
             return dataclasses.replace(
                 result,
@@ -446,7 +428,7 @@ class LocalServeRunner(_LocalRunner):
                     continue
         return [stream for stream, target in wanted.items() if target not in held]
 
-    def _crashed(self, attempt: Any, stream: str) -> ItemAttempt:
+    def _stream_ended(self, attempt: AttemptBuilder, stream: str) -> ItemAttempt:
         """The system's end of a pipe closed: it exited, or it closed the pipe and lives on."""
         assert self._proc is not None
         now = time.monotonic()
@@ -463,16 +445,10 @@ class LocalServeRunner(_LocalRunner):
         self.kill()
         return result
 
-    def _measure(self, now: float) -> tuple[float | None, int | None]:
+    def _sample(self, now: float) -> tuple[float | None, int | None]:
         if self._meter is None:
             return None, None
-        cpu, peak = self._meter.sample(now)
-        used = None
-        if cpu is not None and self._cpu_mark is not None:
-            used = max(0.0, cpu - self._cpu_mark)
-        if cpu is not None:
-            self._cpu_mark = cpu
-        return used, peak
+        return self._meter.sample(now)
 
     def interrupt(self) -> None:
         proc = self._proc
@@ -672,7 +648,7 @@ class LocalExecRunner(_LocalRunner):
         fields: dict[str, Any],
     ) -> ItemAttempt:
         def invalid(message: str) -> ItemAttempt:
-            return attempt("invalid_output", done, message=message, **fields)  # type: ignore[no-any-return]
+            return attempt("invalid_output", done, message=message, **fields)
 
         try:
             # Never follow a link or block on a FIFO the system left there: the controller
@@ -700,7 +676,7 @@ class LocalExecRunner(_LocalRunner):
                 return invalid(f"output file starts with '{{' but is not JSON: {exc}")
         else:
             output = {"text": stripped}
-        return attempt("result", done, output=output, **fields)  # type: ignore[no-any-return]
+        return attempt("result", done, output=output, **fields)
 
     def stop(self) -> None:
         self._kill_spawner()
@@ -713,3 +689,35 @@ class LocalExecRunner(_LocalRunner):
         proc = self._spawner
         if proc is not None:
             kill_tree(proc.pid)
+
+
+def _open_local(spec: SystemSpec, device: LocalDevice) -> Runner:
+    if spec.mode == "exec":
+        return LocalExecRunner(spec, device.cpus)
+    return LocalServeRunner(spec, device.cpus)
+
+
+def _controller_facts(device: LocalDevice, host: Mapping[str, Any]) -> HostFacts:
+    # The system runs here: the controller describes the machine, and the CPUs it may use.
+    cpus = list(device.cpus) if device.cpus else None
+    return HostFacts(
+        {
+            "collected": "automatically, on the controller",
+            "os": host["os"],
+            "cpu_model": host["cpu_model"],
+            "cpu_count": len(cpus) if cpus else host["cpu_count"],
+            "cpus": cpus,
+            "memory_bytes": host["memory_bytes"],
+        },
+        files_on_controller=True,
+    )
+
+
+TRANSPORT = register(
+    Transport(
+        settings=LocalDevice,
+        open=_open_local,
+        modes=frozenset({"serve", "exec"}),
+        host_facts=_controller_facts,
+    )
+)

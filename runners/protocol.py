@@ -17,7 +17,7 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
-PROTOCOL_VERSION = 1
+PARTICIPANT_PROTOCOL_VERSION = 1
 MAX_LINE_BYTES = 16 * 1024 * 1024
 
 
@@ -25,7 +25,7 @@ class _Message(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
 
 
-class Ready(_Message):
+class SystemReady(_Message):
     """The system finished loading and can take items."""
 
     op: Literal["ready"]
@@ -49,10 +49,8 @@ class Error(_Message):
     message: str = ""
 
 
-SystemMessage = Ready | Result | Error
-_system_message: TypeAdapter[SystemMessage] = TypeAdapter(
-    SystemMessage  # type: ignore[arg-type]
-)
+SystemMessage = SystemReady | Result | Error
+_system_message: TypeAdapter[SystemMessage] = TypeAdapter(SystemMessage)
 
 
 class ProtocolError(ValueError):
@@ -64,7 +62,7 @@ def _shown(line: bytes) -> str:
     return text if len(text) <= 200 else text[:200] + "..."
 
 
-def parse_message(line: bytes) -> Ready | Result | Error:
+def parse_message(line: bytes) -> SystemReady | Result | Error:
     """Parse one line written by a system, or raise ProtocolError saying what is wrong."""
     try:
         data = orjson.loads(line)
@@ -93,7 +91,7 @@ def hello(task: str, kind: str, files: dict[str, str] | None = None) -> bytes:
     """The first line the harness sends; ``files`` are setup inputs (name -> staged path)."""
     message: dict[str, Any] = {
         "op": "hello",
-        "protocol": PROTOCOL_VERSION,
+        "protocol": PARTICIPANT_PROTOCOL_VERSION,
         "task": task,
         "kind": kind,
     }
@@ -113,9 +111,9 @@ __all__ = [
     "BYE",
     "Error",
     "MAX_LINE_BYTES",
-    "PROTOCOL_VERSION",
+    "PARTICIPANT_PROTOCOL_VERSION",
     "ProtocolError",
-    "Ready",
+    "SystemReady",
     "Result",
     "encode",
     "hello",

@@ -19,12 +19,13 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import serial
 import soundfile as sf
+from pydantic import Field, PositiveFloat, model_validator
 
 from devices import wire
 from devices.host import (
@@ -36,63 +37,45 @@ from devices.host import (
 )
 
 from .base import ItemAttempt, ItemRequest, Outcome, Runner, StartError, StartInfo, SystemSpec
+from .exchange import AttemptBuilder
+from .registry import DeviceSettings, HostFacts, Transport, register, settings_from
 
 ResetLine = Literal["dtr", "rts", "none"]
 _RESET_PULSE_SECONDS = 0.1
 _SOFT_RESET_SECONDS = 2.0
 
 
-@dataclass(frozen=True)
-class SerialOptions:
-    """A serial device's settings from the site file."""
+class SerialDevice(DeviceSettings):
+    """A PDA or embedded board on a serial line (docs/device-protocol.md): the site file's
+    ``[devices.NAME]`` with ``kind = "serial"``."""
 
-    port: str = ""
-    baud: int = 115200
-    reset: ResetLine = "dtr"
-    boot_timeout: float = 10.0
-    # Agent module to run under devices.emulator instead of opening a real port.
+    kind: Literal["serial"] = "serial"
+    port: str = ""  # a path such as /dev/ttyUSB0, or a pyserial URL
+    baud: Annotated[int, Field(gt=0)] = 115200
+    reset: ResetLine = "dtr"  # the line pulsed for a hard reset
+    boot_timeout: PositiveFloat = 10.0
+    # Run this device-agent module under the pty emulator instead of opening a port.
     emulate: str | None = None
-    emulate_args: tuple[str, ...] = ()
-    # A device program speaking the protocol on "{port}", run behind the emulated line.
-    emulate_command: tuple[str, ...] = ()
+    emulate_args: list[str] = []
+    # Or run this device program (with "{port}" for its tty) behind the emulated line.
+    emulate_command: list[str] = []
     # No frame at all from a working device for this long means the link is lost.
-    silence_seconds: float = 3.0
-    ping_seconds: float = 0.5
-    max_window: int = 3
-    # The task's vocabulary: a file with one command per line, or the entries themselves.
-    vocabulary: tuple[str, ...] | str | None = None
+    silence_seconds: PositiveFloat = 3.0
+    ping_seconds: PositiveFloat = 0.5
+    max_window: Annotated[int, Field(ge=1)] = 3
 
-    @classmethod
-    def from_mapping(cls, options: Mapping[str, Any]) -> SerialOptions:
-        # The site file's "kind" names the runner, not an option; None means "not given".
-        options = {k: v for k, v in options.items() if k != "kind" and v is not None}
-        known = set(cls.__dataclass_fields__)
-        unknown = sorted(set(options) - known)
-        if unknown:
+    @model_validator(mode="after")
+    def _port_or_emulator(self) -> SerialDevice:
+        if not self.port and not self.emulate and not self.emulate_command:
             raise ValueError(
-                f"unknown serial device option(s) {', '.join(unknown)}; "
-                f"known: {', '.join(sorted(known))}"
-            )
-        values = dict(options)
-        for key in ("emulate_args", "emulate_command"):
-            if key in values:
-                values[key] = tuple(str(a) for a in values[key])
-        vocab = values.get("vocabulary")
-        if isinstance(vocab, list | tuple):
-            values["vocabulary"] = tuple(str(v) for v in vocab)
-        opts = cls(**values)
-        if opts.reset not in ("dtr", "rts", "none"):
-            raise ValueError(f'reset must be "dtr", "rts" or "none", got {opts.reset!r}')
-        if not opts.port and not opts.emulate and not opts.emulate_command:
-            raise ValueError(
-                'a serial device needs port = "/dev/ttyUSB0" (or emulate = ..., or '
+                'give port = "/dev/ttyUSB0" (or emulate = "<agent module>", or '
                 'emulate_command = ["./mydevice", "{port}"])'
             )
-        if opts.emulate_command and not any("{port}" in a for a in opts.emulate_command):
+        if self.emulate and self.emulate_command:
+            raise ValueError("give emulate or emulate_command, not both")
+        if self.emulate_command and not any("{port}" in a for a in self.emulate_command):
             raise ValueError('emulate_command must name the device\'s tty as "{port}"')
-        if opts.baud <= 0 or opts.boot_timeout <= 0:
-            raise ValueError("baud and boot_timeout must be positive")
-        return opts
+        return self
 
 
 def read_pcm(path: Path) -> tuple[bytes, int]:
@@ -107,11 +90,9 @@ def read_pcm(path: Path) -> tuple[bytes, int]:
 class SerialRunner(Runner):
     """A participant's recognizer running on a device behind a serial port."""
 
-    def __init__(self, spec: SystemSpec, options: Mapping[str, Any] | SerialOptions) -> None:
+    def __init__(self, spec: SystemSpec, options: Mapping[str, Any] | SerialDevice) -> None:
         self.spec = spec
-        self.options = (
-            options if isinstance(options, SerialOptions) else SerialOptions.from_mapping(options)
-        )
+        self.options = settings_from(SerialDevice, options)
         self.counters = LinkCounters()
         self._serial: Any = None
         self._link: DeviceLink | None = None
@@ -241,16 +222,12 @@ class SerialRunner(Runner):
         return True
 
     def _vocabulary(self) -> list[str]:
-        vocab = self.options.vocabulary
-        if vocab is None:
-            path = self.spec.setup_files.get("vocabulary")
-            vocab = str(path) if path is not None else None
-        if vocab is None:
+        """The task's vocabulary file (a setup file), one command per line."""
+        path = self.spec.setup_files.get("vocabulary")
+        if path is None:
             return []
-        if isinstance(vocab, str):
-            text = Path(vocab).read_text(encoding="utf-8")
-            return [line.strip() for line in text.splitlines() if line.strip()]
-        return list(vocab)
+        text = Path(path).read_text(encoding="utf-8")
+        return [line.strip() for line in text.splitlines() if line.strip()]
 
     # --- items -------------------------------------------------------------------------------
 
@@ -263,17 +240,21 @@ class SerialRunner(Runner):
         # Measured again for this item: BEGIN's answer, then each PONG while it is processed.
         link.round_trip_seconds = None
 
+        # A device never counts as lost unless the attempt says so (it is reset, not killed).
+        build = AttemptBuilder(request.anon_id, t_stage, 0.0, lost_on_failure=False)
+
         def attempt(
             outcome: Outcome, sent: float, done: float, stage: float, **kw: Any
         ) -> ItemAttempt:
+            # The clock starts only once the input is on the device, and the link's
+            # counters and round trip are read as the attempt ends.
             counts = _describe(self.counters.since(before))
             message = "; ".join(m for m in (kw.pop("message", ""), counts) if m)
-            return ItemAttempt(
-                request.anon_id,
+            return build(
                 outcome,
-                sent,
                 done,
-                stage,
+                sent=sent,
+                stage_seconds=stage,
                 message=message,
                 round_trip_seconds=link.round_trip_seconds,
                 **kw,
@@ -474,3 +455,22 @@ def _describe(counts: LinkCounters) -> str:
     )
     text = ", ".join(f"{n} {label}" for n, label in parts if n)
     return f"link: {text}" if text else ""
+
+
+def _device_facts(device: SerialDevice, host: Mapping[str, Any]) -> HostFacts:
+    # The device runs its own agent: what it is, is the participant's to describe.
+    return HostFacts({"collected": "not collected (remote device)"}, files_on_controller=False)
+
+
+TRANSPORT = register(
+    Transport(
+        settings=SerialDevice,
+        open=SerialRunner,
+        modes=frozenset({"serve"}),
+        host_facts=_device_facts,
+        # The device's agent is the system: the site names no command to start.
+        needs_command=False,
+        # The device protocol has no frames for a file going upstream.
+        returns_files=False,
+    )
+)

@@ -19,10 +19,10 @@ import secrets
 import select
 import shlex
 import shutil
+import socket
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,21 +33,21 @@ from .base import (
     ItemAttempt,
     ItemRequest,
     OutputFile,
-    Runner,
     StartError,
     StartInfo,
     SystemSpec,
 )
-from .exchange import attempt_builder, await_answer
+from .exchange import AttemptBuilder
 from .lines import LineBuffer, LineTooLong
-from .local import _LOG_MARKER, _tail
 from .logcap import CappedLog
+from .registry import HostFacts, ProbeResult, Transport, register, settings_from
+from .serve import StreamServeRunner, log_note, log_tail
 from .ssh_fetch import FetchRefused, LocalWriteError, fetch_file
 from .ssh_link import (
     AuthError,
     HostKeyError,
     RemoteMeter,
-    SshOptions,
+    SshDevice,
     UnreachableError,
     connect,
     connect_once,
@@ -118,23 +118,15 @@ class _ChannelLines(LineBuffer):
             time.sleep(0.0005)
 
 
-@dataclass(frozen=True)
-class ProbeResult:
-    """One check of ``onsite check`` against an SSH device."""
-
-    name: str
-    ok: bool
-    detail: str
-
-
-class SshServeRunner(Runner):
+class SshServeRunner(StreamServeRunner):
     """A resident system on a participant's machine, speaking the participant protocol over SSH."""
 
-    def __init__(self, spec: SystemSpec, options: Mapping[str, Any] | SshOptions) -> None:
+    HANDSHAKE_ERRORS = (OSError, EOFError, paramiko.SSHException, ValueError)
+    WRITE_ERRORS = (OSError, EOFError, paramiko.SSHException)
+
+    def __init__(self, spec: SystemSpec, options: Mapping[str, Any] | SshDevice) -> None:
         self.spec = spec
-        self.options = (
-            options if isinstance(options, SshOptions) else SshOptions.from_mapping(options)
-        )
+        self.options = settings_from(SshDevice, options)
         # How long start() keeps retrying an unreachable machine; tests shorten it.
         self.reconnect_seconds = _RECONNECT_SECONDS
         self._log = CappedLog(spec.log_path, spec.max_log_bytes)
@@ -170,6 +162,12 @@ class SshServeRunner(Runner):
         return self._pgid
 
     @property
+    def answers(self) -> _ChannelLines:
+        """The channel's stdout, while the system runs."""
+        assert self._reader is not None
+        return self._reader
+
+    @property
     def round_trip_seconds(self) -> float | None:
         """The most recent measurement of the link's round-trip time."""
         return self._rtt
@@ -180,7 +178,9 @@ class SshServeRunner(Runner):
         transport = self._transport
         if transport is None or not transport.is_active():
             return None
-        return int(transport.sock.getsockname()[1])
+        sock = transport.sock
+        assert isinstance(sock, socket.socket)  # paramiko's own connections are TCP sockets
+        return int(sock.getsockname()[1])
 
     @property
     def remote_workdir(self) -> str:
@@ -235,48 +235,30 @@ class SshServeRunner(Runner):
             target=self._pump_stderr, args=(chan,), name=f"ssh-stderr-{spec.name}", daemon=True
         )
         self._pump.start()
-        deadline = t0 + spec.setup_seconds
-        try:
-            line = self._reader.readline(deadline)
-            # Login scripts on the participant's machine may print before our wrapper runs;
-            # that text is logged, and the protocol starts after the wrapper's pid line.
-            while line and not line.startswith(_PID_PREFIX):
-                self._log_bytes(b"remote shell printed: " + line)
-                line = self._reader.readline(deadline)
-            if line:
-                self._pgid = int(line[len(_PID_PREFIX) :])
-                self._write(protocol.hello(spec.task, spec.kind, setup_files))
-                line = self._reader.readline(deadline)
-        except (OSError, EOFError, paramiko.SSHException, LineTooLong, ValueError) as exc:
-            self.kill()
-            raise StartError(f"handshake failed: {exc}") from exc
-        if line is None:
-            self.kill()
-            raise StartError(
-                f"no ready message within setup_seconds={spec.setup_seconds:g}; "
-                f"stderr: {_tail(spec.log_path)}"
-            )
-        if line == b"":
-            lost, code = self._ended()
-            self.kill()
-            if lost:
-                raise StartError(f"link lost: {lost}")
-            raise StartError(
-                f"exited with code {code} before ready; stderr: {_tail(spec.log_path)}"
-            )
-        ready_at = self._reader.arrived
-        try:
-            message = protocol.parse_message(line)
-        except protocol.ProtocolError as exc:
-            self.kill()
-            raise StartError(f"expected a ready message, got {exc}") from exc
-        if not isinstance(message, protocol.Ready):
-            self.kill()
-            raise StartError(f"expected a ready message, got op {message.op!r}")
+        return self._handshake(t0, setup_files)
+
+    def _launched(self, deadline: float) -> bool | bytes | None:
+        # Login scripts on the participant's machine may print before our wrapper runs;
+        # that text is logged, and the protocol starts after the wrapper's pid line.
+        reader = self.answers
+        line = reader.readline(deadline)
+        while line and not line.startswith(_PID_PREFIX):
+            self._log_bytes(b"remote shell printed: " + line)
+            line = reader.readline(deadline)
+        if not line:
+            return line
+        self._pgid = int(line[len(_PID_PREFIX) :])
+        return True
+
+    def _ended_before_ready(self) -> str:
+        lost, code = self._ended()
+        if lost:
+            return f"link lost: {lost}"
+        return f"exited with code {code} before ready; stderr: {self._log_tail()}"
+
+    def _on_ready(self, ready_at: float) -> None:
         self._sampled_at = float("-inf")
         self._cpu_mark, self._peak = None, None
-        self._cpu_mark, _ = self._sample(ready_at)
-        return StartInfo(message.name, message.version, ready_at - t0, self._pgid)
 
     def run_item(self, request: ItemRequest) -> ItemAttempt:
         if self._chan is None or self._reader is None:
@@ -453,31 +435,10 @@ class SshServeRunner(Runner):
 
     # -- the exchange ---------------------------------------------------------------------
 
-    def _exchange(self, request: ItemRequest, data: bytes, stage_seconds: float) -> ItemAttempt:
-        assert self._reader is not None
-        sent = time.monotonic()
-        deadline = sent + request.hang_seconds
+    def _attempt_fields(self) -> Mapping[str, Any]:
+        return {"round_trip_seconds": self._rtt}
 
-        attempt = attempt_builder(
-            request.anon_id, sent, stage_seconds, self._measure, round_trip_seconds=self._rtt
-        )
-
-        try:
-            self._write(data)
-        except (OSError, EOFError, paramiko.SSHException):
-            return self._crashed(attempt)
-        assert self._reader is not None
-        return await_answer(
-            self._reader,
-            deadline,
-            request.anon_id,
-            request.hang_seconds,
-            attempt,
-            self.kill,
-            lambda: self._crashed(attempt),
-        )
-
-    def _crashed(self, attempt: Any) -> ItemAttempt:
+    def _stream_ended(self, attempt: AttemptBuilder, stream: str) -> ItemAttempt:
         now = time.monotonic()
         lost, code = self._ended()
         if lost:
@@ -486,7 +447,7 @@ class SshServeRunner(Runner):
             result = attempt(
                 "crashed",
                 now,
-                message=f"exited with code {code}; stderr: {_tail(self.spec.log_path)}",
+                message=f"exited with code {code}; stderr: {self._log_tail()}",
             )
         self.kill()
         return result
@@ -546,7 +507,9 @@ class SshServeRunner(Runner):
         self._sftp = None
         try:
             self._sftp = client.open_sftp()
-            self._sftp.get_channel().settimeout(_REMOTE_OP_SECONDS)
+            channel = self._sftp.get_channel()
+            if channel is not None:
+                channel.settimeout(_REMOTE_OP_SECONDS)
         except (OSError, EOFError, paramiko.SSHException) as exc:
             if self._has_sftp:
                 self._mark_log(
@@ -698,23 +661,20 @@ class SshServeRunner(Runner):
             self._peak = max(self._peak or 0, peak)
         return cpu, self._peak
 
-    def _measure(self, now: float) -> tuple[float | None, int | None]:
+    def _sample_for_item(self, now: float) -> tuple[float | None, int | None]:
         # Reading /proc costs a channel per sample, so at most every _METER_SECONDS; items in
         # between get no CPU figure rather than a share of someone else's.
         if now - self._sampled_at < _METER_SECONDS:
             return None, self._peak
-        cpu, peak = self._sample(now)
-        used = None
-        if cpu is not None and self._cpu_mark is not None:
-            used = max(0.0, cpu - self._cpu_mark)
-        if cpu is not None:
-            self._cpu_mark = cpu
-        return used, peak
+        return self._sample(now)
 
     # -- the log --------------------------------------------------------------------------
 
     def _mark_log(self, text: str) -> None:
-        self._log.write(f"{_LOG_MARKER}{text} at {time.strftime('%Y-%m-%d %H:%M:%S')}\n".encode())
+        self._log.write(f"{log_note(text)}\n".encode())
+
+    def _log_tail(self) -> str:
+        return log_tail(self.spec.log_path)
 
     def _pump_stderr(self, chan: paramiko.Channel) -> None:
         while True:
@@ -733,14 +693,14 @@ class SshServeRunner(Runner):
         self._log.close()
 
 
-def probe(options: Mapping[str, Any] | SshOptions) -> list[ProbeResult]:
+def probe(options: Mapping[str, Any] | SshDevice) -> list[ProbeResult]:
     """Check an SSH device step by step for ``onsite check``; stops at the first failure.
 
     A private key file that other users can read is reported as a passing "key file"
     check whose detail starts with "warning:".
     """
     try:
-        opts = options if isinstance(options, SshOptions) else SshOptions.from_mapping(options)
+        opts = settings_from(SshDevice, options)
     except ValueError as exc:
         return [ProbeResult("settings", False, str(exc))]
     results: list[ProbeResult] = []
@@ -779,7 +739,7 @@ def probe(options: Mapping[str, Any] | SshOptions) -> list[ProbeResult]:
     return results
 
 
-def _probe_remote(client: paramiko.SSHClient, opts: SshOptions, results: list[ProbeResult]) -> None:
+def _probe_remote(client: paramiko.SSHClient, opts: SshDevice, results: list[ProbeResult]) -> None:
     """The checks that need a login: a command, SFTP, the workdir, free disk."""
     transport = client.get_transport()
     assert transport is not None
@@ -835,3 +795,19 @@ def _probe_remote(client: paramiko.SSHClient, opts: SshOptions, results: list[Pr
     if free < _MIN_FREE_BYTES:
         detail += f" (need at least {_MIN_FREE_BYTES / 1e9:.1f} GB)"
     results.append(ProbeResult("free disk", free >= _MIN_FREE_BYTES, detail))
+
+
+def _remote_facts(device: SshDevice, host: Mapping[str, Any]) -> HostFacts:
+    # A participant's own machine: what it runs is theirs to describe.
+    return HostFacts({"collected": "not collected (remote device)"}, files_on_controller=False)
+
+
+TRANSPORT = register(
+    Transport(
+        settings=SshDevice,
+        open=SshServeRunner,
+        modes=frozenset({"serve"}),
+        host_facts=_remote_facts,
+        probe=probe,
+    )
+)

@@ -15,14 +15,14 @@ import posixpath
 import shlex
 import socket
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import paramiko
+from pydantic import Field, PositiveFloat, model_validator
 
 from .base import StartError
+from .registry import DeviceProblem, DeviceSettings
 
 logger = logging.getLogger(__name__)
 
@@ -30,42 +30,66 @@ logger = logging.getLogger(__name__)
 _BACKOFF_SECONDS = (0.5, 1.0, 2.0, 4.0, 8.0, 8.0, 8.0)
 
 
-@dataclass(frozen=True)
-class SshOptions:
-    """A device's SSH settings, as the site file gives them."""
+class SshDevice(DeviceSettings):
+    """A participant's own machine, reached over SSH (docs/ssh.md): the site file's
+    ``[devices.NAME]`` with ``kind = "ssh"``."""
 
-    host: str
-    user: str
-    port: int = 22
-    key: Path | None = None
-    host_key: str | None = None
-    known_hosts: Path | None = None
+    kind: Literal["ssh"] = "ssh"
+    host: Annotated[str, Field(min_length=1)]
+    user: Annotated[str, Field(min_length=1)]
+    port: Annotated[int, Field(gt=0, lt=65536)] = 22
+    key: str | None = None  # private key file, relative to the site file; else the SSH agent
+    host_key: str | None = None  # pinned "ssh-ed25519 AAAA..." line
+    known_hosts: str | None = None  # relative to the site file
     workdir: str = "/tmp/onsite"
-    connect_timeout: float = 10.0
+    connect_timeout: PositiveFloat = 10.0
     trust_on_first_use: bool = False
-    rtt_interval: float = 30.0
+    rtt_interval: PositiveFloat = 30.0
 
-    @classmethod
-    def from_mapping(cls, options: Mapping[str, Any]) -> SshOptions:
-        """Build from a device's settings; unknown keys (such as ``kind``) and None are ignored."""
-        given = {k: v for k, v in options.items() if v is not None}
-        for required in ("host", "user"):
-            if not given.get(required):
-                raise ValueError(f'ssh device needs {required!r} (e.g. {required} = "...")')
-        key = given.get("key")
-        known_hosts = given.get("known_hosts")
-        return cls(
-            host=str(given["host"]),
-            user=str(given["user"]),
-            port=int(given.get("port", 22)),
-            key=Path(key).expanduser() if key else None,
-            host_key=str(given["host_key"]).strip() if given.get("host_key") else None,
-            known_hosts=Path(known_hosts).expanduser() if known_hosts else None,
-            workdir=str(given.get("workdir", "/tmp/onsite")),
-            connect_timeout=float(given.get("connect_timeout", 10.0)),
-            trust_on_first_use=bool(given.get("trust_on_first_use", False)),
-            rtt_interval=float(given.get("rtt_interval", 30.0)),
-        )
+    @model_validator(mode="after")
+    def _no_password(self) -> SshDevice:
+        if self.trust_on_first_use and not self.known_hosts:
+            raise ValueError(
+                "trust_on_first_use records the host key in known_hosts: give known_hosts too"
+            )
+        return self
+
+    @property
+    def key_file(self) -> Path | None:
+        """The private key file, if one is given (``~`` expanded)."""
+        return Path(self.key).expanduser() if self.key else None
+
+    @property
+    def known_hosts_file(self) -> Path | None:
+        """The known_hosts file, if one is given (``~`` expanded)."""
+        return Path(self.known_hosts).expanduser() if self.known_hosts else None
+
+    @property
+    def pinned_key(self) -> str | None:
+        """The pinned host key line, or None when none is given."""
+        return self.host_key.strip() or None if self.host_key else None
+
+    def resolved(self, root: Path) -> SshDevice:
+        """Key and known_hosts made absolute against the site file's directory."""
+        paths = {
+            name: str((root / Path(value).expanduser()).resolve())
+            for name in ("key", "known_hosts")
+            if (value := getattr(self, name))
+        }
+        return self.model_copy(update=paths) if paths else self
+
+    def problems(self) -> list[DeviceProblem]:
+        """A key file that is not there (checked before the day, not at the first start)."""
+        if self.key_file is not None and not self.key_file.is_file():
+            return [
+                DeviceProblem(
+                    "key",
+                    f"private key file {self.key_file} does not exist",
+                    "give the path of the key (relative to the site file), or leave key out "
+                    "to use the SSH agent",
+                )
+            ]
+        return []
 
     @property
     def endpoint(self) -> str:
@@ -125,19 +149,19 @@ def parse_host_key(text: str) -> paramiko.PKey:
 class _RefuseUnknown(paramiko.MissingHostKeyPolicy):
     """Refuse keys we do not know, or record them when trust on first use is on."""
 
-    def __init__(self, opts: SshOptions) -> None:
+    def __init__(self, opts: SshDevice) -> None:
         self.opts = opts
         self.trusted: str | None = None
 
     def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: Any) -> None:
         opts = self.opts
-        if opts.trust_on_first_use and opts.known_hosts is not None:
-            opts.known_hosts.parent.mkdir(parents=True, exist_ok=True)
-            with open(opts.known_hosts, "a", encoding="ascii") as fh:
+        if opts.trust_on_first_use and opts.known_hosts_file is not None:
+            opts.known_hosts_file.parent.mkdir(parents=True, exist_ok=True)
+            with open(opts.known_hosts_file, "a", encoding="ascii") as fh:
                 fh.write(f"{opts.host_entry} {key_line(key)}\n")
             self.trusted = (
                 f"trusted the host key of {opts.endpoint} on first use: {key.get_name()} "
-                f"{fingerprint(key)}, appended to {opts.known_hosts}"
+                f"{fingerprint(key)}, appended to {opts.known_hosts_file}"
             )
             logger.warning("%s", self.trusted)
             return
@@ -155,51 +179,55 @@ class _RefuseUnknown(paramiko.MissingHostKeyPolicy):
         )
 
 
-def _client(opts: SshOptions) -> tuple[paramiko.SSHClient, _RefuseUnknown]:
+def _client(opts: SshDevice) -> tuple[paramiko.SSHClient, _RefuseUnknown]:
     client = paramiko.SSHClient()
     # A pinned key always wins: known_hosts is not consulted at all, so a stale or planted
     # line there can neither let a wrong key in nor lock the right one out.
-    if opts.host_key is None and opts.known_hosts is not None and opts.known_hosts.exists():
+    if (
+        opts.pinned_key is None
+        and opts.known_hosts_file is not None
+        and opts.known_hosts_file.exists()
+    ):
         # Loaded as "system" keys so paramiko never rewrites the operator's file.
-        client.load_system_host_keys(str(opts.known_hosts))
-    if opts.host_key:
-        pinned = parse_host_key(opts.host_key)
+        client.load_system_host_keys(str(opts.known_hosts_file))
+    if opts.pinned_key:
+        pinned = parse_host_key(opts.pinned_key)
         client.get_host_keys().add(opts.host_entry, pinned.get_name(), pinned)
     policy = _RefuseUnknown(opts)
     client.set_missing_host_key_policy(policy)
     return client, policy
 
 
-def key_file_warning(opts: SshOptions) -> str | None:
+def key_file_warning(opts: SshDevice) -> str | None:
     """A warning when the private key file can be read by other users (not fatal)."""
-    if opts.key is None:
+    if opts.key_file is None:
         return None
     try:
-        mode = opts.key.stat().st_mode
+        mode = opts.key_file.stat().st_mode
     except OSError:
         return None
     if mode & 0o077 == 0:
         return None
     return (
-        f"the private key file {opts.key} can be read by other users (mode {mode & 0o777:o}); "
-        f"anyone with an account here can log into {opts.address}: chmod 600 {opts.key}"
+        f"the private key file {opts.key_file} can be read by other users (mode {mode & 0o777:o}); "
+        f"anyone with an account here can log into {opts.address}: chmod 600 {opts.key_file}"
     )
 
 
-def _load_key(opts: SshOptions) -> paramiko.PKey | None:
-    if opts.key is None:
+def _load_key(opts: SshDevice) -> paramiko.PKey | None:
+    if opts.key_file is None:
         return None
     try:
-        return paramiko.PKey.from_path(opts.key)
+        return paramiko.PKey.from_path(opts.key_file)
     except FileNotFoundError as exc:
-        raise AuthError(f"key file {opts.key} for {opts.address} does not exist") from exc
+        raise AuthError(f"key file {opts.key_file} for {opts.address} does not exist") from exc
     except paramiko.PasswordRequiredException as exc:
         raise AuthError(
-            f"key file {opts.key} is protected by a passphrase; load it into ssh-agent and "
+            f"key file {opts.key_file} is protected by a passphrase; load it into ssh-agent and "
             "leave key unset, or use a key without a passphrase"
         ) from exc
     except (OSError, ValueError, paramiko.SSHException) as exc:
-        raise AuthError(f"cannot read key file {opts.key}: {exc}") from exc
+        raise AuthError(f"cannot read key file {opts.key_file}: {exc}") from exc
 
 
 def _retryable(exc: BaseException) -> bool:
@@ -212,7 +240,7 @@ def _retryable(exc: BaseException) -> bool:
     )
 
 
-def connect_once(opts: SshOptions) -> tuple[paramiko.SSHClient, str | None]:
+def connect_once(opts: SshDevice) -> tuple[paramiko.SSHClient, str | None]:
     """Connect and log in once; returns the client and a note if a key was trusted on first use."""
     try:
         client, policy = _client(opts)
@@ -247,7 +275,7 @@ def connect_once(opts: SshOptions) -> tuple[paramiko.SSHClient, str | None]:
         ) from exc
     except paramiko.AuthenticationException as exc:
         client.close()
-        how = f"key {opts.key}" if opts.key else "the keys in the SSH agent"
+        how = f"key {opts.key_file}" if opts.key_file else "the keys in the SSH agent"
         raise AuthError(
             f"authentication failed for {opts.address} with {how}: {exc}; add the public key "
             f"to ~{opts.user}/.ssh/authorized_keys on the participant's machine"
@@ -260,7 +288,7 @@ def connect_once(opts: SshOptions) -> tuple[paramiko.SSHClient, str | None]:
     return client, policy.trusted
 
 
-def connect(opts: SshOptions, retry_seconds: float) -> tuple[paramiko.SSHClient, str | None]:
+def connect(opts: SshDevice, retry_seconds: float) -> tuple[paramiko.SSHClient, str | None]:
     """Connect, retrying network failures with exponential backoff for about retry_seconds."""
     started = time.monotonic()
     tries = 0
@@ -344,7 +372,7 @@ def sftp_makedirs(sftp: paramiko.SFTPClient, path: str) -> str:
     return sftp.normalize(path)
 
 
-def read_banner(opts: SshOptions) -> tuple[str, float]:
+def read_banner(opts: SshDevice) -> tuple[str, float]:
     """Open a TCP connection and read the server's version line; returns it and the seconds."""
     t0 = time.monotonic()
     with socket.create_connection((opts.host, opts.port), timeout=opts.connect_timeout) as sock:

@@ -24,7 +24,7 @@ import psutil
 
 from ..integrity import combined_digest, sha256_file, testset_file_hashes
 from ..journal import read_journal
-from ..site import LocalDevice, Site
+from ..site import Site, transport
 from ..testsets import TestSet
 
 MANIFEST_NAME = "manifest.json"
@@ -118,21 +118,10 @@ def _system_info(site: Site, name: str, host: Mapping[str, Any]) -> dict[str, An
         "command": list(cfg.command),
         "command_sha256": sha256_text(json.dumps(cfg.command, ensure_ascii=False)),
     }
-    if isinstance(device, LocalDevice):
-        cpus = list(device.cpus) if device.cpus else None
-        info["files_sha256"] = _command_files(list(cfg.command), workdir)
-        info["environment"] = {
-            "collected": "automatically, on the controller",
-            "os": host["os"],
-            "cpu_model": host["cpu_model"],
-            "cpu_count": len(cpus) if cpus else host["cpu_count"],
-            "cpus": cpus,
-            "memory_bytes": host["memory_bytes"],
-        }
-    else:
-        # A participant's own machine: what it runs is theirs to describe.
-        info["files_sha256"] = {}
-        info["environment"] = {"collected": "not collected (remote device)"}
+    facts = transport(device.kind).host_facts(site.device(cfg.device), host)
+    files = _command_files(list(cfg.command), workdir) if facts.files_on_controller else {}
+    info["files_sha256"] = files
+    info["environment"] = dict(facts.environment)
     return info
 
 
