@@ -199,5 +199,5 @@ def test_tts_on_a_serial_device_is_refused_with_the_reason(tmp_path: Path) -> No
     with pytest.raises(SiteError) as err:
         load_site(site)
     [problem] = err.value.problems
-    assert "local and SSH devices only" in problem.message
+    assert "local and ssh devices only" in problem.message
     assert "local or ssh device" in problem.fix
