@@ -19,9 +19,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..audits import audit_of
+
+if TYPE_CHECKING:
+    from ..events import CompletionLike
 
 DEFAULT_WEIGHTS: Mapping[str, float] = {
     "speed": 10.0,
@@ -95,7 +98,7 @@ def resolve_weights(overrides: Mapping[str, float] | None = None) -> dict[str, f
 
 
 def running_score(
-    records: Iterable[Mapping[str, Any]],
+    records: Iterable[CompletionLike],
     restarts: int,
     weights: Mapping[str, float] | None = None,
 ) -> RunningScore:
