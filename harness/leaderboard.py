@@ -12,16 +12,11 @@ from .audits import audit_lines
 from .events import (
     Completed,
     CompletionLike,
-    Dispatched,
-    JobFinished,
-    JournalEvent,
-    LinkLost,
-    SystemStarted,
 )
 from .run_model import RunModel
 from .run_site import site_of_run  # noqa: F401  (re-exported: older imports name it here)
 from .site import Site, Task
-from .store import RunState
+from .store import JobSummary, RunState
 from .tasks import TaskKind, headline, task_kind
 from .testsets import TestSet
 
@@ -129,16 +124,6 @@ def leaderboard(
     ]
 
 
-def _in_progress(records: list[JournalEvent]) -> bool:
-    """True unless a job_finished record follows the job's last dispatch."""
-    for record in reversed(records):
-        if isinstance(record, JobFinished):
-            return False
-        if isinstance(record, Dispatched):
-            return True
-    return True
-
-
 def _unsealed(site: Site, system: str) -> bool:
     device = site.config.devices[site.config.systems[system].device]
     return getattr(device, "sandbox", True) is False
@@ -172,8 +157,8 @@ def _row(site: Site, state: RunState, testset: TestSet, task: str, system: str) 
         r.latency_seconds for r in timed if r.verdict in _ANSWERED and r.latency_seconds is not None
     ]
     lates = sum(1 for r in timed if r.late or r.verdict not in _ANSWERED)
-    job_records = state.job_records(task, system)
-    starts = [r for r in job_records if isinstance(r, SystemStarted)]
+    summary = state.jobs.get((task, system)) or JobSummary()
+    starts = summary.starts
     budgets = [r.budget_seconds for r in records]
     total_budget = (
         sum(b for b in budgets if b is not None) if records and None not in budgets else None
@@ -205,8 +190,8 @@ def _row(site: Site, state: RunState, testset: TestSet, task: str, system: str) 
         invalid_outputs=verdicts.count("invalid_output"),
         restarts=restarts,
         running_score=running,
-        in_progress=_in_progress(job_records),
-        venue_failures=sum(1 for r in job_records if isinstance(r, LinkLost)),
+        in_progress=summary.in_progress,
+        venue_failures=summary.link_lost,
         unsealed=_unsealed(site, system),
         setup_seconds=starts[0].setup_seconds if starts else None,
         total_seconds=total_seconds,

@@ -2,7 +2,9 @@
 
 The leaderboard and the report (``onsite report``, ``build_report``) read a run
 through one ``RunModel``: the site file is loaded once, the journal replayed once and
-each test set loaded once, however many readers ask.
+each test set loaded once, however many readers ask. The replay keeps each item's
+first completion and a small summary per job and per session (``JobSummary``,
+``SessionSummary``), not every record: dispatches and other records are read and let go.
 """
 
 from __future__ import annotations
@@ -38,7 +40,10 @@ class RunModel:
         return cls(
             run_dir=run_dir,
             site=site or site_of_run(run_dir),
-            state=RunState.from_journal(run_dir / "journal.jsonl"),
+            # The answers (to score), a summary per job and session; not every record.
+            state=RunState.from_journal(
+                run_dir / "journal.jsonl", keep_records=False, keep_answers=True
+            ),
             _testsets=dict(testsets or {}),
         )
 

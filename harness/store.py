@@ -20,7 +20,7 @@ import shutil
 import threading
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -31,8 +31,17 @@ from .events import (
     AuditSeed,
     Completed,
     Dispatched,
+    JobFailed,
+    JobFinished,
     JobSettings,
     JournalEvent,
+    LinkLost,
+    SessionFinished,
+    SessionInterrupted,
+    SessionStarted,
+    SiteChangeAccepted,
+    StartFailed,
+    SystemStarted,
     TestsetHashes,
 )
 from .journal import Journal, read_events
@@ -81,18 +90,47 @@ _SLIM = {"output": None, "message": ""}
 
 
 @dataclass
+class JobSummary:
+    """What readers need of one job beyond its completions, kept as the journal is read."""
+
+    starts: list[SystemStarted] = field(default_factory=list)
+    # Failures in journal order, each with the attempt it happened on where that is known:
+    # first completions that were not ok, lost links, failed starts, a failed job.
+    incidents: list[tuple[JournalEvent, int | None]] = field(default_factory=list)
+    # False once a job_finished record follows the job's last dispatch.
+    in_progress: bool = True
+    link_lost: int = 0
+
+
+@dataclass(frozen=True)
+class SessionSummary:
+    """One controller session: when it started and how it ended (Unix times)."""
+
+    session: str
+    started: float | None = None
+    ended: float | None = None
+    end_event: str | None = None
+
+
+@dataclass
 class RunState:
     """What the journal says has happened so far.
 
-    ``keep_records`` keeps every record (readers such as the report need them); a
-    controller replays with it off, so that its memory holds one small entry per item and
-    not the answers.
+    ``keep_records`` keeps every record (``job_records`` needs them). Without them the
+    state holds one entry per item plus a small summary per job and session, which is
+    what the leaderboard and the report read. ``keep_answers`` (default: as
+    ``keep_records``) keeps each completion's answer: readers that score need it; a
+    controller replays without, so that its memory does not grow with answers.
     """
 
     completed: dict[JobKey, dict[str, Completed]] = field(default_factory=lambda: defaultdict(dict))
     attempts: dict[tuple[str, str, str], int] = field(default_factory=dict)
     records: list[JournalEvent] = field(default_factory=list)
     keep_records: bool = True
+    keep_answers: bool | None = None
+    jobs: dict[JobKey, JobSummary] = field(default_factory=lambda: defaultdict(JobSummary))
+    sessions: dict[str, SessionSummary] = field(default_factory=dict)
+    site_changes: list[SiteChangeAccepted] = field(default_factory=list)
     # Facts a resumed controller needs without the records.
     audit_seed: int | None = None
     job_settings: dict[JobKey, dict[str, Any]] = field(default_factory=dict)
@@ -101,9 +139,11 @@ class RunState:
     _by_job_size: int = field(default=-1, repr=False)
 
     @classmethod
-    def from_journal(cls, path: Path, keep_records: bool = True) -> RunState:
+    def from_journal(
+        cls, path: Path, keep_records: bool = True, keep_answers: bool | None = None
+    ) -> RunState:
         """Replay a journal. The first completion of an item wins; later ones are ignored."""
-        state = cls(keep_records=keep_records)
+        state = cls(keep_records=keep_records, keep_answers=keep_answers)
         for record in read_events(path):
             state.apply(record)
         return state
@@ -112,15 +152,41 @@ class RunState:
         """Fold one record into the state."""
         if self.keep_records:
             self.records.append(record)
+        session = self.sessions.get(record.session)
+        if session is None:
+            session = self.sessions[record.session] = SessionSummary(record.session)
         if isinstance(record, Dispatched):
             key = (record.task, record.system, record.item)
             self.attempts[key] = max(self.attempts.get(key, 0), record.attempt)
+            self.jobs[(record.task, record.system)].in_progress = True
         elif isinstance(record, Completed):
             done = self.completed[(record.task, record.system)]
             if record.item not in done:
-                if not self.keep_records:
+                keep = self.keep_records if self.keep_answers is None else self.keep_answers
+                if not keep:
                     record = record.model_copy(update=_SLIM)
                 done[record.item] = record
+                if record.verdict != "ok":
+                    self.jobs[(record.task, record.system)].incidents.append((record, None))
+        elif isinstance(record, SystemStarted):
+            self.jobs[(record.task, record.system)].starts.append(record)
+        elif isinstance(record, LinkLost):
+            job = self.jobs[(record.task, record.system)]
+            job.link_lost += 1
+            attempt = self.attempts.get((record.task, record.system, record.item))
+            job.incidents.append((record, attempt))
+        elif isinstance(record, StartFailed | JobFailed):
+            self.jobs[(record.task, record.system)].incidents.append((record, None))
+        elif isinstance(record, JobFinished):
+            self.jobs[(record.task, record.system)].in_progress = False
+        elif isinstance(record, SessionStarted):
+            self.sessions[record.session] = replace(session, started=record.wall)
+        elif isinstance(record, SessionFinished | SessionInterrupted):
+            self.sessions[record.session] = replace(
+                session, ended=record.wall, end_event=record.event
+            )
+        elif isinstance(record, SiteChangeAccepted):
+            self.site_changes.append(record)
         elif isinstance(record, AuditSeed) and self.audit_seed is None:
             self.audit_seed = record.seed
         elif isinstance(record, JobSettings):

@@ -16,20 +16,13 @@ from typing import Any
 from ..audits import audit_of
 from ..events import (
     Completed,
-    Dispatched,
     JobFailed,
-    JournalEvent,
     LinkLost,
-    SessionFinished,
-    SessionInterrupted,
-    SessionStarted,
-    SiteChangeAccepted,
     StartFailed,
-    SystemStarted,
 )
 from ..leaderboard import LeaderboardRow, leaderboard
 from ..run_model import RunModel
-from ..store import RunState
+from ..store import JobSummary, RunState
 from ..testsets import TestSet
 from .manifest import read_manifest
 from .running_score import RunningScore, resolve_weights, running_score
@@ -195,36 +188,16 @@ class ReportData:
         }
 
 
-def _sessions(records: Iterable[JournalEvent]) -> tuple[Session, ...]:
-    found: dict[str, dict[str, Any]] = {}
-    for r in records:
-        entry = found.setdefault(r.session, {"started": None, "ended": None, "end_event": None})
-        if isinstance(r, SessionStarted):
-            entry["started"] = r.wall
-        elif isinstance(r, SessionFinished | SessionInterrupted):
-            entry["ended"] = r.wall
-            entry["end_event"] = r.event
-    return tuple(Session(k, **v) for k, v in found.items())
-
-
-def _failures(job_records: list[JournalEvent], scope: str) -> tuple[Failure, ...]:
+def _failures(summary: JobSummary, scope: str) -> tuple[Failure, ...]:
     failed = _FAILED + (("over_budget",) if scope == "item" else ())
     out: list[Failure] = []
-    attempts: dict[str, int] = {}
-    seen: set[str] = set()
-    for r in job_records:
-        if isinstance(r, Dispatched):
-            attempts[r.item] = r.attempt
-        elif isinstance(r, Completed):
-            # The first completion counts, as in the leaderboard.
-            if r.item in seen:
-                continue
-            seen.add(r.item)
+    for r, attempt in summary.incidents:
+        if isinstance(r, Completed):
+            # Only first completions are summarised, as the leaderboard counts them.
             if r.verdict in failed:
                 out.append(Failure(r.item, r.attempt, r.verdict, r.message or ""))
         elif isinstance(r, LinkLost):
-            item = r.item or "-"
-            out.append(Failure(item, attempts.get(item), "link_lost", r.reason or ""))
+            out.append(Failure(r.item or "-", attempt, "link_lost", r.reason or ""))
         elif isinstance(r, StartFailed):
             out.append(Failure("-", r.try_number, "start_failed", r.reason or ""))
         elif isinstance(r, JobFailed):
@@ -242,7 +215,7 @@ def _job(
     references: Mapping[str, Any] | None = None,
 ) -> JobReport:
     completed = list(state.completed.get((row.task, row.system), {}).values())
-    records = state.job_records(row.task, row.system)
+    summary = state.jobs.get((row.task, row.system)) or JobSummary()
     timings = tuple(
         ItemTiming(
             r.item,
@@ -260,13 +233,13 @@ def _job(
     speeds = tuple(
         float(r.speed) for r in scored if r.verdict in ("ok", "over_budget") and r.speed is not None
     )
-    setup = sum(r.setup_seconds or 0.0 for r in records if isinstance(r, SystemStarted))
+    setup = sum(r.setup_seconds or 0.0 for r in summary.starts)
     return JobReport(
         row=row,
         verdict=judge_job(row, limits, audits),
         running=running_score(scored, row.restarts, weights),
         timings=timings,
-        failures=_failures(records, scope),
+        failures=_failures(summary, scope),
         speeds=speeds,
         setup_seconds_total=setup,
         execution_seconds=sum(t.seconds for t in timings) + setup,
@@ -340,14 +313,15 @@ def build_report(
     return ReportData(
         site=site.name,
         run_dir=str(run_dir.resolve()),
-        sessions=_sessions(state.records),
+        sessions=tuple(
+            Session(s.session, s.started, s.ended, s.end_event) for s in state.sessions.values()
+        ),
         tasks=tuple(tasks),
         systems=tuple(systems),
         weights=w,
         manifest=manifest,
         site_changes=tuple(
             {"task": r.task, "system": r.system, "changes": list(r.changes), "wall": r.wall}
-            for r in state.records
-            if isinstance(r, SiteChangeAccepted)
+            for r in state.site_changes
         ),
     )
