@@ -72,9 +72,10 @@ class SessionStarted(JournalEvent):
     """A controller started working in the run directory."""
 
     event: Literal["session_started"] = "session_started"
-    pid: int
-    site: str
-    site_sha256: str
+    # Optional when read: what readers act on is that a session started.
+    pid: int | None = None
+    site: str = ""
+    site_sha256: str = ""
     limit: int | None = Field(default=None, description="`--limit`: items per task, if given")
 
 
@@ -143,7 +144,7 @@ class OperatorAction(JournalEvent):
     action: Literal["pause", "resume", "skip", "stop"] = Field(
         description="`pause`, `resume`, `skip` or `stop`"
     )
-    actor: str
+    actor: str = "operator"
     task: str | None = Field(default=None, description="with `system`: the job acted on")
     system: str | None = None
     device: str | None = Field(default=None, description="or the device acted on")
@@ -179,7 +180,7 @@ class Dispatched(JobEvent):
     attempt: int
     anon_id: str = Field(description="the anonymous name the system sees")
     budget_seconds: float | None
-    hang_seconds: float
+    hang_seconds: float | None = None
     audit_of: str | None = Field(default=None, description="the item a hidden audit repeat repeats")
     due_mono: float | None = Field(
         default=None, description="streams: when the frame was due on the `mono` clock, since v2"
