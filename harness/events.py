@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -44,6 +44,19 @@ class JournalEvent(BaseModel):
     session: str = Field(default="", description="one id per controller start")
     mono: float = Field(default=0.0, description="the controller's monotonic clock")
     wall: float = Field(default=0.0, description="Unix time")
+
+    def stamped(self, v: int, session: str, mono: float, wall: float) -> Self:
+        """The event with its header filled in, as the journal writes it.
+
+        An event is stamped once, by the journal, before anyone else sees it: the header
+        is set on the object itself rather than on a copy, which keeps a journal write as
+        cheap as before the models. Stamping an event again gives a copy.
+        """
+        if self.session:
+            return self.model_copy(update={"v": v, "session": session, "mono": mono, "wall": wall})
+        fields = self.__dict__
+        fields["v"], fields["session"], fields["mono"], fields["wall"] = v, session, mono, wall
+        return self
 
     # Mapping-style reading, for code that scores journal records and outputs lines
     # (plain dicts) alike, e.g. ``running_score``.

@@ -20,11 +20,13 @@ from harness.events import (
     BY_NAME,
     RECORD_TYPES,
     SCHEMA_VERSION,
+    AuditSeed,
     Completed,
     Dispatched,
     JobFinished,
     JobStarted,
     JournalEvent,
+    SessionInterrupted,
     SystemLost,
     event_name,
 )
@@ -61,7 +63,7 @@ def test_every_record_type_is_frozen_and_named_once() -> None:
     assert len(BY_NAME) == len(RECORD_TYPES)
     event = SystemLost(task="t", system="s", item="i", outcome="crashed", reason="x")
     with pytest.raises(ValidationError):
-        event.reason = "changed"  # type: ignore[misc]
+        event.reason = "changed"
     assert event.failure_class == "participant"
 
 
@@ -152,7 +154,7 @@ def test_dispatch_is_journaled_once_and_judged_against(tmp_path: Path, plan_env)
 def test_garbled_unknown_and_torn_lines_are_skipped(tmp_path: Path) -> None:
     path = tmp_path / "journal.jsonl"
     journal = Journal(path, "s", fsync_seconds=0)
-    first = journal.append(BY_NAME["audit_seed"](seed=7))
+    first = journal.append(AuditSeed(seed=7))
     journal.close()
     with open(path, "ab") as fh:
         fh.write(b"{not json\n")
@@ -163,9 +165,9 @@ def test_garbled_unknown_and_torn_lines_are_skipped(tmp_path: Path) -> None:
         fh.write(b'{"v": 1, "event": "session_fin')  # torn by a power cut
     events = list(read_events(path))
     assert [e.event for e in events] == ["audit_seed", "session_finished"]
-    assert events[0] == first and events[0].seed == 7
+    assert events[0] == first and isinstance(events[0], AuditSeed) and events[0].seed == 7
     # The next writer ends the torn line; the records after it read again.
     journal = Journal(path, "t", fsync_seconds=0)
-    journal.append(BY_NAME["session_interrupted"](reason="test"))
+    journal.append(SessionInterrupted(reason="test"))
     journal.close()
     assert [e.event for e in read_events(path)][-1] == "session_interrupted"
