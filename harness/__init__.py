@@ -21,21 +21,22 @@ def _version() -> str:
 
 if TYPE_CHECKING:
     from .budgets import VERDICTS, Verdict, hang_seconds, item_budget_seconds, judge
-    from .controller import Controller, JobResult
+    from .controller import Controller, Dispatch, Job, JobResult
     from .dryrun import CheckResult, dry_run
     from .errors import InputError, Problem, SiteError, TestSetError
     from .events import (
+        Completed,
         Event,
-        ItemFinished,
         JobFinished,
         JobStarted,
+        JournalEvent,
         Listener,
         Notice,
         SystemLost,
         SystemStarted,
     )
     from .integrity import SiteChanged
-    from .journal import Journal, read_journal
+    from .journal import Journal, read_events, read_journal
     from .kinds import Headline, Scored, SpeedUnit, TaskKind, task_kind, task_kinds
     from .leaderboard import LeaderboardRow, leaderboard
     from .run_site import site_of_run
@@ -53,6 +54,8 @@ _EXPORTS: dict[str, str] = {
     "item_budget_seconds": "budgets",
     "judge": "budgets",
     "Controller": "controller",
+    "Dispatch": "controller",
+    "Job": "controller",
     "JobResult": "controller",
     "CheckResult": "dryrun",
     "dry_run": "dryrun",
@@ -61,7 +64,8 @@ _EXPORTS: dict[str, str] = {
     "SiteError": "errors",
     "TestSetError": "errors",
     "Event": "events",
-    "ItemFinished": "events",
+    "Completed": "events",
+    "JournalEvent": "events",
     "JobFinished": "events",
     "JobStarted": "events",
     "Listener": "events",
@@ -70,6 +74,7 @@ _EXPORTS: dict[str, str] = {
     "SystemStarted": "events",
     "Journal": "journal",
     "read_journal": "journal",
+    "read_events": "journal",
     "LeaderboardRow": "leaderboard",
     "leaderboard": "leaderboard",
     "site_of_run": "run_site",
@@ -139,11 +144,14 @@ __all__ = [
     "Headline",
     "InputError",
     "InvalidItem",
-    "ItemFinished",
+    "Completed",
+    "Dispatch",
+    "Job",
     "JobFinished",
     "JobResult",
     "JobStarted",
     "Journal",
+    "JournalEvent",
     "LeaderboardRow",
     "Listener",
     "Notice",
@@ -173,6 +181,7 @@ __all__ = [
     "load_asr_testset",
     "load_site",
     "lock_run_dir",
+    "read_events",
     "read_journal",
     "site_of_run",
     "task_kind",

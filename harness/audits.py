@@ -19,10 +19,13 @@ import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .site import Audit
 from .testsets import TestItem
+
+if TYPE_CHECKING:
+    from .events import CompletionLike
 
 AUDIT_MARK = "#audit"
 
@@ -104,9 +107,9 @@ def _disagreement(first: Mapping[str, Any] | None, again: Mapping[str, Any] | No
     return 0.0 if dict(first) == dict(again) else 1.0
 
 
-def audit_lines(records: Iterable[Mapping[str, Any]], audit: Audit) -> list[AuditLine]:
+def audit_lines(records: Iterable[CompletionLike], audit: Audit) -> list[AuditLine]:
     """Judge a job's repeats from its completion records (first completion per item)."""
-    by_id: dict[str, Mapping[str, Any]] = {}
+    by_id: dict[str, CompletionLike] = {}
     for record in records:
         by_id.setdefault(record["item"], record)
     repeats = [(r, by_id.get(audit_of(k) or "")) for k, r in by_id.items() if audit_of(k)]

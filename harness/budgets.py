@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
 
 from .site import Budget
@@ -15,6 +16,39 @@ VERDICTS: tuple[Verdict, ...] = (
     "crashed",
     "error",
     "invalid_output",
+)
+
+
+@dataclass(frozen=True)
+class CountedVerdict:
+    """One failing verdict and the one name each part of onsite gives its count.
+
+    The verdict is the concept; the rule that limits it (``[tasks.X.rules]``), the
+    running-score weight that charges it (``[site.running_score]``) and the leaderboard
+    column (and JSON key) that counts it are named here and nowhere else: the site
+    models, the verdict rules, the running score and the report read this table, and a
+    test checks that they agree with it.
+    """
+
+    verdict: Verdict
+    rule: str  # Rules field: the most items with this verdict for a VALID job
+    weight: str | None  # RunningScoreWeights field, None when the score does not charge it
+    column: str  # LeaderboardRow attribute and JSON key: the count
+    label: str  # how a rule line of the report says it
+
+
+COUNTED_VERDICTS: tuple[CountedVerdict, ...] = (
+    CountedVerdict("timeout", "max_timeouts", "timeout", "timeouts", "timeouts"),
+    CountedVerdict("crashed", "max_crashes", "crash", "crashes", "crashes"),
+    CountedVerdict(
+        "invalid_output",
+        "max_invalid_outputs",
+        "invalid_output",
+        "invalid_outputs",
+        "invalid outputs",
+    ),
+    CountedVerdict("error", "max_errors", "error", "errors", "error replies"),
+    CountedVerdict("over_budget", "max_over_budget", None, "over_budget", "items over budget"),
 )
 
 # With no hang_seconds in the site file a system may take this many times its

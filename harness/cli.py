@@ -69,6 +69,7 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
     from .controller import SKIPPED, Controller
     from .leaderboard import leaderboard
     from .render import ProgressListener, leaderboard_table
+    from .run_model import RunModel
     from .site import load_site
     from .store import RunStore, RunStoreError
 
@@ -120,7 +121,8 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
         except RunStoreError as exc:
             sys.stderr.write(f"error: {exc}\n")
     console.print(f"run directory: {run_dir}", markup=False)
-    console.print(leaderboard_table(leaderboard(run_dir, controller.testsets), console.width))
+    run = RunModel.open(run_dir, site, controller.testsets)
+    console.print(leaderboard_table(leaderboard(run), console.width))
     failed = [r for r in results if r.failed]
     for job in failed:
         what = job.failed if job.failed == SKIPPED else f"failed: {job.failed}"
@@ -334,16 +336,19 @@ def cmd_status(args: argparse.Namespace, console: Console) -> int:
 
 def cmd_report(args: argparse.Namespace, console: Console) -> int:
     """The leaderboard of a run, as a table or JSON; the full report as HTML, CSV or JSON files."""
-    from .leaderboard import leaderboard, site_of_run
+    from .leaderboard import leaderboard
     from .render import leaderboard_table
+    from .run_model import RunModel
 
     run_dir = Path(args.run_dir)
+    # Read once: the site, the journal and the test sets serve the report and the table.
+    run = RunModel.open(run_dir)
     if args.html or args.csv or args.json_file:
         from .report import build_report, write_csv, write_html, write_json
 
-        site = site_of_run(run_dir)
+        site = run.site
         data = build_report(
-            run_dir,
+            run,
             limits={task: cfg.rules.model_dump() for task, cfg in site.config.tasks.items()},
             weights=site.config.site.running_score.model_dump(),
         )
@@ -357,15 +362,15 @@ def cmd_report(args: argparse.Namespace, console: Console) -> int:
                 console.print(f"wrote {Path(path).resolve()}", markup=False)
         if not args.json:
             return EXIT_OK
-    rows = leaderboard(run_dir)
+    rows = leaderboard(run)
     if args.json:
-        data = []
+        found = []
         for row in rows:
             item = row.to_dict()
             if not args.full:
                 item.pop("scores")
-            data.append(item)
-        sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+            found.append(item)
+        sys.stdout.write(json.dumps(found, indent=2, ensure_ascii=False) + "\n")
         return EXIT_OK
     console.print(leaderboard_table(rows, console.width))
     _judging_section(run_dir, console)

@@ -12,9 +12,10 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 
 from runners import (
+    DeviceSettings,
     ItemAttempt,
     ItemRequest,
     Runner,
@@ -28,13 +29,29 @@ from .audits import audit_of, plan
 from .budgets import hang_seconds, item_budget_seconds, judge
 from .errors import Problem
 from .events import (
-    ItemFinished,
+    AuditSeed,
+    Completed,
+    Dispatched,
+    FailureClass,
+    JobFailed,
     JobFinished,
+    JobSettings,
+    JobSkipped,
     JobStarted,
+    JournalEvent,
+    LinkLost,
     Listener,
     Notice,
+    OperatorAction,
+    SessionFinished,
+    SessionStarted,
+    SiteChangeAccepted,
+    StartFailed,
     SystemLost,
     SystemStarted,
+    TestsetChanged,
+    TestsetHashes,
+    TestsetLoaded,
 )
 from .integrity import (
     SiteChanged,
@@ -46,9 +63,10 @@ from .integrity import (
     testset_file_hashes,
     testset_problems,
 )
+from .kinds.base import TaskKind
 from .kinds.registry import task_kind
 from .report.manifest import write_manifest
-from .site import Site
+from .site import Site, System, Task
 from .store import RunStore
 from .testsets import TestItem, TestSet
 
@@ -67,6 +85,41 @@ class JobResult:
     completed: int
     total: int
     failed: str | None = None
+
+
+@dataclass(frozen=True)
+class Job:
+    """One (task, system) job with its configuration resolved once."""
+
+    task: str
+    system: str
+    kind: TaskKind
+    task_cfg: Task
+    system_cfg: System
+    device_name: str
+    device: DeviceSettings
+    testset: TestSet
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """(task, system), as the journal and the site name the job."""
+        return (self.task, self.system)
+
+
+@dataclass(frozen=True)
+class Dispatch:
+    """One item's dispatch, computed once: journaled, sent, and judged against."""
+
+    item: TestItem
+    attempt: int
+    anon_id: str
+    budget_seconds: float | None
+    hang_seconds: float
+    # Streams: when the frame was due on the controller's monotonic clock.
+    due: float | None = None
+
+
+_Action = Literal["pause", "resume", "skip", "stop"]
 
 
 def _ignore(_: object) -> None:
@@ -95,6 +148,7 @@ class Controller:
         self.accept_site_change = accept_site_change
         self._hashes: dict[str, dict[str, str]] = {}
         self._testsets: dict[str, TestSet] = {}
+        self._jobs: dict[tuple[str, str], Job] = {}
         self._audit_seed: int | None = None
         self._stopping = threading.Event()
         self._active: set[Runner] = set()
@@ -112,6 +166,11 @@ class Controller:
         """The test sets loaded so far, by task."""
         return dict(self._testsets)
 
+    @property
+    def audit_seed(self) -> int | None:
+        """The run's audit seed once the run has started (None when no task audits)."""
+        return self._audit_seed
+
     def testset(self, task: str) -> TestSet:
         """The task's test set, loaded once (raises TestSetError for a set that is unusable)."""
         if task not in self._testsets:
@@ -124,6 +183,31 @@ class Controller:
         """Load every task's test set up front, so a bad set fails before any system starts."""
         for task in self.site.config.tasks:
             self.testset(task)
+
+    def job(self, task: str, system: str) -> Job:
+        """The job's configuration, resolved once (raises KeyError for an unknown job)."""
+        key = (task, system)
+        if key not in self._jobs:
+            cfg = self.site.config
+            system_cfg = cfg.systems[system]
+            task_cfg = cfg.tasks[task]
+            self._jobs[key] = Job(
+                task=task,
+                system=system,
+                kind=task_kind(task_cfg.kind),
+                task_cfg=task_cfg,
+                system_cfg=system_cfg,
+                device_name=system_cfg.device,
+                device=cfg.devices[system_cfg.device],
+                testset=self.testset(task),
+            )
+        return self._jobs[key]
+
+    def _emit(self, event: JournalEvent) -> JournalEvent:
+        """Journal an event and hand the same object, as journaled, to the listener."""
+        journaled = self.store.emit(event)
+        self.listener(journaled)
+        return journaled
 
     def run(self, jobs: Sequence[tuple[str, str]] | None = None) -> list[JobResult]:
         """Run the given jobs (default: all of the site's) and return how each ended."""
@@ -139,38 +223,44 @@ class Controller:
 
     def _run(self, jobs: Sequence[tuple[str, str]] | None) -> list[JobResult]:
         self.load_testsets()
-        self.store.record(
-            "session_started",
-            pid=os.getpid(),
-            site=self.site.name,
-            site_sha256=self.site.digest,
-            limit=self.limit,
+        self._emit(
+            SessionStarted(
+                pid=os.getpid(), site=self.site.name, site_sha256=self.site.digest, limit=self.limit
+            )
         )
         for task, testset in self._testsets.items():
             for bad in testset.invalid:
                 self.listener(Notice(task, f"invalid test item {bad.id}: {bad.reason}"))
             for warning in testset.warnings:
                 self.listener(Notice(task, warning))
-            self.store.record(
-                "testset_loaded",
-                task=task,
-                items=len(testset.items),
-                invalid=[{"item": b.id, "reason": b.reason} for b in testset.invalid],
+            self._emit(
+                TestsetLoaded(
+                    task=task,
+                    items=len(testset.items),
+                    invalid=[{"item": b.id, "reason": b.reason} for b in testset.invalid],
+                )
             )
         self._check_integrity()
         self._audit_seed = self._ensure_audit_seed()
-        write_manifest(self.store.dir, self.site, self._testsets, testset_hashes=self._hashes)
+        write_manifest(
+            self.store.dir,
+            self.site,
+            self._testsets,
+            testset_hashes=self._hashes,
+            audit_seed=self._audit_seed,
+        )
         # Every job's outputs file, finished ones included, is a fresh copy of the journal.
         self.store.rebuild_outputs(self.site.jobs())
-        groups = self._by_device(jobs or self.site.jobs())
+        wanted = [self.job(task, system) for task, system in (jobs or self.site.jobs())]
+        groups = self._by_device(wanted)
         if len(groups) == 1:
-            results = [self.run_job(task, system) for task, system in groups[0]]
+            results = [self.run_job(job) for job in groups[0]]
         else:
             # One thread per device: participant machines work at the same time, while
             # the systems sharing one device (and its CPUs) still take turns.
             with ThreadPoolExecutor(len(groups), thread_name_prefix="device") as pool:
                 futures = [
-                    pool.submit(lambda group: [self.run_job(t, s) for t, s in group], group)
+                    pool.submit(lambda group: [self.run_job(job) for job in group], group)
                     for group in groups
                 ]
                 try:
@@ -178,13 +268,13 @@ class Controller:
                 except BaseException:
                     self.stop()
                     raise
-            order = {job: i for i, job in enumerate(jobs or self.site.jobs())}
+            order = {job.key: i for i, job in enumerate(wanted)}
             results = sorted(
                 (r for group in done for r in group), key=lambda r: order[(r.task, r.system)]
             )
         if self._stopping.is_set():
             raise KeyboardInterrupt("stopped")
-        self.store.record("session_finished")
+        self._emit(SessionFinished())
         self.store.journal.sync()
         return results
 
@@ -196,19 +286,19 @@ class Controller:
         """
         state = self.store.state
         problems: list[Problem] = []
-        accepted: list[dict[str, Any]] = []
+        accepted: list[SiteChangeAccepted] = []
         for task, testset in self._testsets.items():
             current = testset_file_hashes(self.site.testset_path(task), testset)
             self._hashes[task] = current
             reference = state.testset_hashes.get(task)
             if reference is None:
-                self.store.record("testset_hashes", task=task, files=current)
+                self._emit(TestsetHashes(task=task, files=current))
             elif reference != current:
                 found = testset_problems(self.site, task, reference, current)
                 if self.accept_site_change:
                     changes = [p.message for p in found]
-                    accepted.append({"task": task, "system": None, "changes": changes})
-                    self.store.record("testset_hashes", task=task, files=current)
+                    accepted.append(SiteChangeAccepted(task=task, system=None, changes=changes))
+                    self._emit(TestsetHashes(task=task, files=current))
                 else:
                     problems.extend(found)
         for task, system in self.site.jobs():
@@ -222,15 +312,13 @@ class Controller:
                 if not self.accept_site_change:
                     problems.append(site_change_problem(self.site, task, system, changes))
                     continue
-                accepted.append({"task": task, "system": system, "changes": changes})
-            self.store.record("job_settings", task=task, system=system, settings=settings)
+                accepted.append(SiteChangeAccepted(task=task, system=system, changes=changes))
+            self._emit(JobSettings(task=task, system=system, settings=settings))
         if problems:
             raise SiteChanged(problems)
         for change in accepted:
-            self.store.record("site_change_accepted", **change)
-            self.listener(
-                Notice(change["task"], "site change accepted: " + "; ".join(change["changes"]))
-            )
+            self._emit(change)
+            self.listener(Notice(change.task, "site change accepted: " + "; ".join(change.changes)))
 
     def _verify_testset(self, task: str) -> None:
         """At the end of a job: the test set must still be what the run started from."""
@@ -238,7 +326,7 @@ class Controller:
         reference = self._hashes.get(task)
         if reference is not None and current != reference:
             problems = testset_problems(self.site, task, reference, current)
-            self.store.record("testset_changed", task=task, changes=[p.message for p in problems])
+            self._emit(TestsetChanged(task=task, changes=[p.message for p in problems]))
             self.stop()
             raise SiteChanged(problems)
 
@@ -248,53 +336,58 @@ class Controller:
             return None
         if self.store.state.audit_seed is not None:
             return self.store.state.audit_seed
-        return int(self.store.record("audit_seed", seed=secrets.randbits(63))["seed"])
+        # Journaled but not shown: a listener has no business with the secret.
+        return self.store.emit(AuditSeed(seed=secrets.randbits(63))).seed
 
-    def _plan(self, task: str, system: str) -> list[TestItem]:
+    def _plan(self, job: Job) -> list[TestItem]:
         """The items of one job in the order they are sent, audit repeats included."""
-        items = self._items(task)
-        audit = self.site.config.tasks[task].audit
+        items = self._items(job.task)
+        audit = job.task_cfg.audit
         if self._audit_seed is None or not (audit.repeats or audit.shuffle):
             return list(items)
-        digest = hashlib.sha256(f"{self._audit_seed}:{task}:{system}".encode()).digest()
+        digest = hashlib.sha256(f"{self._audit_seed}:{job.task}:{job.system}".encode()).digest()
         seed = int.from_bytes(digest[:8], "big")
         return plan(items, audit, seed, self.store.dir / "audit")
 
-    def _by_device(self, jobs: Sequence[tuple[str, str]]) -> list[list[tuple[str, str]]]:
-        groups: dict[str, list[tuple[str, str]]] = {}
-        for task, system in jobs:
-            groups.setdefault(self.site.config.systems[system].device, []).append((task, system))
+    @staticmethod
+    def _by_device(jobs: Sequence[Job]) -> list[list[Job]]:
+        groups: dict[str, list[Job]] = {}
+        for job in jobs:
+            groups.setdefault(job.device_name, []).append(job)
         return list(groups.values())
 
-    def _device_of(self, system: str) -> str:
-        return self.site.config.systems[system].device
-
-    def _hold(self, task: str, system: str) -> bool:
+    def _hold(self, job: Job) -> bool:
         """Wait while the job or its device is paused; False when it must not go on.
 
         Called between items only, so the item in flight always finishes and paused
         time is never inside an item's measured seconds.
         """
-        device = self._device_of(system)
+        device = job.device_name
         with self._gate:
             while (
                 not self._stopping.is_set()
                 and device not in self._skipped_devices
-                and ((task, system) in self._paused_jobs or device in self._paused_devices)
+                and (job.key in self._paused_jobs or device in self._paused_devices)
             ):
                 self._gate.wait()
             return not self._stopping.is_set() and device not in self._skipped_devices
 
-    def _scored_count(self, task: str, system: str) -> int:
+    def _scored_count(self, job: Job) -> int:
         """Completed items of the test set itself, hidden audit repeats left out."""
-        done = self.store.state.completed.get((task, system), {})
+        done = self.store.state.completed.get(job.key, {})
         return sum(1 for item in done if audit_of(item) is None)
 
-    def _skipped(self, task: str, system: str, completed: int, total: int) -> JobResult:
-        self.store.record("job_skipped", task=task, system=system, completed=completed)
-        shown = (self._scored_count(task, system), len(self._items(task)))
-        self.listener(JobFinished(task, system, *shown, SKIPPED))
-        return JobResult(task, system, completed, total, SKIPPED)
+    def _skipped(self, job: Job, completed: int, total: int) -> JobResult:
+        self._emit(
+            JobSkipped(
+                task=job.task,
+                system=job.system,
+                completed=completed,
+                scored=self._scored_count(job),
+                total=len(self._items(job.task)),
+            )
+        )
+        return JobResult(job.task, job.system, completed, total, SKIPPED)
 
     def control(
         self,
@@ -304,7 +397,8 @@ class Controller:
         device: str | None = None,
         actor: str = "operator",
     ) -> dict[str, Any]:
-        """Apply an operator action and journal it (event ``operator_action``).
+        """Apply an operator action, journal it (event ``operator_action``) and return the
+        record as journaled, the fields it does not use left out.
 
         ``action`` is pause/resume (of a job given by task and system, or of a device),
         skip (a device, for this session) or stop. Raises KeyError for an unknown job
@@ -324,7 +418,9 @@ class Controller:
             if action not in ("pause", "resume"):
                 raise ValueError(f"a job can be paused or resumed, not {action!r}")
             target = {"task": task, "system": system}
-        record = self.store.record("operator_action", action=action, actor=actor, **target)
+        record = self.store.emit(
+            OperatorAction(action=cast(_Action, action), actor=actor, **target)
+        )
         with self._gate:
             if action == "pause" and device is not None:
                 self._paused_devices.add(device)
@@ -339,7 +435,7 @@ class Controller:
             self._gate.notify_all()
         if action == "stop":
             self.stop()
-        return record
+        return record.model_dump(exclude_none=True)
 
     def stop(self) -> None:
         """Stop soon: no new items; systems are killed and their in-flight items not recorded,
@@ -356,31 +452,28 @@ class Controller:
         items = self.testset(task).items
         return items[: self.limit] if self.limit is not None else items
 
-    def _spec(self, task: str, system: str) -> SystemSpec:
-        cfg = self.site.config
-        sys_cfg = cfg.systems[system]
-        task_cfg = cfg.tasks[task]
-        device = cfg.devices[sys_cfg.device]
+    def _spec(self, job: Job) -> SystemSpec:
+        device = job.device
         sandbox = Sandbox(
             enabled=getattr(device, "sandbox", True),
             network=getattr(device, "network", False),
             user=getattr(device, "user", "nobody"),
-            hidden=self._hidden_paths(system),
+            hidden=self._hidden_paths(job.system),
         )
         return SystemSpec(
-            name=system,
-            task=task,
-            kind=task_cfg.kind,
-            mode=sys_cfg.mode,
-            command=tuple(sys_cfg.command),
-            workdir=self.site.workdir(system),
-            log_path=self.store.log_path(task, system),
-            stage_dir=self.store.stage_dir / system,
-            env=sys_cfg.env,
-            setup_seconds=task_cfg.budget.setup_seconds,
-            setup_files=self.testset(task).setup_files,
+            name=job.system,
+            task=job.task,
+            kind=job.task_cfg.kind,
+            mode=job.system_cfg.mode,
+            command=tuple(job.system_cfg.command),
+            workdir=self.site.workdir(job.system),
+            log_path=self.store.log_path(job.task, job.system),
+            stage_dir=self.store.stage_dir / job.system,
+            env=job.system_cfg.env,
+            setup_seconds=job.task_cfg.budget.setup_seconds,
+            setup_files=job.testset.setup_files,
             sandbox=sandbox,
-            max_output_bytes=task_cfg.max_output_bytes or task_kind(task_cfg.kind).max_output_bytes,
+            max_output_bytes=job.task_cfg.max_output_bytes or job.kind.max_output_bytes,
         )
 
     def _hidden_paths(self, system: str) -> tuple[Path, ...]:
@@ -403,56 +496,66 @@ class Controller:
             hidden.append(path)
         return tuple(hidden)
 
-    def run_job(self, task: str, system: str) -> JobResult:
-        """Run every item of one task on one system that the journal does not show completed."""
-        items = self._plan(task, system)
-        done = self.store.state.completed.get((task, system), {})
+    def run_job(self, job: Job | tuple[str, str]) -> JobResult:
+        """Run every item of one job that the journal does not show completed."""
+        if not isinstance(job, Job):
+            job = self.job(*job)
+        items = self._plan(job)
+        done = self.store.state.completed.get(job.key, {})
         pending = [item for item in items if item.id not in done]
         # The display counts the test set's items: hidden audit repeats are not shown.
         scored = [i.id for i in items if audit_of(i.id) is None]
-        self.listener(JobStarted(task, system, len(scored), sum(1 for i in scored if i in done)))
+        self.listener(
+            JobStarted(job.task, job.system, len(scored), sum(1 for i in scored if i in done))
+        )
         if not pending:
-            return self._finish(task, system, len(items))
-        device_name = self.site.config.systems[system].device
-        if not self._hold(task, system):
-            return self._skipped(task, system, len(done), len(items))
-        self.store.open_outputs(task, system)
-        device = self.site.config.devices[device_name]
-        runner = open_runner(device.kind, self.site.device(device_name), self._spec(task, system))
+            return self._finish(job, len(items))
+        if not self._hold(job):
+            return self._skipped(job, len(done), len(items))
+        self.store.open_outputs(job.task, job.system)
+        runner = open_runner(job.device.kind, self.site.device(job.device_name), self._spec(job))
         failed: str | None = None
         with self._active_lock:
             self._active.add(runner)
         try:
-            failed = self._start(runner, task, system, restart=False)
+            failed = self._start(runner, job, restart=False)
             if failed is None:
-                failed = self._feed(runner, task, system, pending)
+                failed = self._feed(runner, job, pending)
         finally:
             with self._active_lock:
                 self._active.discard(runner)
             runner.stop()
         if self._stopping.is_set():
-            return JobResult(task, system, len(done), len(items), "stopped")
+            return JobResult(job.task, job.system, len(done), len(items), "stopped")
         if failed == SKIPPED:
-            completed = len(self.store.state.completed.get((task, system), {}))
-            return self._skipped(task, system, completed, len(items))
-        self._verify_testset(task)
-        return self._finish(task, system, len(items), failed)
+            completed = len(self.store.state.completed.get(job.key, {}))
+            return self._skipped(job, completed, len(items))
+        self._verify_testset(job.task)
+        return self._finish(job, len(items), failed)
 
-    def _finish(self, task: str, system: str, total: int, failed: str | None = None) -> JobResult:
-        completed = len(self.store.state.completed.get((task, system), {}))
+    def _finish(self, job: Job, total: int, failed: str | None = None) -> JobResult:
+        completed = len(self.store.state.completed.get(job.key, {}))
+        scored, shown = self._scored_count(job), len(self._items(job.task))
         if failed:
-            self.store.record("job_failed", task=task, system=system, reason=failed)
-        else:
-            self.store.record("job_finished", task=task, system=system, completed=completed)
-        self.listener(
-            JobFinished(
-                task, system, self._scored_count(task, system), len(self._items(task)), failed
+            self._emit(
+                JobFailed(
+                    task=job.task, system=job.system, reason=failed, scored=scored, total=shown
+                )
             )
-        )
-        return JobResult(task, system, completed, total, failed)
+        else:
+            self._emit(
+                JobFinished(
+                    task=job.task,
+                    system=job.system,
+                    completed=completed,
+                    scored=scored,
+                    total=shown,
+                )
+            )
+        return JobResult(job.task, job.system, completed, total, failed)
 
     def _start(
-        self, runner: Runner, task: str, system: str, restart: bool, cause: str | None = None
+        self, runner: Runner, job: Job, restart: bool, cause: FailureClass | None = None
     ) -> str | None:
         """Start (or restart) the system; after START_TRIES failures return the reason.
 
@@ -466,44 +569,41 @@ class Controller:
                 info = runner.restart() if restart or attempt > 1 else runner.start()
             except StartError as exc:
                 reason = str(exc)
-                self.store.record(
-                    "start_failed", task=task, system=system, try_number=attempt, reason=reason
+                self._emit(
+                    StartFailed(task=job.task, system=job.system, try_number=attempt, reason=reason)
                 )
-                self.listener(SystemLost(task, system, f"start failed: {reason}"))
                 if attempt < START_TRIES:
                     time.sleep(START_BACKOFF_SECONDS[min(attempt - 1, 1)])
                     # The operator may skip a device that does not come up, between tries.
-                    if not self._hold(task, system):
+                    if not self._hold(job):
                         return reason if self._stopping.is_set() else SKIPPED
                 continue
-            self.store.record(
-                "system_started",
-                task=task,
-                system=system,
-                restart=restart,
-                cause=cause if restart else None,
-                pid=info.pid,
-                name=info.name,
-                version=info.version,
-                setup_seconds=info.setup_seconds,
-            )
-            self.listener(
-                SystemStarted(task, system, info.name, info.version, info.setup_seconds, restart)
+            self._emit(
+                SystemStarted(
+                    task=job.task,
+                    system=job.system,
+                    restart=restart,
+                    cause=cause if restart else None,
+                    pid=info.pid,
+                    name=info.name,
+                    version=info.version,
+                    setup_seconds=info.setup_seconds,
+                )
             )
             return None
         return f"the system could not be started ({START_TRIES} tries): {reason}"
 
-    def _feed(self, runner: Runner, task: str, system: str, pending: list[TestItem]) -> str | None:
-        max_restarts = self.site.config.systems[system].max_restarts
+    def _feed(self, runner: Runner, job: Job, pending: list[TestItem]) -> str | None:
+        max_restarts = job.system_cfg.max_restarts
         restarts = 0
         queue = list(reversed(pending))
         link_retries = 0
         # Only kinds with a stream option (face-detect) have it.
-        stream = bool(getattr(self.site.config.tasks[task], "stream", False))
+        stream = bool(getattr(job.task_cfg, "stream", False))
         stream_start: float | None = None
         while queue:
             held = time.monotonic()
-            if not self._hold(task, system):
+            if not self._hold(job):
                 return None if self._stopping.is_set() else SKIPPED
             if stream_start is not None:
                 # Paused time is nobody's: the stream's clock waits with the operator.
@@ -519,85 +619,101 @@ class Controller:
                 pause = due - time.monotonic()
                 if pause > 0:
                     time.sleep(pause)
-            result = self._send(runner, task, system, item)
+            dispatch = self._dispatch(job, item, due)
+            result = self._send(runner, job, dispatch)
             if self._stopping.is_set():
                 return None  # killed by stop(): not the system's fault, so not recorded
+            lost: LinkLost | SystemLost
             if result.link_lost and link_retries < LINK_RETRIES:
                 # The line to the device failed, not the system: the item is sent again
                 # (attempt + 1) once the link is back, and judged only then.
                 link_retries += 1
                 queue.append(item)
-                event = "link_lost"
+                lost = LinkLost(
+                    task=job.task,
+                    system=job.system,
+                    item=item.id,
+                    outcome=result.outcome,
+                    reason=result.message,
+                )
             else:
                 link_retries = 0
-                self._complete(task, system, item, result, due)
+                self._complete(job, dispatch, result)
                 if not result.system_lost:
                     continue
-                event = "system_lost"
-            venue = event == "link_lost"
-            if not venue:
                 # The venue's failures (a lost link) never use up the participant's restarts.
                 restarts += 1
-            self.store.record(
-                event,
-                task=task,
-                system=system,
-                item=item.id,
-                outcome=result.outcome,
-                reason=result.message,
-                failure_class="venue" if venue else "participant",
-            )
-            what = "link lost (the venue's failure)" if venue else result.outcome
-            self.listener(SystemLost(task, system, f"{what}: {result.message}"))
+                lost = SystemLost(
+                    task=job.task,
+                    system=job.system,
+                    item=item.id,
+                    outcome=result.outcome,
+                    reason=result.message,
+                )
+            self._emit(lost)
             if restarts > max_restarts:
                 return f"more than max_restarts={max_restarts} restarts"
-            failed = self._start(
-                runner, task, system, restart=True, cause="venue" if venue else "participant"
-            )
+            failed = self._start(runner, job, restart=True, cause=lost.failure_class)
             if failed:
                 return failed
         return None
 
     @staticmethod
-    def _stream_timing(item: TestItem, result: ItemAttempt, due: float | None) -> dict[str, Any]:
+    def _stream_timing(dispatch: Dispatch, result: ItemAttempt) -> dict[str, Any]:
         """Latency from when a frame was due; late when its answer came after the next was due."""
-        if due is None:
+        if dispatch.due is None:
             return {}
-        interval = 1.0 / float(item.fields.get("fps") or 25.0)
-        latency = result.done - due
+        interval = 1.0 / float(dispatch.item.fields.get("fps") or 25.0)
+        latency = result.done - dispatch.due
         return {"latency_seconds": latency, "late": latency > interval}
 
-    def _send(self, runner: Runner, task: str, system: str, item: TestItem) -> ItemAttempt:
-        """Journal the dispatch, then send the item and wait for its attempt."""
-        budget_cfg = self.site.config.tasks[task].budget
+    def _dispatch(self, job: Job, item: TestItem, due: float | None) -> Dispatch:
+        """Everything about sending one item, computed once and journaled before it goes."""
+        budget_cfg = job.task_cfg.budget
         budget = item_budget_seconds(budget_cfg, item, item.units)
-        hang = hang_seconds(budget_cfg, budget)
-        anon_id = secrets.token_hex(8)
-        self.store.record(
-            "dispatched",
-            task=task,
-            system=system,
-            item=item.id,
-            attempt=self.store.state.next_attempt(task, system, item.id),
-            anon_id=anon_id,
+        dispatch = Dispatch(
+            item=item,
+            attempt=self.store.state.next_attempt(job.task, job.system, item.id),
+            anon_id=secrets.token_hex(8),
             budget_seconds=budget,
-            hang_seconds=hang,
-            audit_of=audit_of(item.id),
+            hang_seconds=hang_seconds(budget_cfg, budget),
+            due=due,
         )
-        kind = task_kind(self.site.config.tasks[task].kind)
+        self._emit(
+            Dispatched(
+                task=job.task,
+                system=job.system,
+                item=item.id,
+                attempt=dispatch.attempt,
+                anon_id=dispatch.anon_id,
+                budget_seconds=dispatch.budget_seconds,
+                hang_seconds=dispatch.hang_seconds,
+                audit_of=audit_of(item.id),
+                due_mono=due,
+            )
+        )
+        return dispatch
+
+    @staticmethod
+    def _send(runner: Runner, job: Job, dispatch: Dispatch) -> ItemAttempt:
+        """Send the dispatched item and wait for its attempt."""
+        item = dispatch.item
         # The runner picks where the system writes its output files (tts audio) and gives
         # the path in the input field; the file comes back in the attempt's output_files.
         return runner.run_item(
-            ItemRequest(anon_id, item.files, item.fields, hang, outputs=kind.output_files)
+            ItemRequest(
+                dispatch.anon_id,
+                item.files,
+                item.fields,
+                dispatch.hang_seconds,
+                outputs=job.kind.output_files,
+            )
         )
 
-    def _complete(
-        self, task: str, system: str, item: TestItem, result: ItemAttempt, due: float | None = None
-    ) -> None:
-        # The attempt number is the last dispatch's; the budget is recomputed the same way.
-        attempt_no = self.store.state.attempts[(task, system, item.id)]
-        budget = item_budget_seconds(self.site.config.tasks[task].budget, item, item.units)
-        kind = task_kind(self.site.config.tasks[task].kind)
+    def _complete(self, job: Job, dispatch: Dispatch, result: ItemAttempt) -> None:
+        item = dispatch.item
+        kind = job.kind
+        budget = dispatch.budget_seconds
         verdict = judge(result.outcome, result.seconds, budget)
         message = result.message
         output = dict(result.output) if result.output is not None else None
@@ -611,7 +727,7 @@ class Controller:
                     if file is None:
                         problem = f"the runner brought back no file for {key}"
                         break
-                    media = self.store.dir / "media" / task
+                    media = self.store.dir / "media" / job.task
                     output, problem = kind.keep_output(item, output, file, media, result.anon_id)
                     if problem:
                         break
@@ -626,44 +742,30 @@ class Controller:
         if output is not None and verdict != "invalid_output" and output.get("audio_seconds"):
             # Synthesis: real-time factor against the audio the system produced.
             rtf = result.seconds / float(output["audio_seconds"])
-        self.store.record(
-            "completed",
-            task=task,
-            system=system,
-            item=item.id,
-            attempt=attempt_no,
-            anon_id=result.anon_id,
-            verdict=verdict,
-            output=output,
-            message=message,
-            sent=result.sent,
-            done=result.done,
-            seconds=result.seconds,
-            budget_seconds=budget,
-            rtf=rtf,
-            speed=speed,
-            stage_seconds=result.stage_seconds,
-            round_trip_seconds=result.round_trip_seconds,
-            audit_of=audit_of(item.id),
-            cpu_seconds=result.cpu_seconds,
-            peak_rss_bytes=result.peak_rss_bytes,
-            spawn_seconds=result.spawn_seconds,
-            clock_start=result.clock_start,
-            fetch_seconds=result.fetch_seconds,
-            **self._stream_timing(item, result, due),
-        )
-        self.listener(
-            ItemFinished(
-                task,
-                system,
-                item.id,
-                attempt_no,
-                verdict,
-                result.seconds,
-                budget,
-                message,
-                speed=speed,
+        self._emit(
+            Completed(
+                task=job.task,
+                system=job.system,
+                item=item.id,
+                attempt=dispatch.attempt,
+                anon_id=result.anon_id,
+                verdict=verdict,
                 output=output,
-                audit=audit_of(item.id) is not None,
+                message=message,
+                sent=result.sent,
+                done=result.done,
+                seconds=result.seconds,
+                budget_seconds=budget,
+                rtf=rtf,
+                speed=speed,
+                stage_seconds=result.stage_seconds,
+                round_trip_seconds=result.round_trip_seconds,
+                audit_of=audit_of(item.id),
+                cpu_seconds=result.cpu_seconds,
+                peak_rss_bytes=result.peak_rss_bytes,
+                spawn_seconds=result.spawn_seconds,
+                clock_start=result.clock_start,
+                fetch_seconds=result.fetch_seconds,
+                **self._stream_timing(dispatch, result),
             )
         )

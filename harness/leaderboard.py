@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from .audits import audit_lines
+from .events import (
+    Completed,
+    CompletionLike,
+)
 from .kinds.base import TaskKind
 from .kinds.registry import task_kind
-from .run_site import site_of_run
+from .run_model import RunModel
+from .run_site import site_of_run  # noqa: F401  (re-exported: older imports name it here)
 from .site import Site, Task
-from .store import RunState
+from .store import JobSummary, RunState
 from .testsets import TestSet
 
 _ANSWERED = ("ok", "over_budget")
@@ -90,7 +95,7 @@ def percentile(values: list[float], fraction: float) -> float | None:
 
 
 def quality_so_far(
-    kind: TaskKind, cfg: Task, testset: TestSet, records: Iterable[Mapping[str, Any]]
+    kind: TaskKind, cfg: Task, testset: TestSet, records: Iterable[CompletionLike]
 ) -> float | None:
     """The task's headline metric over the given completions (item, verdict, output,
     seconds), scored as the leaderboard scores them; None before any completion."""
@@ -106,28 +111,18 @@ def quality_so_far(
     return kind.evaluate(attempted, cfg, outputs, seconds).headline.value
 
 
-def leaderboard(run_dir: Path, testsets: dict[str, TestSet] | None = None) -> list[LeaderboardRow]:
-    """Score every job the run directory's journal shows, in the site file's order."""
-    site = site_of_run(run_dir)
-    state = RunState.from_journal(run_dir / "journal.jsonl")
-    testsets = dict(testsets or {})
-    rows = []
-    for task, system in site.jobs():
-        cfg = site.config.tasks[task]
-        if task not in testsets:
-            testsets[task] = task_kind(cfg.kind).load(site.testset_path(task), cfg)
-        rows.append(_row(site, state, testsets[task], task, system))
-    return rows
+def leaderboard(
+    run: Path | RunModel, testsets: dict[str, TestSet] | None = None
+) -> list[LeaderboardRow]:
+    """Score every job the run's journal shows, in the site file's order.
 
-
-def _in_progress(records: list[dict[str, Any]]) -> bool:
-    """True unless a job_finished record follows the job's last dispatch."""
-    for record in reversed(records):
-        if record["event"] == "job_finished":
-            return False
-        if record["event"] == "dispatched":
-            return True
-    return True
+    ``run`` is a run directory or the run's read model (which a report shares).
+    """
+    model = run if isinstance(run, RunModel) else RunModel.open(run, testsets=testsets)
+    return [
+        _row(model.site, model.state, model.testset(task), task, system)
+        for task, system in model.site.jobs()
+    ]
 
 
 def _unsealed(site: Site, system: str) -> bool:
@@ -140,31 +135,36 @@ def _row(site: Site, state: RunState, testset: TestSet, task: str, system: str) 
     kind = task_kind(cfg.kind)
     completed = state.completed.get((task, system), {})
     known = {item.id for item in testset.items}
-    records = [r for r in completed.values() if r["item"] in known]
-    verdicts = [r["verdict"] for r in records]
-    answered = [r for r in records if r["verdict"] in _ANSWERED]
-    outputs = {r["item"]: r["output"] for r in answered}
-    seconds = {r["item"]: r["seconds"] for r in records}
+    records: list[Completed] = [r for r in completed.values() if r.item in known]
+    verdicts = [r.verdict for r in records]
+    answered = [r for r in records if r.verdict in _ANSWERED]
+    outputs = {r.item: r.output for r in answered}
+    seconds = {r.item: r.seconds for r in records}
     # Score the completed items only: a run stopped early (or --limit) is not charged
     # for items never sent; a failed item counts, with no output.
     attempted = replace(testset, items=tuple(i for i in testset.items if i.id in completed))
     scored = kind.evaluate(attempted, cfg, outputs, seconds) if records else None
     scores = scored.figures if scored else {}
     items = {i.id: i for i in testset.items}
-    speeds = [s for r in answered if (s := kind.speed(items[r["item"]], r["seconds"])) is not None]
-    speed_mean = kind.unit.mean(speeds, [r["seconds"] for r in answered])
+    speeds = [s for r in answered if (s := kind.speed(items[r.item], r.seconds)) is not None]
+    speed_mean = kind.unit.mean(speeds, [r.seconds for r in answered])
     # A frame with no answer (timeout, crash) counts as late; its latency is unknown.
-    timed = [r for r in records if "late" in r and r.get("late") is not None]
-    latencies = [r["latency_seconds"] for r in timed if r["verdict"] in _ANSWERED]
-    lates = sum(1 for r in timed if r["late"] or r["verdict"] not in _ANSWERED)
-    starts = [r for r in state.job_records(task, system) if r["event"] == "system_started"]
-    budgets = [r["budget_seconds"] for r in records]
-    total_budget = sum(budgets) if records and all(b is not None for b in budgets) else None
-    total_seconds = sum(r["seconds"] for r in records)
+    timed = [r for r in records if r.late is not None]
+    latencies = [
+        r.latency_seconds for r in timed if r.verdict in _ANSWERED and r.latency_seconds is not None
+    ]
+    lates = sum(1 for r in timed if r.late or r.verdict not in _ANSWERED)
+    summary = state.jobs.get((task, system)) or JobSummary()
+    starts = summary.starts
+    budgets = [r.budget_seconds for r in records]
+    total_budget = (
+        sum(b for b in budgets if b is not None) if records and None not in budgets else None
+    )
+    total_seconds = sum(r.seconds for r in records)
     # Imported here: harness.report imports this module.
     from .report.running_score import running_score
 
-    restarts = sum(1 for r in starts if r.get("restart") and r.get("cause") != "venue")
+    restarts = sum(1 for r in starts if r.restart and r.cause != "venue")
     weights = site.config.site.running_score.model_dump()
     running = running_score(records, restarts, weights).score if records else None
     return LeaderboardRow(
@@ -187,10 +187,10 @@ def _row(site: Site, state: RunState, testset: TestSet, task: str, system: str) 
         invalid_outputs=verdicts.count("invalid_output"),
         restarts=restarts,
         running_score=running,
-        in_progress=_in_progress(state.job_records(task, system)),
-        venue_failures=sum(1 for r in state.job_records(task, system) if r["event"] == "link_lost"),
+        in_progress=summary.in_progress,
+        venue_failures=summary.link_lost,
         unsealed=_unsealed(site, system),
-        setup_seconds=starts[0]["setup_seconds"] if starts else None,
+        setup_seconds=starts[0].setup_seconds if starts else None,
         total_seconds=total_seconds,
         total_budget_seconds=total_budget,
         budget_scope=cfg.budget.scope,

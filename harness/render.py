@@ -13,11 +13,15 @@ from rich.table import Column, Table
 from rich.text import Text
 
 from .events import (
+    Completed,
     Event,
-    ItemFinished,
+    JobFailed,
     JobFinished,
+    JobSkipped,
     JobStarted,
+    LinkLost,
     Notice,
+    StartFailed,
     SystemLost,
     SystemStarted,
 )
@@ -168,11 +172,15 @@ class ProgressListener:
                     )
                 else:
                     self._say(f"{task} {system}: start, {done}/{total} items already done")
-            case SystemStarted(task, system, name, version, setup, restart):
-                what = "restarted" if restart else "ready"
+            case SystemStarted(task=task, system=system, name=name, version=version):
+                what = "restarted" if event.restart else "ready"
+                setup = event.setup_seconds
                 self._say(f"{task} {system}: {what} ({name} {version}) setup {setup:.2f} s")
-            case ItemFinished(task, system, item, attempt, verdict, seconds, budget, message):
-                if not event.audit:
+            case Completed(task=task, system=system, item=item, verdict=verdict):
+                attempt, seconds, message = event.attempt, event.seconds, event.message
+                budget = event.budget_seconds
+                audit = event.audit_of is not None
+                if not audit:
                     self._done.setdefault(key, []).append(
                         {
                             "item": item,
@@ -185,7 +193,7 @@ class ProgressListener:
                 if self._progress is not None and key in self._tasks:
                     self._progress.update(
                         self._tasks[key],
-                        advance=0 if event.audit else 1,
+                        advance=0 if audit else 1,
                         last=verdict,
                         **self._figures(key),
                     )
@@ -197,13 +205,33 @@ class ProgressListener:
                         f"{task} {system} {item}{attempt_text}: {verdict} "
                         f"{seconds:.3f} s{budget_text}{extra}"
                     )
-            case SystemLost(task, system, reason):
-                self._say(f"{task} {system}: system lost ({reason}); restarting")
-            case JobFinished(task, system, completed, total, failed):
+            case SystemLost(task=task, system=system) | LinkLost(task=task, system=system):
+                what = (
+                    "link lost (the venue's failure)"
+                    if isinstance(event, LinkLost)
+                    else event.outcome
+                )
+                self._say(f"{task} {system}: system lost ({what}: {event.reason}); restarting")
+            case StartFailed(task=task, system=system, reason=reason):
+                self._say(f"{task} {system}: system lost (start failed: {reason}); restarting")
+            case (
+                JobFinished(task=task, system=system)
+                | JobFailed(task=task, system=system)
+                | JobSkipped(task=task, system=system)
+            ):
                 if self._progress is not None and key in self._tasks:
                     self._progress.update(self._tasks[key], **self._figures(key, force=True))
+                failed = (
+                    event.reason
+                    if isinstance(event, JobFailed)
+                    else "skipped by the operator"
+                    if isinstance(event, JobSkipped)
+                    else None
+                )
                 status = f"FAILED: {failed}" if failed else "done"
-                self._say(f"{task} {system}: {status}, {completed}/{total} items completed")
+                self._say(
+                    f"{task} {system}: {status}, {event.scored}/{event.total} items completed"
+                )
             case Notice(task, message):
                 self._say(f"{task}: {message}")
 

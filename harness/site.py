@@ -63,6 +63,7 @@ class RunningScoreWeights(_Strict):
     timeout: Annotated[float, Field(ge=0)] = 1.0
     crash: Annotated[float, Field(ge=0)] = 1.0
     restart: Annotated[float, Field(ge=0)] = 1.0
+    # Off by default: an error reply or an invalid output already costs quality.
     error: Annotated[float, Field(ge=0)] = 0.0
     invalid_output: Annotated[float, Field(ge=0)] = 0.0
 
@@ -94,6 +95,8 @@ class Rules(_Strict):
     max_timeouts: Annotated[int, Field(ge=0)] | None = 0
     max_crashes: Annotated[int, Field(ge=0)] | None = 0
     max_invalid_outputs: Annotated[int, Field(ge=0)] | None = 0
+    # Not judged unless a limit is given: an error reply or a late answer is already
+    # charged to quality (no output) or to the set budget.
     max_errors: Annotated[int, Field(ge=0)] | None = None
     max_over_budget: Annotated[int, Field(ge=0)] | None = None
 

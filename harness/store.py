@@ -20,15 +20,34 @@ import shutil
 import threading
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import orjson
 
-from .journal import Journal, read_journal
+from .events import (
+    BY_NAME,
+    AuditSeed,
+    Completed,
+    Dispatched,
+    JobFailed,
+    JobFinished,
+    JobSettings,
+    JournalEvent,
+    LinkLost,
+    SessionFinished,
+    SessionInterrupted,
+    SessionStarted,
+    SiteChangeAccepted,
+    StartFailed,
+    SystemStarted,
+    TestsetHashes,
+)
+from .journal import Journal, read_events
 
 JobKey = tuple[str, str]  # (task, system)
+E = TypeVar("E", bound=JournalEvent)
 
 OUTPUT_FIELDS = (
     "id",
@@ -65,67 +84,121 @@ class RunStoreError(RuntimeError):
         return _store_error(exc, run_dir)
 
 
-# Fields a controller's own state keeps of each completion: enough to resume and count,
-# never the answer itself, so its memory does not grow with the size of answers.
-_SLIM_DROP = ("output", "message")
+# What a controller's own state drops of each completion: it keeps enough to resume and
+# count, never the answer itself, so its memory does not grow with the size of answers.
+_SLIM = {"output": None, "message": ""}
+
+
+@dataclass
+class JobSummary:
+    """What readers need of one job beyond its completions, kept as the journal is read."""
+
+    starts: list[SystemStarted] = field(default_factory=list)
+    # Failures in journal order, each with the attempt it happened on where that is known:
+    # first completions that were not ok, lost links, failed starts, a failed job.
+    incidents: list[tuple[JournalEvent, int | None]] = field(default_factory=list)
+    # False once a job_finished record follows the job's last dispatch.
+    in_progress: bool = True
+    link_lost: int = 0
+
+
+@dataclass(frozen=True)
+class SessionSummary:
+    """One controller session: when it started and how it ended (Unix times)."""
+
+    session: str
+    started: float | None = None
+    ended: float | None = None
+    end_event: str | None = None
 
 
 @dataclass
 class RunState:
     """What the journal says has happened so far.
 
-    ``keep_records`` keeps every record (readers such as the report need them); a
-    controller replays with it off, so that its memory holds one small entry per item and
-    not the answers.
+    ``keep_records`` keeps every record (``job_records`` needs them). Without them the
+    state holds one entry per item plus a small summary per job and session, which is
+    what the leaderboard and the report read. ``keep_answers`` (default: as
+    ``keep_records``) keeps each completion's answer: readers that score need it; a
+    controller replays without, so that its memory does not grow with answers.
     """
 
-    completed: dict[JobKey, dict[str, dict[str, Any]]] = field(
-        default_factory=lambda: defaultdict(dict)
-    )
+    completed: dict[JobKey, dict[str, Completed]] = field(default_factory=lambda: defaultdict(dict))
     attempts: dict[tuple[str, str, str], int] = field(default_factory=dict)
-    records: list[dict[str, Any]] = field(default_factory=list)
+    records: list[JournalEvent] = field(default_factory=list)
     keep_records: bool = True
+    keep_answers: bool | None = None
+    jobs: dict[JobKey, JobSummary] = field(default_factory=lambda: defaultdict(JobSummary))
+    sessions: dict[str, SessionSummary] = field(default_factory=dict)
+    site_changes: list[SiteChangeAccepted] = field(default_factory=list)
     # Facts a resumed controller needs without the records.
     audit_seed: int | None = None
     job_settings: dict[JobKey, dict[str, Any]] = field(default_factory=dict)
     testset_hashes: dict[str, dict[str, str]] = field(default_factory=dict)
-    _by_job: dict[JobKey, list[dict[str, Any]]] = field(default_factory=dict, repr=False)
+    _by_job: dict[JobKey, list[JournalEvent]] = field(default_factory=dict, repr=False)
     _by_job_size: int = field(default=-1, repr=False)
 
     @classmethod
-    def from_journal(cls, path: Path, keep_records: bool = True) -> RunState:
+    def from_journal(
+        cls, path: Path, keep_records: bool = True, keep_answers: bool | None = None
+    ) -> RunState:
         """Replay a journal. The first completion of an item wins; later ones are ignored."""
-        state = cls(keep_records=keep_records)
-        for record in read_journal(path):
+        state = cls(keep_records=keep_records, keep_answers=keep_answers)
+        for record in read_events(path):
             state.apply(record)
         return state
 
-    def apply(self, record: dict[str, Any]) -> None:
+    def apply(self, record: JournalEvent) -> None:
         """Fold one record into the state."""
         if self.keep_records:
             self.records.append(record)
-        event = record["event"]
-        if event == "dispatched":
-            key = (record["task"], record["system"], record["item"])
-            self.attempts[key] = max(self.attempts.get(key, 0), record["attempt"])
-        elif event == "completed":
-            done = self.completed[(record["task"], record["system"])]
-            if record["item"] not in done:
-                if not self.keep_records:
-                    record = {k: v for k, v in record.items() if k not in _SLIM_DROP}
-                done[record["item"]] = record
-        elif event == "audit_seed" and self.audit_seed is None:
-            self.audit_seed = int(record["seed"])
-        elif event == "job_settings":
-            self.job_settings[(record["task"], record["system"])] = record["settings"]
-        elif event == "testset_hashes":
-            self.testset_hashes[record["task"]] = record["files"]
+        session = self.sessions.get(record.session)
+        if session is None:
+            session = self.sessions[record.session] = SessionSummary(record.session)
+        if isinstance(record, Dispatched):
+            key = (record.task, record.system, record.item)
+            self.attempts[key] = max(self.attempts.get(key, 0), record.attempt)
+            self.jobs[(record.task, record.system)].in_progress = True
+        elif isinstance(record, Completed):
+            done = self.completed[(record.task, record.system)]
+            if record.item not in done:
+                keep = self.keep_records if self.keep_answers is None else self.keep_answers
+                if not keep:
+                    record = record.model_copy(update=_SLIM)
+                done[record.item] = record
+                if record.verdict != "ok":
+                    self.jobs[(record.task, record.system)].incidents.append((record, None))
+        elif isinstance(record, SystemStarted):
+            self.jobs[(record.task, record.system)].starts.append(record)
+        elif isinstance(record, LinkLost):
+            job = self.jobs[(record.task, record.system)]
+            job.link_lost += 1
+            attempt = self.attempts.get((record.task, record.system, record.item))
+            job.incidents.append((record, attempt))
+        elif isinstance(record, StartFailed | JobFailed):
+            self.jobs[(record.task, record.system)].incidents.append((record, None))
+        elif isinstance(record, JobFinished):
+            self.jobs[(record.task, record.system)].in_progress = False
+        elif isinstance(record, SessionStarted):
+            self.sessions[record.session] = replace(session, started=record.wall)
+        elif isinstance(record, SessionFinished | SessionInterrupted):
+            self.sessions[record.session] = replace(
+                session, ended=record.wall, end_event=record.event
+            )
+        elif isinstance(record, SiteChangeAccepted):
+            self.site_changes.append(record)
+        elif isinstance(record, AuditSeed) and self.audit_seed is None:
+            self.audit_seed = record.seed
+        elif isinstance(record, JobSettings):
+            self.job_settings[(record.task, record.system)] = record.settings
+        elif isinstance(record, TestsetHashes):
+            self.testset_hashes[record.task] = record.files
 
     def next_attempt(self, task: str, system: str, item: str) -> int:
         """1 for a fresh item; one more than the last dispatch for an item that was in flight."""
         return self.attempts.get((task, system, item), 0) + 1
 
-    def job_records(self, task: str, system: str) -> list[dict[str, Any]]:
+    def job_records(self, task: str, system: str) -> list[JournalEvent]:
         """Every record about one (task, system) job, in order (needs ``keep_records``).
 
         Indexed once per replay, so reading every job costs one pass, not one per job.
@@ -133,19 +206,21 @@ class RunState:
         if not self.keep_records:
             raise RuntimeError("this state was replayed without its records")
         if self._by_job_size != len(self.records):
-            index: dict[JobKey, list[dict[str, Any]]] = defaultdict(list)
+            index: dict[JobKey, list[JournalEvent]] = defaultdict(list)
             for r in self.records:
-                if "task" in r and "system" in r:
-                    index[(r["task"], r["system"])].append(r)
+                task_of, system_of = getattr(r, "task", None), getattr(r, "system", None)
+                if task_of is not None and system_of is not None:
+                    index[(task_of, system_of)].append(r)
             self._by_job = index
             self._by_job_size = len(self.records)
         return list(self._by_job.get((task, system), ()))
 
 
-def output_line(record: dict[str, Any]) -> dict[str, Any]:
+def output_line(record: Completed) -> dict[str, Any]:
     """The outputs/<task>/<system>.jsonl line for one completion record."""
-    line = {k: record.get(k) for k in OUTPUT_FIELDS}
-    line["id"] = record["item"]
+    fields = record.__dict__  # plain values: faster than an attribute lookup per field
+    line = {k: fields.get(k) for k in OUTPUT_FIELDS}
+    line["id"] = record.item
     return line
 
 
@@ -220,11 +295,11 @@ class RunStore:
                 files[(task, system)] = open(path.with_suffix(".jsonl.tmp"), "wb")
             try:
                 seen: set[tuple[str, str, str]] = set()
-                for record in read_journal(self.journal_path):
-                    if record["event"] != "completed":
+                for record in read_events(self.journal_path):
+                    if not isinstance(record, Completed):
                         continue
-                    job = (record["task"], record["system"])
-                    key = (*job, record["item"])
+                    job = (record.task, record.system)
+                    key = (*job, record.item)
                     if job in files and key not in seen:
                         seen.add(key)
                         files[job].write(orjson.dumps(output_line(record)) + b"\n")
@@ -250,25 +325,31 @@ class RunStore:
         except OSError as exc:
             raise _store_error(exc, self.dir) from exc
 
-    def record(self, event: str, **fields: Any) -> dict[str, Any]:
+    def emit(self, event: E) -> E:
         """Journal an event, fold it into the state, and copy completions to the outputs file.
 
-        Raises RunStoreError when the run directory cannot be written (disk full).
+        Returns the event as journaled (stamped with the session and the clocks): the
+        object the caller hands on to its listeners. Raises RunStoreError when the run
+        directory cannot be written (disk full).
         """
         with self._lock:
             try:
-                return self._record(event, fields)
+                return self._emit(event)
             except OSError as exc:
                 raise _store_error(exc, self.dir) from exc
 
-    def _record(self, event: str, fields: dict[str, Any]) -> dict[str, Any]:
-        record = self.journal.append(event, **fields)
-        first = event != "completed" or record["item"] not in self.state.completed.get(
-            (record["task"], record["system"]), {}
+    def record(self, event: str, **fields: Any) -> JournalEvent:
+        """Journal an event given by name and fields (validated into its model)."""
+        return self.emit(BY_NAME[event](**fields))
+
+    def _emit(self, event: E) -> E:
+        record = cast(E, self.journal.append(event))
+        first = not isinstance(record, Completed) or record.item not in self.state.completed.get(
+            (record.task, record.system), {}
         )
         self.state.apply(record)
-        if event == "completed" and first:
-            out = self._outputs.get((record["task"], record["system"]))
+        if isinstance(record, Completed) and first:
+            out = self._outputs.get((record.task, record.system))
             if out is not None:
                 os.write(out, orjson.dumps(output_line(record)) + b"\n")
         return record

@@ -261,3 +261,27 @@ def test_running_score_in_the_report_matches_the_journal(tmp_path: Path) -> None
     job = build_report(run_dir).jobs()[0]
     # Usage (4 x 0.5 + 2) / 5 = 0.8 -> 8 points; 1 timeout and 1 restart in 5 items -> 20 each.
     assert job.running.score == pytest.approx(100 - 8 - 20 - 20)
+
+
+def test_one_name_table_agrees_with_rules_weights_and_columns() -> None:
+    """Each failing verdict's rule, weight and column are named once (budgets.COUNTED_VERDICTS)."""
+    from dataclasses import fields
+
+    from harness.budgets import COUNTED_VERDICTS, VERDICTS
+    from harness.leaderboard import LeaderboardRow
+    from harness.site import Rules, RunningScoreWeights
+
+    assert {c.verdict for c in COUNTED_VERDICTS} == set(VERDICTS) - {"ok"}
+    assert [c.rule for c in COUNTED_VERDICTS] == list(Rules.model_fields)
+    weights = {c.weight for c in COUNTED_VERDICTS if c.weight is not None}
+    # Speed and restarts are charged too, but they are not verdicts.
+    assert weights | {"speed", "restart"} == set(RunningScoreWeights.model_fields)
+    columns = {f.name for f in fields(LeaderboardRow)}
+    assert {c.column for c in COUNTED_VERDICTS} <= columns
+    # One definition of each default: the site file's models.
+    assert DEFAULT_LIMITS == Rules().model_dump()
+    assert DEFAULT_WEIGHTS == RunningScoreWeights().model_dump()
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "report.md").read_text("utf-8")
+    for c in COUNTED_VERDICTS:
+        weight = f"`{c.weight}`" if c.weight else "-"
+        assert f"| `{c.verdict}` | `{c.rule}` | {weight} | `{c.column}` |" in doc

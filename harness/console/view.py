@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from ..audits import audit_of
+from ..events import JournalEvent
+from ..journal import parse_record
 from ..kinds.registry import task_kind
 from ..leaderboard import _row, percentile, quality_so_far, site_of_run
 from ..site import Site
@@ -115,7 +115,7 @@ class RunView:
         self._paused_jobs: set[JobKey] = set()
         self._paused_devices: set[str] = set()
         self._skipped_devices: set[str] = set()
-        self._actions: list[dict[str, Any]] = []
+        self._actions: list[JournalEvent] = []
         self._jobs = {
             (task, system): _Job(task, system, self.site.config.systems[system].device)
             for task, system in self.site.jobs()
@@ -150,21 +150,20 @@ class RunView:
             self._partial = lines.pop()  # a line still being written (or torn)
             changed = False
             for line in lines:
-                try:
-                    record = orjson.loads(line)
-                except orjson.JSONDecodeError:
-                    continue  # a torn line the next writer ended with a newline
-                if isinstance(record, dict) and isinstance(record.get("event"), str):
+                # None for a torn line the next writer ended with a newline, a garbled
+                # one, or a record missing its fields: shown as nothing.
+                record = parse_record(line)
+                if record is not None:
                     try:
                         self._apply(record)
                     except (KeyError, TypeError, ValueError):
-                        continue  # a record missing its fields is shown as nothing
+                        continue
                     changed = True
             if changed:
                 self.version += 1
             return changed
 
-    def _apply(self, record: dict[str, Any]) -> None:
+    def _apply(self, record: JournalEvent) -> None:
         self.records += 1
         event = record["event"]
         if event == "session_started":
@@ -218,7 +217,7 @@ class RunView:
         elif event == "link_lost":
             job.link_lost += 1
 
-    def _operator_action(self, record: dict[str, Any]) -> None:
+    def _operator_action(self, record: JournalEvent) -> None:
         self._actions.append(record)
         action = record.get("action")
         device = record.get("device")
@@ -477,7 +476,7 @@ class RunView:
         return {"series": {"quality": quality, "running_score": running}}
 
 
-def _counts(record: dict[str, Any], job: _Job) -> bool:
+def _counts(record: JournalEvent, job: _Job) -> bool:
     """A first completion of a test-set item (not a repeat, not a hidden audit repeat)."""
     if record.get("audit_of") or audit_of(record["item"]) is not None:
         return False

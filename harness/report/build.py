@@ -14,9 +14,15 @@ from pathlib import Path
 from typing import Any
 
 from ..audits import audit_of
-from ..kinds.registry import task_kind
-from ..leaderboard import LeaderboardRow, leaderboard, site_of_run
-from ..store import RunState
+from ..events import (
+    Completed,
+    JobFailed,
+    LinkLost,
+    StartFailed,
+)
+from ..leaderboard import LeaderboardRow, leaderboard
+from ..run_model import RunModel
+from ..store import JobSummary, RunState
 from ..testsets import TestSet
 from .manifest import read_manifest
 from .running_score import RunningScore, resolve_weights, running_score
@@ -182,44 +188,20 @@ class ReportData:
         }
 
 
-def _sessions(records: Iterable[Mapping[str, Any]]) -> tuple[Session, ...]:
-    found: dict[str, dict[str, Any]] = {}
-    for r in records:
-        session = r.get("session")
-        if session is None:
-            continue
-        entry = found.setdefault(session, {"started": None, "ended": None, "end_event": None})
-        if r["event"] == "session_started":
-            entry["started"] = r.get("wall")
-        elif r["event"] in ("session_finished", "session_interrupted"):
-            entry["ended"] = r.get("wall")
-            entry["end_event"] = r["event"]
-    return tuple(Session(k, **v) for k, v in found.items())
-
-
-def _failures(job_records: list[dict[str, Any]], scope: str) -> tuple[Failure, ...]:
+def _failures(summary: JobSummary, scope: str) -> tuple[Failure, ...]:
     failed = _FAILED + (("over_budget",) if scope == "item" else ())
     out: list[Failure] = []
-    attempts: dict[str, int] = {}
-    seen: set[str] = set()
-    for r in job_records:
-        event = r["event"]
-        if event == "dispatched":
-            attempts[r["item"]] = r["attempt"]
-        elif event == "completed":
-            # The first completion counts, as in the leaderboard.
-            if r["item"] in seen:
-                continue
-            seen.add(r["item"])
-            if r["verdict"] in failed:
-                out.append(Failure(r["item"], r["attempt"], r["verdict"], r.get("message") or ""))
-        elif event == "link_lost":
-            item = r.get("item") or "-"
-            out.append(Failure(item, attempts.get(item), "link_lost", r.get("reason") or ""))
-        elif event == "start_failed":
-            out.append(Failure("-", r.get("try_number"), "start_failed", r.get("reason") or ""))
-        elif event == "job_failed":
-            out.append(Failure("-", None, "job_failed", r.get("reason") or ""))
+    for r, attempt in summary.incidents:
+        if isinstance(r, Completed):
+            # Only first completions are summarised, as the leaderboard counts them.
+            if r.verdict in failed:
+                out.append(Failure(r.item, r.attempt, r.verdict, r.message or ""))
+        elif isinstance(r, LinkLost):
+            out.append(Failure(r.item or "-", attempt, "link_lost", r.reason or ""))
+        elif isinstance(r, StartFailed):
+            out.append(Failure("-", r.try_number, "start_failed", r.reason or ""))
+        elif isinstance(r, JobFailed):
+            out.append(Failure("-", None, "job_failed", r.reason or ""))
     return tuple(out)
 
 
@@ -233,44 +215,42 @@ def _job(
     references: Mapping[str, Any] | None = None,
 ) -> JobReport:
     completed = list(state.completed.get((row.task, row.system), {}).values())
-    records = state.job_records(row.task, row.system)
+    summary = state.jobs.get((row.task, row.system)) or JobSummary()
     timings = tuple(
         ItemTiming(
-            r["item"],
-            r["attempt"],
-            r["seconds"],
-            r.get("budget_seconds"),
-            r["verdict"],
-            audit_of(r["item"]) is not None,
-            r.get("round_trip_seconds"),
+            r.item,
+            r.attempt,
+            r.seconds,
+            r.budget_seconds,
+            r.verdict,
+            audit_of(r.item) is not None,
+            r.round_trip_seconds,
         )
         for r in completed
     )
     # Scored items only, as the leaderboard: repeats and items no longer in the set are out.
-    scored = [r for r in completed if audit_of(r["item"]) is None]
+    scored = [r for r in completed if audit_of(r.item) is None]
     speeds = tuple(
-        float(r["speed"])
-        for r in scored
-        if r["verdict"] in ("ok", "over_budget") and isinstance(r.get("speed"), int | float)
+        float(r.speed) for r in scored if r.verdict in ("ok", "over_budget") and r.speed is not None
     )
-    setup = sum(r.get("setup_seconds") or 0.0 for r in records if r["event"] == "system_started")
+    setup = sum(r.setup_seconds or 0.0 for r in summary.starts)
     return JobReport(
         row=row,
         verdict=judge_job(row, limits, audits),
         running=running_score(scored, row.restarts, weights),
         timings=timings,
-        failures=_failures(records, scope),
+        failures=_failures(summary, scope),
         speeds=speeds,
         setup_seconds_total=setup,
         execution_seconds=sum(t.seconds for t in timings) + setup,
         items=tuple(
             ItemDetail(
-                r["item"],
-                _short(r.get("output")),
-                _short((references or {}).get(audit_of(r["item"]) or r["item"])),
-                r["verdict"],
-                r["seconds"],
-                audit_of(r["item"]) is not None,
+                r.item,
+                _short(r.output),
+                _short((references or {}).get(audit_of(r.item) or r.item)),
+                r.verdict,
+                r.seconds,
+                audit_of(r.item) is not None,
             )
             for r in completed
         ),
@@ -278,7 +258,7 @@ def _job(
 
 
 def build_report(
-    run_dir: Path | str,
+    run: Path | str | RunModel,
     *,
     limits: Mapping[str, Mapping[str, int | None]] | None = None,
     weights: Mapping[str, float] | None = None,
@@ -289,10 +269,12 @@ def build_report(
 
     ``limits`` maps a task name to verdict limits over `DEFAULT_LIMITS` (the site file's
     ``[tasks.X.rules]``); ``weights`` overrides running-score weights; ``audits`` maps
-    (task, system) to audit lines that replace the ones the leaderboard computed.
+    (task, system) to audit lines that replace the ones the leaderboard computed. ``run``
+    is a run directory or its read model (``onsite report`` shares one with the
+    leaderboard, so the journal is replayed and each test set loaded once).
     """
-    run_dir = Path(run_dir)
-    site = site_of_run(run_dir)
+    model = run if isinstance(run, RunModel) else RunModel.open(run, testsets=dict(testsets or {}))
+    run_dir, site, state = model.run_dir, model.site, model.state
     for task in limits or {}:
         if task not in site.config.tasks:
             raise ValueError(
@@ -300,12 +282,8 @@ def build_report(
             )
     resolved = {task: resolve_limits((limits or {}).get(task)) for task in site.config.tasks}
     w = resolve_weights(weights)
-    state = RunState.from_journal(run_dir / "journal.jsonl")
-    loaded = dict(testsets or {})
-    for task, cfg in site.config.tasks.items():
-        if task not in loaded:
-            loaded[task] = task_kind(cfg.kind).load(site.testset_path(task), cfg)
-    rows = leaderboard(run_dir, loaded)
+    loaded = model.testsets
+    rows = leaderboard(model)
     manifest = read_manifest(run_dir)
     tasks = []
     for task, cfg in site.config.tasks.items():
@@ -320,14 +298,14 @@ def build_report(
         tasks.append(TaskReport(task, cfg.kind, cfg.description, budget, resolved[task], jobs))
     systems = []
     described = (manifest or {}).get("systems", {})
-    for name, cfg in site.config.systems.items():
+    for name, system_cfg in site.config.systems.items():
         spent = sum(j.execution_seconds for t in tasks for j in t.jobs if j.row.system == name)
         systems.append(
             SystemReport(
                 name=name,
-                description=cfg.description,
-                device=cfg.device,
-                tasks=tuple(cfg.tasks),
+                description=system_cfg.description,
+                device=system_cfg.device,
+                tasks=tuple(system_cfg.tasks),
                 execution_seconds=spent,
                 environment=described.get(name, {}).get("environment"),
             )
@@ -335,19 +313,15 @@ def build_report(
     return ReportData(
         site=site.name,
         run_dir=str(run_dir.resolve()),
-        sessions=_sessions(state.records),
+        sessions=tuple(
+            Session(s.session, s.started, s.ended, s.end_event) for s in state.sessions.values()
+        ),
         tasks=tuple(tasks),
         systems=tuple(systems),
         weights=w,
         manifest=manifest,
         site_changes=tuple(
-            {
-                "task": r.get("task"),
-                "system": r.get("system"),
-                "changes": list(r.get("changes", [])),
-                "wall": r.get("wall"),
-            }
-            for r in state.records
-            if r["event"] == "site_change_accepted"
+            {"task": r.task, "system": r.system, "changes": list(r.changes), "wall": r.wall}
+            for r in state.site_changes
         ),
     )

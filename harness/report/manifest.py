@@ -23,7 +23,6 @@ from typing import Any
 import psutil
 
 from ..integrity import combined_digest, sha256_file, testset_file_hashes
-from ..journal import read_journal
 from ..site import Site, transport
 from ..testsets import TestSet
 
@@ -125,26 +124,19 @@ def _system_info(site: Site, name: str, host: Mapping[str, Any]) -> dict[str, An
     return info
 
 
-def _journal_seeds(run_dir: Path) -> dict[str, int]:
-    path = run_dir / "journal.jsonl"
-    if not path.is_file():
-        return {}
-    seeds = [int(r["seed"]) for r in read_journal(path) if r.get("event") == "audit_seed"]
-    # The controller draws one audit seed per run and reuses it on resume.
-    return {"audit_seed": seeds[0]} if seeds else {}
-
-
 def build_manifest(
     run_dir: Path,
     site: Site,
     testsets: Mapping[str, TestSet] | None = None,
     extra: Mapping[str, Any] | None = None,
     testset_hashes: Mapping[str, Mapping[str, str]] | None = None,
+    audit_seed: int | None = None,
 ) -> dict[str, Any]:
     """The manifest as a dict (what `write_manifest` writes).
 
     ``testset_hashes`` (task -> file -> SHA-256) saves hashing the sets again when the
-    controller has just done it.
+    controller has just done it; ``audit_seed`` is the run's audit seed, from the
+    controller that drew (or replayed) it.
     """
     # Imported here: harness/__init__ may one day import this package.
     from .. import __version__
@@ -160,7 +152,8 @@ def build_manifest(
         else:
             files = testset_file_hashes(root, testsets.get(task))
         sets[task] = {"root": str(root), "sha256": combined_digest(files), "files": files}
-    seeds = _journal_seeds(Path(run_dir)) | dict(extra.pop("seeds", {}) or {})
+    seeds = {"audit_seed": audit_seed} if audit_seed is not None else {}
+    seeds |= dict(extra.pop("seeds", {}) or {})
     return {
         "schema": SCHEMA,
         "harness_version": __version__,
@@ -179,14 +172,15 @@ def write_manifest(
     testsets: Mapping[str, TestSet] | None = None,
     extra: Mapping[str, Any] | None = None,
     testset_hashes: Mapping[str, Mapping[str, str]] | None = None,
+    audit_seed: int | None = None,
 ) -> Path:
     """Write ``<run_dir>/manifest.json`` (atomically) and return its path.
 
-    ``extra`` is kept under "extra", except its "seeds" mapping, which joins the seeds
-    found in the journal (the audit seed).
+    ``extra`` is kept under "extra", except its "seeds" mapping, which joins the audit
+    seed the controller gives.
     """
     run_dir = Path(run_dir)
-    data = build_manifest(run_dir, site, testsets, extra, testset_hashes)
+    data = build_manifest(run_dir, site, testsets, extra, testset_hashes, audit_seed)
     path = run_dir / MANIFEST_NAME
     run_dir.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")

@@ -19,30 +19,24 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..audits import audit_of
+from ..budgets import COUNTED_VERDICTS
+from ..site import RunningScoreWeights
 
-DEFAULT_WEIGHTS: Mapping[str, float] = {
-    "speed": 10.0,
-    "timeout": 1.0,
-    "crash": 1.0,
-    "restart": 1.0,
-    # Off by default: an error reply or an invalid output already costs quality.
-    "error": 0.0,
-    "invalid_output": 0.0,
-}
-"""Points per unit: "speed" per unit of mean budget usage, the rest per event per 100 items."""
+if TYPE_CHECKING:
+    from ..events import CompletionLike
+
+DEFAULT_WEIGHTS: Mapping[str, float] = RunningScoreWeights().model_dump()
+"""Points per unit (the defaults of the site file's ``RunningScoreWeights``): "speed" per
+unit of mean budget usage, the rest per event per 100 items."""
 
 USAGE_CAP = 2.0
 """An item's budget usage (seconds / budget seconds) counts at most this much."""
 
-_VERDICT_OF = {
-    "timeout": "timeout",
-    "crash": "crashed",
-    "error": "error",
-    "invalid_output": "invalid_output",
-}
+# weight key -> the verdict it charges, from the one table
+_VERDICT_OF = {c.weight: c.verdict for c in COUNTED_VERDICTS if c.weight is not None}
 
 
 @dataclass(frozen=True)
@@ -95,7 +89,7 @@ def resolve_weights(overrides: Mapping[str, float] | None = None) -> dict[str, f
 
 
 def running_score(
-    records: Iterable[Mapping[str, Any]],
+    records: Iterable[CompletionLike],
     restarts: int,
     weights: Mapping[str, float] | None = None,
 ) -> RunningScore:

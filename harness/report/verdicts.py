@@ -19,27 +19,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..budgets import COUNTED_VERDICTS
 from ..leaderboard import LeaderboardRow
+from ..site import Rules
 
-DEFAULT_LIMITS: Mapping[str, int | None] = {
-    "max_timeouts": 0,
-    "max_crashes": 0,
-    "max_invalid_outputs": 0,
-    # Not judged unless a limit is given: an error reply or a late answer is already
-    # charged to quality (no output) or to the set budget.
-    "max_errors": None,
-    "max_over_budget": None,
-}
-"""Limits used when a task gives none; None means the count is shown but not judged."""
+DEFAULT_LIMITS: Mapping[str, int | None] = Rules().model_dump()
+"""Limits used when a task gives none (the defaults of the site file's ``Rules``); None
+means the count is shown but not judged."""
 
-# limit key -> (LeaderboardRow attribute, what the rule line calls it)
-_COUNTED = {
-    "max_timeouts": ("timeouts", "timeouts"),
-    "max_crashes": ("crashes", "crashes"),
-    "max_invalid_outputs": ("invalid_outputs", "invalid outputs"),
-    "max_errors": ("errors", "error replies"),
-    "max_over_budget": ("over_budget", "items over budget"),
-}
+# limit key -> (LeaderboardRow attribute, what the rule line calls it), from the one table
+_COUNTED = {c.rule: (c.column, c.label) for c in COUNTED_VERDICTS}
 
 AuditInput = tuple[str, bool, str] | Mapping[str, Any] | Any
 """An audit line: a (rule, passed, figure) tuple, a mapping with those keys, or an object
