@@ -226,8 +226,8 @@ def score_asr(
         hyp_toks = [
             () if h is None else _tokens(h, unit, case_sensitive, unicode) for h in hyp_texts
         ]
-        # All utterances in one call: the per-call cost of the compiled aligner
-        # would otherwise dominate on short utterances.
+        # All utterances in one call: the aligner works on many utterances per
+        # numpy operation, whose per-call cost would dominate one by one.
         alignments = align_all(ref_toks, hyp_toks)
         scores = [
             UtteranceScore(

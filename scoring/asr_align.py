@@ -32,12 +32,12 @@ insertion, else the deletion. This picks exactly the move sclite's stored
 pointer would, so the path (and every count) is identical. Costs are small
 integers here and floats in sclite; with weights 0/3/4 both are exact.
 
-Speed: the table is filled by compiled code (numba, ``scoring._fast_align``)
-over integer-coded tokens, all utterances of a corpus in one call
-(`align_all`); the per-token `AlignedPair` objects are built only when
-``Alignment.pairs`` is first read. The plain-Python version of the same
-steps is kept in tests/test_scoring_fast_align.py as the reference the
-compiled one is checked against.
+Speed: the table is filled by numpy over integer-coded tokens, many
+utterances per operation, all utterances of a corpus in one call
+(`align_all`, ``scoring._fast_align``); the per-token `AlignedPair` objects
+are built only when ``Alignment.pairs`` is first read. The plain-Python
+version of the same steps is kept in tests/test_scoring_fast_align.py as the
+reference the batched one is checked against.
 
 Tokenisation (`tokenize`) follows sclite ``-e utf-8`` (``-c NOASCII`` for
 characters) by default; ``unicode=True`` is the documented Unicode-aware
@@ -301,13 +301,14 @@ def align_all(refs: Sequence[Sequence[str]], hyps: Sequence[Sequence[str]]) -> l
     """`align` each ``refs[k]`` with ``hyps[k]``, in one compiled pass.
 
     Same results as calling `align` on each pair; much faster for many
-    utterances because the table is filled by compiled code (see
-    ``scoring._fast_align``) and each alignment's pairs are built only when
-    first read. A `str` counts as the sequence of its characters.
+    utterances because the tables of many utterances are filled by each numpy
+    operation (see ``scoring._fast_align``) and each alignment's pairs are
+    built only when first read. A `str` counts as the sequence of its
+    characters.
     """
     if len(refs) != len(hyps):
         raise ValueError(f"{len(refs)} references but {len(hyps)} hypotheses")
-    # Imported here so that importing `scoring` does not load numba; only
+    # Imported here so that importing `scoring` does not load numpy; only
     # aligning does.
     from ._fast_align import align_coded, encode
 

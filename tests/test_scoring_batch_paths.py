@@ -215,9 +215,9 @@ def test_commands_load_only_what_they_use(tmp_path: Path) -> None:
         "scoring.mt",
     }
     trn = _trec(tmp_path / "ref.trn", ["a b c (u1)"])
+    # The sclite aligner is numpy: numba's load would cost more than a corpus's alignment.
     assert _loaded("score", "asr", "--ref", str(trn), "--hyp", str(trn)) == {
         "numpy",
-        "numba",
         "scoring.asr",
     }
 
