@@ -245,6 +245,49 @@ def test_streamed_text_lines_equal_the_bytewise_reading(tmp_path: Path, data: by
         assert asr_formats._streamed_lines(path) == asr_formats._bytewise_lines(path)
 
 
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"u1 a b\nu2 c\n",
+        b"u1 a b\nu2 c",
+        b"\xef\xbb\xbfu1 a\nu2 b\n",
+        b"u1 a b\r\nu2  c \r\n",
+        b"\n  \nu1 a\n\t\n;; comment\n  ;; indented comment\nu2 b ;; not one\n\n",
+        b"u1\nu2 a\nu3 \t \n",
+        b"u1\tx\ty\n  u2   a  b  \n",
+        "u1 \u4e2d\u3000\u6587\nu2 x\x0by\u2028z\x1c w\n".encode(),
+        b"u1 a (laughter)\nu2 b\nu3 c\n",
+        b"a b (u1)\nc d (u2)\n",
+        b"a b (u1)\nu2 c\n",
+        b"u1 a\nu1 b\n",
+        b"u1 a\nu1 a\n",
+        b"a (u1)\nb (u1)\n",
+        b"",
+        b"\n \n;; only comments\n",
+        b"u1 a\nu2 \xff\n",
+        b";;x\n",
+    ],
+)
+def test_quick_transcript_reader_equals_the_line_by_line_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, data: bytes
+) -> None:
+    from scoring import asr_formats
+
+    path = tmp_path / "t.txt"
+    path.write_bytes(data)
+
+    def read() -> dict[str, str] | str:
+        try:
+            out = asr_formats.read_transcripts(path)
+        except FormatError as exc:
+            return f"{exc.line}: {exc}"
+        return {"ORDER": " ".join(out), **out}
+
+    quick = read()
+    monkeypatch.setattr(asr_formats, "_quick_kaldi", lambda path: None)
+    assert quick == read()
+
+
 def test_undecodable_lines_are_still_named(tmp_path: Path) -> None:
     from scoring.asr_formats import read_transcripts
     from scoring.cws import read_lines
