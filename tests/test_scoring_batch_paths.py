@@ -13,7 +13,9 @@ import os
 import random
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -149,6 +151,73 @@ def test_streamed_run_equals_whole_file_scoring(tmp_path: Path) -> None:
         assert score_ir_files(qrels, grouped) == expected
     finally:
         scoring.ir._CHUNK_BYTES = old
+
+
+def _plain_run_text(rng: random.Random) -> str:
+    rows = []
+    for t in range(12):
+        docs = rng.sample(range(100), 40)
+        rows += [f"{t:03d} Q0 D{d} {k} {rng.randint(0, 4) / 2} tag" for k, d in enumerate(docs)]
+    return "".join(f"{r}\n" for r in rows)
+
+
+_ODD_RUNS: dict[str, Callable[[str], str]] = {
+    "tabs": lambda text: text.replace(" Q0 ", "\tQ0\t"),
+    "no final line end": lambda text: text[:-1],
+    "two spaces": lambda text: text.replace(" Q0 ", " Q0  ", 1),
+    "CRLF": lambda text: text.replace("\n", "\r\n"),
+    "leading blank": lambda text: " " + text,
+    "blank line": lambda text: text.replace("\n", "\n\n", 1),
+    "comment with six fields": lambda text: "# Q0 D1 1 9.0 tag\n" + text,
+    "comment further down": lambda text: text.replace("\n", "\n#x Q0 D1 1 9.0 tag\n", 5),
+    "hash inside a field": lambda text: text.replace(" tag", " t#g"),
+    "5 and 7 columns": lambda text: text.replace(" tag\n", "\n", 1).replace(
+        " tag\n", " tag x\n", 1
+    ),
+    "vertical tab": lambda text: text.replace(" Q0 D", " Q0 D\x0b", 1),
+    "file separator": lambda text: text.replace(" Q0 D", " Q0 D\x1c", 1),
+    "non-ASCII docno": lambda text: text.replace(" Q0 D", " Q0 D\u00e9", 1),
+    "NBSP in a docno": lambda text: text.replace(" Q0 D", " Q0 D\u00a0", 1),
+    "duplicate docno": lambda text: text.splitlines(keepends=True)[0] + text,
+    "infinite score": lambda text: text.replace(" tag", "1e999 tag", 1),
+    "interleaved topics": lambda text: "".join(sorted(text.splitlines(keepends=True), key=len)),
+    "empty": lambda text: "",
+}
+
+
+@pytest.mark.parametrize("chunk", [1 << 18, 64, 7])
+@pytest.mark.parametrize("odd", ["plain", *_ODD_RUNS])
+def test_plain_run_reader_gives_the_str_readers_results(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, odd: str, chunk: int
+) -> None:
+    import scoring.ir
+
+    rng = random.Random(3)
+    qrels = _trec(
+        tmp_path / "qrels",
+        [f"{t:03d} 0 D{d} {rng.randint(0, 2)}" for t in range(12) for d in range(0, 100, 3)],
+    )
+    text = _plain_run_text(rng)
+    text = _ODD_RUNS[odd](text) if odd in _ODD_RUNS else text
+    run = tmp_path / "run"
+    run.write_bytes(text.encode("utf-8"))
+
+    def outcome(score: Callable[[], dict[str, Any]]) -> Any:
+        try:
+            return score()
+        except FormatError as exc:
+            return (exc.line, str(exc))
+
+    monkeypatch.setattr(scoring.ir, "_CHUNK_BYTES", chunk)
+    want = outcome(lambda: score_ir(read_qrels(qrels), read_run(run)).to_dict())
+    assert outcome(lambda: score_ir_files(qrels, run)) == want
+    if odd in ("plain", "tabs", "no final line end", "hash inside a field"):
+        # These take the plain reader; the others go to the line-aware ones.
+        plain, _ = scoring.ir._score_plain_run(run, read_qrels(qrels), 1)
+        assert {t: s.to_dict() for t, s in plain.items()} == want["per_topic"]
+    else:
+        with pytest.raises(scoring.ir._NotQuick):
+            scoring.ir._score_plain_run(run, read_qrels(qrels), 1)
 
 
 @pytest.mark.parametrize(
