@@ -213,11 +213,68 @@ def test_plain_run_reader_gives_the_str_readers_results(
     assert outcome(lambda: score_ir_files(qrels, run)) == want
     if odd in ("plain", "tabs", "no final line end", "hash inside a field"):
         # These take the plain reader; the others go to the line-aware ones.
-        plain, _ = scoring.ir._score_plain_run(run, read_qrels(qrels), 1)
+        plain, _ = scoring.ir._score_plain_run(run, scoring.ir._plain_qrels(qrels), 1)
         assert {t: s.to_dict() for t, s in plain.items()} == want["per_topic"]
     else:
         with pytest.raises(scoring.ir._NotQuick):
-            scoring.ir._score_plain_run(run, read_qrels(qrels), 1)
+            scoring.ir._score_plain_run(run, scoring.ir._plain_qrels(qrels), 1)
+
+
+_ODD_QRELS: dict[str, Callable[[str], str]] = {
+    "plain": lambda text: text,
+    "tabs": lambda text: text.replace(" 0 ", "\t0\t"),
+    "judgements -1, +2, 10": lambda text: (
+        text.replace(" 1\n", " -1\n", 1).replace(" 2\n", " +2\n", 1).replace(" 0\n", " 10\n", 1)
+    ),
+    "not an integer": lambda text: text.replace(" 1\n", " 1.5\n", 1),
+    "three columns": lambda text: text.replace(" 0 D", " D", 1),
+    "CRLF": lambda text: text.replace("\n", "\r\n"),
+    "comment": lambda text: "# 000 0 D1 1\n" + text,
+    "judged twice": lambda text: text.splitlines(keepends=True)[0] + text,
+    "non-ASCII docno": lambda text: text.replace(" 0 D", " 0 \u4e2dD", 1),
+    "empty": lambda text: "",
+}
+
+
+@pytest.mark.parametrize("odd", _ODD_QRELS)
+def test_plain_qrels_reader_gives_read_qrels_results(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, odd: str
+) -> None:
+    import scoring.ir
+
+    rng = random.Random(4)
+    rows = [f"{t:03d} 0 D{d} {rng.randint(0, 2)}" for t in range(12) for d in range(0, 100, 3)]
+    qrels = tmp_path / "qrels"
+    qrels.write_bytes(_ODD_QRELS[odd]("".join(f"{r}\n" for r in rows)).encode())
+    run = tmp_path / "run"
+    run.write_text(_plain_run_text(rng), encoding="utf-8")
+
+    def outcome(score: Callable[[], dict[str, Any]]) -> Any:
+        try:
+            return score()
+        except FormatError as exc:
+            return (exc.line, str(exc))
+
+    monkeypatch.setattr(scoring.ir, "_CHUNK_BYTES", 50)
+    want = outcome(lambda: score_ir(read_qrels(qrels), read_run(run)).to_dict())
+    assert outcome(lambda: score_ir_files(qrels, run)) == want
+    if odd in ("plain", "tabs", "judgements -1, +2, 10"):
+        encoded = {t: {d.encode(): r for d, r in j.items()} for t, j in read_qrels(qrels).items()}
+        assert scoring.ir._plain_qrels(qrels) == encoded
+    else:
+        with pytest.raises(scoring.ir._NotQuick):
+            scoring.ir._plain_qrels(qrels)
+
+
+@pytest.mark.parametrize("distinct", [1, 2, 7, 60, 300, 1000])
+def test_trec_order_equals_rank_documents(distinct: int) -> None:
+    from scoring.ir import _trec_order, rank_documents
+
+    rng = random.Random(distinct)
+    values = [rng.randint(-3, distinct) / 4 for _ in range(1000)] + [0.0, -0.0]
+    scores = {f"D{rng.randint(0, 10**6)}".encode(): v for v in values}
+    assert _trec_order(scores) == rank_documents(scores)
+    assert _trec_order({}) == []
 
 
 @pytest.mark.parametrize(
