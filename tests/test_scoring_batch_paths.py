@@ -435,3 +435,28 @@ def test_version_is_looked_up_when_asked() -> None:
     import harness.leaderboard  # noqa: F401
 
     assert callable(harness.leaderboard) and harness.leaderboard.__name__ == "leaderboard"
+
+
+def test_a_locked_run_is_still_one_error_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The CLI imports the run store only when a command fails (`onsite score`
+    # never loads it); RunLocked must still be reported, anything else raised.
+    from harness import cli
+    from harness.store import RunLocked
+
+    def locked(args: Any, console: Any) -> int:
+        raise RunLocked("runs/demo: another controller works in this run directory")
+
+    monkeypatch.setattr(cli, "cmd_status", locked)
+    assert cli.main(["status", "runs/demo"]) == cli.EXIT_FAILED
+    assert capsys.readouterr().err == (
+        "error: runs/demo: another controller works in this run directory\n"
+    )
+
+    def broken(args: Any, console: Any) -> int:
+        raise KeyError("a bug")
+
+    monkeypatch.setattr(cli, "cmd_status", broken)
+    with pytest.raises(KeyError, match="a bug"):
+        cli.main(["status", "runs/demo"])
