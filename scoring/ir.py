@@ -735,7 +735,10 @@ def _score_plain_run(
         if topic is None:
             return
         name = topic.decode("ascii")
-        scores = list(map(float, values))
+        try:
+            scores = list(map(float, values))
+        except ValueError:  # the line-aware reader names the line
+            raise _NotQuick from None
         ranked = dict(zip(docnos, scores, strict=True))
         if name in seen or len(ranked) != len(docnos) or not all(map(math.isfinite, scores)):
             raise _NotQuick

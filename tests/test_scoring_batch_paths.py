@@ -180,6 +180,7 @@ _ODD_RUNS: dict[str, Callable[[str], str]] = {
     "NBSP in a docno": lambda text: text.replace(" Q0 D", " Q0 D\u00a0", 1),
     "duplicate docno": lambda text: text.splitlines(keepends=True)[0] + text,
     "infinite score": lambda text: text.replace(" tag", "1e999 tag", 1),
+    "score not a number": lambda text: text.replace(" tag", "x tag", 1),
     "interleaved topics": lambda text: "".join(sorted(text.splitlines(keepends=True), key=len)),
     "empty": lambda text: "",
 }
