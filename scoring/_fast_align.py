@@ -230,8 +230,32 @@ def _align_stack(
         else:
             np.minimum.accumulate(cand, axis=0, out=row)
 
-    # Back-trace, every utterance one step per pass, from (n, m) to (0, 0),
-    # on flat indices: `cell` into the table, `ri` and `hj` into the codes.
+    if not by_column:
+        # A few long utterances: numpy's per-call cost would dominate a
+        # stepwise trace, plain Python indexing does not.
+        ops = _trace_each(table, ref, hyp, n, m, int(match_step), int(sub_step))
+    else:
+        ops = _trace_stack(table, ref, hyp, n, m, match_step, sub_step)
+    counts = np.stack([(ops == code).sum(axis=0) for code in (OP_C, OP_S, OP_D, OP_I)], axis=1)
+    return ops.T, counts
+
+
+def _trace_stack(
+    table: np.ndarray,
+    ref: np.ndarray,
+    hyp: np.ndarray,
+    n: np.ndarray,
+    m: np.ndarray,
+    match_step: np.signedinteger,
+    sub_step: np.signedinteger,
+) -> np.ndarray:
+    """Back-trace of a wide stack: ``(rows + cols, utterances)`` operation codes.
+
+    Every utterance one step per pass, from (n, m) to (0, 0), on flat
+    indices: `cell` into the table, `ri` and `hj` into the codes. Each
+    utterance's operations end up at the bottom of its column, front to back.
+    """
+    rows, cols, b = table.shape[0] - 1, table.shape[1] - 1, table.shape[2]
     width = rows + cols
     ops = np.zeros((width, b), dtype=np.uint8)
     flat = table.reshape(-1)
@@ -268,5 +292,44 @@ def _align_stack(
         hj -= back_j * b
         cell -= back_i * row_stride + back_j * b
         step -= 1
-    counts = np.stack([(ops == code).sum(axis=0) for code in (OP_C, OP_S, OP_D, OP_I)], axis=1)
-    return ops.T, counts
+    return ops
+
+
+def _trace_each(
+    table: np.ndarray,
+    ref: np.ndarray,
+    hyp: np.ndarray,
+    n: np.ndarray,
+    m: np.ndarray,
+    match_step: int,
+    sub_step: int,
+) -> np.ndarray:
+    """`_trace_stack`'s result, tracing one utterance at a time with Python ints."""
+    rows, cols, b = table.shape[0] - 1, table.shape[1] - 1, table.shape[2]
+    ops = np.zeros((rows + cols, b), dtype=np.uint8)
+    cells = table.reshape(-1).data  # a memoryview: reads Python ints, no numpy scalar per read
+    row_stride = (cols + 1) * b
+    for u in range(b):
+        r = ref[:, u].tolist()
+        h = hyp[:, u].tolist()
+        i, j = int(n[u]), int(m[u])
+        trace = bytearray()
+        while i > 0 or j > 0:
+            cell = i * row_stride + j * b + u
+            here = cells[cell]
+            if i > 0 and j > 0:
+                same = r[i] == h[j]
+                if here == cells[cell - row_stride - b] + (match_step if same else sub_step):
+                    trace.append(OP_C if same else OP_S)
+                    i -= 1
+                    j -= 1
+                    continue
+            if j > 0 and here == cells[cell - b]:
+                trace.append(OP_I)
+                j -= 1
+            else:
+                trace.append(OP_D)
+                i -= 1
+        trace.reverse()
+        ops[ops.shape[0] - len(trace) :, u] = np.frombuffer(bytes(trace), dtype=np.uint8)
+    return ops

@@ -208,6 +208,8 @@ def test_the_int32_table_gives_the_same_alignments(monkeypatch: pytest.MonkeyPat
     cases = random_pairs(rng, 500, ["a", "b"], 10)
     got = align_all([r for r, _ in cases], [h for _, h in cases])
     assert got == [reference_align(r, h) for r, h in cases]
+    # One at a time: the narrow stack, traced utterance by utterance.
+    assert [align(r, h) for r, h in cases[:100]] == got[:100]
 
 
 def test_lone_surrogates_fall_back_to_the_dictionary_encoding() -> None:
