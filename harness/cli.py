@@ -7,9 +7,7 @@ import contextlib
 import errno
 import json
 import os
-import secrets
 import signal
-import socket
 import sys
 import time
 from collections.abc import Sequence
@@ -21,6 +19,8 @@ from .errors import InputError, Problem
 from .judge.args import add_arguments as add_judge_arguments
 
 if TYPE_CHECKING:
+    import socket
+
     from rich.console import Console
 
     from .controller import Controller
@@ -79,6 +79,8 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
     jobs = _selected_jobs(site, args.task, args.system)
     # Bound before anything starts, so a port in use is refused with nothing changed.
     listen = _listen(args.console) if args.console else None
+    import secrets  # here: `onsite score` and the other short commands never need it
+
     store = RunStore(run_dir, secrets.token_hex(6), site.config.site.fsync_seconds, lock_fd)
     resume = f"onsite run {args.site}" + "".join(
         f" --{flag} {name}" for flag in ("task", "system") for name in getattr(args, flag)
@@ -571,7 +573,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv = sys.argv[1:] if argv is None else list(argv)
         args = build_parser(argv).parse_args(argv)
         from .render import make_console
-        from .store import RunLocked
 
         console = make_console()
     except KeyboardInterrupt:
@@ -586,7 +587,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         for problem in exc.problems:
             sys.stderr.write(f"error: {problem}\n")
         return EXIT_BAD_INPUT
-    except RunLocked as exc:
+    except Exception as exc:
+        # The run store is imported only when a command failed: `onsite score` never needs it.
+        from .store import RunLocked
+
+        if not isinstance(exc, RunLocked):
+            raise
         sys.stderr.write(f"error: {exc}\n")
         return EXIT_FAILED
 

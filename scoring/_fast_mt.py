@@ -1,7 +1,7 @@
 """Compiled kernels for the MT metrics that need a table per segment: mWER and GTM.
 
 Both run over integer-coded tokens of many segments per call, as
-`scoring._fast_align` does for the sclite alignment, and compute exactly what
+`scoring._fast_align` (in numpy) does for the sclite alignment, and compute exactly what
 `scoring.mt.edit_distance` and `scoring.mt.gtm_match_size` compute in Python
 (the tests compare them on random token sequences). Texts are laid out as in
 `scoring.mt_batch`: hypotheses 0..n-1, then reference set k's text for

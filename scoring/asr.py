@@ -18,11 +18,21 @@ Conventions:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from .asr_align import Alignment, Unit, _gc_paused, _tokens, align_all
+from .asr_align import (
+    Alignment,
+    Unit,
+    _align_counts,
+    _alignments,
+    _Counts,
+    _Deferred,
+    _gc_paused,
+    _LazyField,
+    _tokens_all,
+)
 
 __all__ = ["AsrReport", "AsrScore", "UtteranceScore", "score_asr"]
 
@@ -101,6 +111,20 @@ class AsrScore:
             missing += u.hyp_missing
         return cls(n, ref, c, s, d, i, ok, missing)
 
+    @classmethod
+    def _from_counts(cls, counts: Iterable[Sequence[int]], missing: int) -> AsrScore:
+        """Sum per-utterance ``[C, S, D, I]`` rows; `missing` hypotheses among them."""
+        n = c = s = d = i = ok = 0
+        for cc, ss, dd, ii in counts:
+            n += 1
+            c += cc
+            s += ss
+            d += dd
+            i += ii
+            ok += not (ss or dd or ii)
+        # Every reference token is correct, substituted or deleted.
+        return cls(n, c + s + d, c, s, d, i, ok, missing)
+
     @property
     def errors(self) -> int:
         """Substitutions + deletions + insertions."""
@@ -165,11 +189,16 @@ class AsrScore:
 
 @dataclass(frozen=True)
 class AsrReport:
-    """Overall score, per-utterance scores and per-condition scores."""
+    """Overall score, per-utterance scores and per-condition scores.
+
+    `score_asr` computes the totals straight from the aligner's counts and
+    makes the per-utterance objects only when `utterances` is first read: a
+    caller that wants the totals (the command line's table) skips them.
+    """
 
     overall: AsrScore
-    utterances: tuple[UtteranceScore, ...]
-    by_condition: Mapping[str, AsrScore]
+    utterances: tuple[UtteranceScore, ...] = _LazyField()  # type: ignore[assignment]
+    by_condition: Mapping[str, AsrScore] = field(default_factory=dict)
 
     def to_dict(self, include_utterances: bool = False) -> dict[str, Any]:
         """JSON-ready report; per-utterance detail only if asked for."""
@@ -216,37 +245,75 @@ def score_asr(
             more = f" (+{len(uncovered) - 10} more)" if len(uncovered) > 10 else ""
             raise ValueError(f"no condition given for ids: {shown}{more}")
 
-    # The collector is paused while the per-utterance objects are made: see
-    # _gc_paused for why.
+    ids = list(refs)
+    hyp_texts = [hyps.get(utt_id) for utt_id in ids]
+    # The collector is paused while the token lists are made: see _gc_paused.
     with _gc_paused():
-        ids = list(refs)
-        hyp_texts = [hyps.get(utt_id) for utt_id in ids]
-        # _tokens: all-CJK text stays a str (a sequence of its character tokens).
-        ref_toks = [_tokens(refs[utt_id], unit, case_sensitive, unicode) for utt_id in ids]
-        hyp_toks = [
-            () if h is None else _tokens(h, unit, case_sensitive, unicode) for h in hyp_texts
-        ]
-        # All utterances in one call: the per-call cost of the compiled aligner
-        # would otherwise dominate on short utterances.
-        alignments = align_all(ref_toks, hyp_toks)
-        scores = [
-            UtteranceScore(
-                id=utt_id,
-                ref_tokens=len(r),
-                correct=al.correct,
-                substitutions=al.substitutions,
-                deletions=al.deletions,
-                insertions=al.insertions,
-                alignment=al,
-                condition=None if conditions is None else conditions[utt_id],
-                hyp_missing=h is None,
-            )
-            for utt_id, r, h, al in zip(ids, ref_toks, hyp_texts, alignments, strict=True)
-        ]
+        # _tokens_all: all-CJK text stays a str (a sequence of its character tokens).
+        ref_toks = _tokens_all([refs[k] for k in ids], unit, case_sensitive, unicode)
+        hyp_toks = _tokens_all(
+            ["" if h is None else h for h in hyp_texts], unit, case_sensitive, unicode
+        )
+        # All utterances in one call: the aligner works on many utterances per
+        # numpy operation, whose per-call cost would dominate one by one.
+        raw = _align_counts(ref_toks, hyp_toks)
+    counts = raw[0]
+    missing = [h is None for h in hyp_texts]
+    labels = None if conditions is None else [conditions[utt_id] for utt_id in ids]
 
-    grouped: dict[str, list[UtteranceScore]] = {}
-    for u in scores:
-        if u.condition is not None:
-            grouped.setdefault(u.condition, []).append(u)
-    by_condition = {cond: AsrScore.from_utterances(grouped[cond]) for cond in sorted(grouped)}
-    return AsrReport(AsrScore.from_utterances(scores), tuple(scores), by_condition)
+    grouped: dict[str, list[int]] = {}
+    for k, label in enumerate(labels or ()):
+        grouped.setdefault(label, []).append(k)
+    by_condition = {
+        label: AsrScore._from_counts(
+            [counts[k] for k in grouped[label]], sum(missing[k] for k in grouped[label])
+        )
+        for label in sorted(grouped)
+    }
+    utterances = _UtteranceSource(ids, ref_toks, hyp_toks, raw, labels, missing)
+    return AsrReport(AsrScore._from_counts(counts, sum(missing)), utterances, by_condition)  # type: ignore[arg-type]
+
+
+class _UtteranceSource(_Deferred):
+    """What `AsrReport.utterances` is built from: `score_asr`'s tokens and counts."""
+
+    __slots__ = ("hyp_toks", "ids", "labels", "missing", "raw", "ref_toks")
+
+    def __init__(
+        self,
+        ids: list[str],
+        ref_toks: list[Sequence[str]],
+        hyp_toks: list[Sequence[str]],
+        raw: _Counts,
+        labels: list[str] | None,
+        missing: list[bool],
+    ) -> None:
+        self.ids = ids
+        self.ref_toks = ref_toks
+        self.hyp_toks = hyp_toks
+        self.raw = raw
+        self.labels = labels
+        self.missing = missing
+
+    def build(self) -> tuple[UtteranceScore, ...]:
+        """One `UtteranceScore` per utterance, in the order of the references."""
+        alignments = _alignments(self.ref_toks, self.hyp_toks, self.raw)
+        labels = self.labels if self.labels is not None else [None] * len(self.ids)
+        # The collector is paused while the objects are made: see _gc_paused.
+        with _gc_paused():
+            return tuple(
+                UtteranceScore(
+                    id=utt_id,
+                    ref_tokens=len(r),
+                    correct=al.correct,
+                    substitutions=al.substitutions,
+                    deletions=al.deletions,
+                    insertions=al.insertions,
+                    alignment=al,
+                    condition=label,
+                    hyp_missing=missing,
+                )
+                for utt_id, r, al, label, missing in zip(
+                    self.ids, self.ref_toks, alignments, labels, self.missing, strict=True
+                )
+            )

@@ -32,12 +32,12 @@ insertion, else the deletion. This picks exactly the move sclite's stored
 pointer would, so the path (and every count) is identical. Costs are small
 integers here and floats in sclite; with weights 0/3/4 both are exact.
 
-Speed: the table is filled by compiled code (numba, ``scoring._fast_align``)
-over integer-coded tokens, all utterances of a corpus in one call
-(`align_all`); the per-token `AlignedPair` objects are built only when
-``Alignment.pairs`` is first read. The plain-Python version of the same
-steps is kept in tests/test_scoring_fast_align.py as the reference the
-compiled one is checked against.
+Speed: the table is filled by numpy over integer-coded tokens, many
+utterances per operation, all utterances of a corpus in one call
+(`align_all`, ``scoring._fast_align``); the per-token `AlignedPair` objects
+are built only when ``Alignment.pairs`` is first read. The plain-Python
+version of the same steps is kept in tests/test_scoring_fast_align.py as the
+reference the batched one is checked against.
 
 Tokenisation (`tokenize`) follows sclite ``-e utf-8`` (``-c NOASCII`` for
 characters) by default; ``unicode=True`` is the documented Unicode-aware
@@ -56,7 +56,7 @@ import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 __all__ = [
     "CORRECT_COST",
@@ -125,6 +125,7 @@ _NOT_CJK_TOKEN = re.compile(f"[^{_CJK_CLASS}]|\\s")
 _SCLITE_SPACE = re.compile("[ \t\n\r]+")
 _SCLITE_CHAR_TOKEN = re.compile("[^\x00-\x7f]|[\x00-\x08\x0b\x0c\x0e-\x1f\x21-\x7f]+")
 _ASCII = re.compile("[\x00-\x7f]")
+_ASCII_UPPER = re.compile("[A-Z]")
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
@@ -150,6 +151,20 @@ def tokenize(
     return tokens if isinstance(tokens, list) else list(tokens)
 
 
+def _tokens_all(
+    texts: Sequence[str], unit: Unit, case_sensitive: bool, unicode: bool = False
+) -> list[Sequence[str]]:
+    """`_tokens` of each text; one check over all of them in the usual CJK case.
+
+    sclite's character tokens of text without any ASCII character are its
+    characters, with nothing to fold: then each text is its own token
+    sequence, and no text needs a look of its own.
+    """
+    if unit == "char" and not unicode and _ASCII.search("".join(texts)) is None:
+        return list(texts)
+    return [_tokens(text, unit, case_sensitive, unicode) for text in texts]
+
+
 def _unstar(tokens: list[str]) -> list[str]:
     # sclite new_WORD: "foo*" is read as "foo" (one star, words of 2+ chars).
     return [t[:-1] if len(t) > 1 and t[-1] == "*" else t for t in tokens]
@@ -173,7 +188,11 @@ def _tokens(text: str, unit: Unit, case_sensitive: bool, unicode: bool = False) 
             return text
         return _CHAR_TOKEN.findall(text)
     if not case_sensitive:
-        text = text.lower() if text.isascii() else text.translate(_ASCII_LOWER)
+        if text.isascii():
+            text = text.lower()
+        elif _ASCII_UPPER.search(text) is not None:
+            # translate looks up every character: only when there is a letter to fold.
+            text = text.translate(_ASCII_LOWER)
     if unit == "word":
         words = [w for w in _SCLITE_SPACE.split(text) if w]
     elif _ASCII.search(text) is None:
@@ -195,7 +214,17 @@ class AlignedPair:
     hyp: str | None
 
 
-class _PairSource:
+class _Deferred:
+    """A value a `_LazyField` builds on first read."""
+
+    __slots__ = ()
+
+    def build(self) -> Any:
+        """The value itself."""
+        raise NotImplementedError
+
+
+class _PairSource(_Deferred):
     """What `Alignment.pairs` is built from when the fast path made it.
 
     Building a million `AlignedPair` objects costs about as much as scoring
@@ -230,29 +259,30 @@ class _PairSource:
         return tuple(pairs)
 
 
-class _LazyPairs:
-    """Data descriptor behind the ``Alignment.pairs`` field.
+class _LazyField:
+    """Data descriptor behind a dataclass field whose value may be built late.
 
-    Holds either the tuple passed to the constructor or a `_PairSource`, and
-    turns the latter into the tuple on first read, so equality, hashing,
-    repr and ``dataclasses.asdict`` all see the same tuple as before.
+    Holds either the value passed to the constructor or a `_Deferred` (e.g.
+    a `_PairSource` for ``Alignment.pairs``), and turns the latter into the
+    value on first read, so equality, hashing, repr and
+    ``dataclasses.asdict`` all see the same value as if it had been passed.
     """
 
     def __set_name__(self, owner: type, name: str) -> None:
         self._key = f"_{name}_value"
 
-    def __get__(self, obj: object, objtype: type | None = None) -> tuple[AlignedPair, ...]:
+    def __get__(self, obj: object, objtype: type | None = None) -> Any:
         if obj is None:
             # AttributeError on class access tells dataclasses there is no
             # default, so the constructor signature stays as it was.
             raise AttributeError(self._key)
         value = obj.__dict__[self._key]
-        if isinstance(value, _PairSource):
+        if isinstance(value, _Deferred):
             value = value.build()
             obj.__dict__[self._key] = value
         return value
 
-    def __set__(self, obj: object, value: tuple[AlignedPair, ...] | _PairSource) -> None:
+    def __set__(self, obj: object, value: Any) -> None:
         # Reached only from the dataclass __init__: a frozen dataclass rejects
         # any later assignment before it gets here.
         obj.__dict__[self._key] = value
@@ -262,7 +292,7 @@ class _LazyPairs:
 class Alignment:
     """A minimum-cost alignment of a reference and a hypothesis."""
 
-    pairs: tuple[AlignedPair, ...] = _LazyPairs()  # type: ignore[assignment]
+    pairs: tuple[AlignedPair, ...] = _LazyField()  # type: ignore[assignment]
     correct: int
     substitutions: int
     deletions: int
@@ -301,19 +331,37 @@ def align_all(refs: Sequence[Sequence[str]], hyps: Sequence[Sequence[str]]) -> l
     """`align` each ``refs[k]`` with ``hyps[k]``, in one compiled pass.
 
     Same results as calling `align` on each pair; much faster for many
-    utterances because the table is filled by compiled code (see
-    ``scoring._fast_align``) and each alignment's pairs are built only when
-    first read. A `str` counts as the sequence of its characters.
+    utterances because the tables of many utterances are filled by each numpy
+    operation (see ``scoring._fast_align``) and each alignment's pairs are
+    built only when first read. A `str` counts as the sequence of its
+    characters.
     """
     if len(refs) != len(hyps):
         raise ValueError(f"{len(refs)} references but {len(hyps)} hypotheses")
-    # Imported here so that importing `scoring` does not load numba; only
+    return _alignments(refs, hyps, _align_counts(refs, hyps))
+
+
+_Counts = tuple[list[list[int]], bytes, list[int], list[int]]
+
+
+def _align_counts(refs: Sequence[Sequence[str]], hyps: Sequence[Sequence[str]]) -> _Counts:
+    """Per-utterance ``[C, S, D, I]``, the operations, and each one's start and length in them.
+
+    What `align_all` is made from, for callers that need the counts only
+    (see ``scoring._fast_align.align_coded``).
+    """
+    # Imported here so that importing `scoring` does not load numpy; only
     # aligning does.
     from ._fast_align import align_coded, encode
 
-    counts, ops, starts, lengths = align_coded(
-        *encode(refs, hyps), SUBSTITUTION_COST, INSERTION_COST, DELETION_COST
-    )
+    return align_coded(*encode(refs, hyps), SUBSTITUTION_COST, INSERTION_COST, DELETION_COST)
+
+
+def _alignments(
+    refs: Sequence[Sequence[str]], hyps: Sequence[Sequence[str]], raw: _Counts
+) -> list[Alignment]:
+    """The `Alignment` of each utterance from `_align_counts`'s result; pairs built when read."""
+    counts, ops, starts, lengths = raw
     with _gc_paused():
         return [
             Alignment(

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
+from itertools import repeat
 from typing import Literal
 
 from .errors import FormatError
@@ -140,12 +141,52 @@ def _parse_kaldi(text: str) -> tuple[str, str]:
     return fields[0], fields[1] if len(fields) > 1 else ""
 
 
+def _quick_kaldi(path: str | os.PathLike[str]) -> dict[str, str] | None:
+    """`read_transcripts` of a well-formed Kaldi file, or None for anything else.
+
+    The usual case with every per-line step a C-level call over the whole
+    file: no Python function runs per line. None (the caller then reads the
+    file line by line, and names the line of any problem) when the file is
+    not UTF-8, holds no transcripts, looks like trn or repeats an id.
+    Results equal the line-by-line reader's: a line's text is only ever
+    used stripped, and `_parse_kaldi` is ``strip().split(maxsplit=1)``.
+    """
+    try:
+        with open(path, encoding="utf-8", newline="\n") as fh:
+            data = fh.read()
+    except UnicodeDecodeError:
+        return None
+    lines = data.removeprefix(_BOM).split("\n")
+    if lines[-1] == "":
+        lines.pop()  # after the final line end
+    stripped = list(map(str.strip, lines))
+    if ";;" in data or not all(stripped):
+        # Blank or comment lines: keep the others, by the rule of `_kept`.
+        stripped = [t for t in stripped if t and not t.startswith(";;")]
+    if not stripped:
+        return None
+    # A trn line ends with ")": with fewer than half the lines ending so, the
+    # file is Kaldi without asking `detect_format` line by line.
+    ends = sum(map(str.endswith, stripped, repeat(")")))
+    if 2 * ends >= len(stripped) and detect_format(stripped) != "kaldi":
+        return None
+    fields = list(map(str.split, stripped, repeat(None), repeat(1)))
+    if min(map(len, fields)) < 2:
+        # Some line holds an id alone (an empty transcript).
+        fields = [f if len(f) == 2 else [f[0], ""] for f in fields]
+    out = dict(fields)
+    return out if len(out) == len(fields) else None
+
+
 def read_transcripts(path: str | os.PathLike[str]) -> dict[str, str]:
     """Read a trn or Kaldi text file into ``{utt_id: text}`` in file order.
 
     Raises FormatError (naming file and line) for undecodable text, a trn
     line without an id, a duplicate id, or a file with no transcripts.
     """
+    quick = _quick_kaldi(path)
+    if quick is not None:
+        return quick
     lines = _decoded_lines(path)
     texts = [text for _, text in lines]
     fmt = detect_format(texts)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import pickle
 import random
 from functools import cache
 
@@ -268,3 +270,29 @@ def test_empty_corpus() -> None:
     o = score_asr({}, {}).overall
     assert o == AsrScore(0, 0, 0, 0, 0, 0, 0, 0)
     assert o.wer == 0.0 and o.sentence_correct_rate == 0.0
+
+
+def test_totals_from_counts_equal_the_sums_of_the_utterances() -> None:
+    # The totals come from the aligner's counts and the per-utterance objects
+    # are made only when read: both must tell the same story.
+    rng = random.Random(13)
+    words = ["a", "b", "C", "中", "文", "x*"]
+    refs = {f"u{k}": " ".join(rng.choices(words, k=rng.randint(0, 8))) for k in range(300)}
+    hyps: dict[str, str | None] = {
+        k: None if rng.random() < 0.1 else " ".join(rng.choices(words, k=rng.randint(0, 8)))
+        for k in refs
+        if rng.random() < 0.95
+    }
+    labels = {k: rng.choice(["quiet", "noisy", "car"]) for k in refs}
+    for unit in ("word", "char"):
+        rep = score_asr(refs, hyps, unit=unit, conditions=labels)  # type: ignore[arg-type]
+        unread = pickle.loads(pickle.dumps(rep))
+        assert rep.overall == AsrScore.from_utterances(rep.utterances)
+        for label, score in rep.by_condition.items():
+            group = [u for u in rep.utterances if u.condition == label]
+            assert score == AsrScore.from_utterances(group)
+        assert [u.id for u in rep.utterances] == list(refs)
+        assert [u.hyp_missing for u in rep.utterances] == [hyps.get(k) is None for k in refs]
+        assert unread == rep and dataclasses.asdict(unread) == dataclasses.asdict(rep)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            rep.utterances = ()  # type: ignore[misc]

@@ -13,7 +13,9 @@ import os
 import random
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -151,6 +153,131 @@ def test_streamed_run_equals_whole_file_scoring(tmp_path: Path) -> None:
         scoring.ir._CHUNK_BYTES = old
 
 
+def _plain_run_text(rng: random.Random) -> str:
+    rows = []
+    for t in range(12):
+        docs = rng.sample(range(100), 40)
+        rows += [f"{t:03d} Q0 D{d} {k} {rng.randint(0, 4) / 2} tag" for k, d in enumerate(docs)]
+    return "".join(f"{r}\n" for r in rows)
+
+
+_ODD_RUNS: dict[str, Callable[[str], str]] = {
+    "tabs": lambda text: text.replace(" Q0 ", "\tQ0\t"),
+    "no final line end": lambda text: text[:-1],
+    "two spaces": lambda text: text.replace(" Q0 ", " Q0  ", 1),
+    "CRLF": lambda text: text.replace("\n", "\r\n"),
+    "leading blank": lambda text: " " + text,
+    "blank line": lambda text: text.replace("\n", "\n\n", 1),
+    "comment with six fields": lambda text: "# Q0 D1 1 9.0 tag\n" + text,
+    "comment further down": lambda text: text.replace("\n", "\n#x Q0 D1 1 9.0 tag\n", 5),
+    "hash inside a field": lambda text: text.replace(" tag", " t#g"),
+    "5 and 7 columns": lambda text: text.replace(" tag\n", "\n", 1).replace(
+        " tag\n", " tag x\n", 1
+    ),
+    "vertical tab": lambda text: text.replace(" Q0 D", " Q0 D\x0b", 1),
+    "file separator": lambda text: text.replace(" Q0 D", " Q0 D\x1c", 1),
+    "non-ASCII docno": lambda text: text.replace(" Q0 D", " Q0 D\u00e9", 1),
+    "NBSP in a docno": lambda text: text.replace(" Q0 D", " Q0 D\u00a0", 1),
+    "duplicate docno": lambda text: text.splitlines(keepends=True)[0] + text,
+    "infinite score": lambda text: text.replace(" tag", "1e999 tag", 1),
+    "score not a number": lambda text: text.replace(" tag", "x tag", 1),
+    "interleaved topics": lambda text: "".join(sorted(text.splitlines(keepends=True), key=len)),
+    "empty": lambda text: "",
+}
+
+
+@pytest.mark.parametrize("chunk", [1 << 18, 64, 7])
+@pytest.mark.parametrize("odd", ["plain", *_ODD_RUNS])
+def test_plain_run_reader_gives_the_str_readers_results(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, odd: str, chunk: int
+) -> None:
+    import scoring.ir
+
+    rng = random.Random(3)
+    qrels = _trec(
+        tmp_path / "qrels",
+        [f"{t:03d} 0 D{d} {rng.randint(0, 2)}" for t in range(12) for d in range(0, 100, 3)],
+    )
+    text = _plain_run_text(rng)
+    text = _ODD_RUNS[odd](text) if odd in _ODD_RUNS else text
+    run = tmp_path / "run"
+    run.write_bytes(text.encode("utf-8"))
+
+    def outcome(score: Callable[[], dict[str, Any]]) -> Any:
+        try:
+            return score()
+        except FormatError as exc:
+            return (exc.line, str(exc))
+
+    monkeypatch.setattr(scoring.ir, "_CHUNK_BYTES", chunk)
+    want = outcome(lambda: score_ir(read_qrels(qrels), read_run(run)).to_dict())
+    assert outcome(lambda: score_ir_files(qrels, run)) == want
+    if odd in ("plain", "tabs", "no final line end", "hash inside a field"):
+        # These take the plain reader; the others go to the line-aware ones.
+        plain, _ = scoring.ir._score_plain_run(run, scoring.ir._plain_qrels(qrels), 1)
+        assert {t: s.to_dict() for t, s in plain.items()} == want["per_topic"]
+    else:
+        with pytest.raises(scoring.ir._NotQuick):
+            scoring.ir._score_plain_run(run, scoring.ir._plain_qrels(qrels), 1)
+
+
+_ODD_QRELS: dict[str, Callable[[str], str]] = {
+    "plain": lambda text: text,
+    "tabs": lambda text: text.replace(" 0 ", "\t0\t"),
+    "judgements -1, +2, 10": lambda text: (
+        text.replace(" 1\n", " -1\n", 1).replace(" 2\n", " +2\n", 1).replace(" 0\n", " 10\n", 1)
+    ),
+    "not an integer": lambda text: text.replace(" 1\n", " 1.5\n", 1),
+    "three columns": lambda text: text.replace(" 0 D", " D", 1),
+    "CRLF": lambda text: text.replace("\n", "\r\n"),
+    "comment": lambda text: "# 000 0 D1 1\n" + text,
+    "judged twice": lambda text: text.splitlines(keepends=True)[0] + text,
+    "non-ASCII docno": lambda text: text.replace(" 0 D", " 0 \u4e2dD", 1),
+    "empty": lambda text: "",
+}
+
+
+@pytest.mark.parametrize("odd", _ODD_QRELS)
+def test_plain_qrels_reader_gives_read_qrels_results(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, odd: str
+) -> None:
+    import scoring.ir
+
+    rng = random.Random(4)
+    rows = [f"{t:03d} 0 D{d} {rng.randint(0, 2)}" for t in range(12) for d in range(0, 100, 3)]
+    qrels = tmp_path / "qrels"
+    qrels.write_bytes(_ODD_QRELS[odd]("".join(f"{r}\n" for r in rows)).encode())
+    run = tmp_path / "run"
+    run.write_text(_plain_run_text(rng), encoding="utf-8")
+
+    def outcome(score: Callable[[], dict[str, Any]]) -> Any:
+        try:
+            return score()
+        except FormatError as exc:
+            return (exc.line, str(exc))
+
+    monkeypatch.setattr(scoring.ir, "_CHUNK_BYTES", 50)
+    want = outcome(lambda: score_ir(read_qrels(qrels), read_run(run)).to_dict())
+    assert outcome(lambda: score_ir_files(qrels, run)) == want
+    if odd in ("plain", "tabs", "judgements -1, +2, 10"):
+        encoded = {t: {d.encode(): r for d, r in j.items()} for t, j in read_qrels(qrels).items()}
+        assert scoring.ir._plain_qrels(qrels) == encoded
+    else:
+        with pytest.raises(scoring.ir._NotQuick):
+            scoring.ir._plain_qrels(qrels)
+
+
+@pytest.mark.parametrize("distinct", [1, 2, 7, 60, 300, 1000])
+def test_trec_order_equals_rank_documents(distinct: int) -> None:
+    from scoring.ir import _trec_order, rank_documents
+
+    rng = random.Random(distinct)
+    values = [rng.randint(-3, distinct) / 4 for _ in range(1000)] + [0.0, -0.0]
+    scores = {f"D{rng.randint(0, 10**6)}".encode(): v for v in values}
+    assert _trec_order(scores) == rank_documents(scores)
+    assert _trec_order({}) == []
+
+
 @pytest.mark.parametrize(
     ("rows", "line", "needle"),
     [
@@ -215,9 +342,9 @@ def test_commands_load_only_what_they_use(tmp_path: Path) -> None:
         "scoring.mt",
     }
     trn = _trec(tmp_path / "ref.trn", ["a b c (u1)"])
+    # The sclite aligner is numpy: numba's load would cost more than a corpus's alignment.
     assert _loaded("score", "asr", "--ref", str(trn), "--hyp", str(trn)) == {
         "numpy",
-        "numba",
         "scoring.asr",
     }
 
@@ -245,6 +372,49 @@ def test_streamed_text_lines_equal_the_bytewise_reading(tmp_path: Path, data: by
         assert asr_formats._streamed_lines(path) == asr_formats._bytewise_lines(path)
 
 
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"u1 a b\nu2 c\n",
+        b"u1 a b\nu2 c",
+        b"\xef\xbb\xbfu1 a\nu2 b\n",
+        b"u1 a b\r\nu2  c \r\n",
+        b"\n  \nu1 a\n\t\n;; comment\n  ;; indented comment\nu2 b ;; not one\n\n",
+        b"u1\nu2 a\nu3 \t \n",
+        b"u1\tx\ty\n  u2   a  b  \n",
+        "u1 \u4e2d\u3000\u6587\nu2 x\x0by\u2028z\x1c w\n".encode(),
+        b"u1 a (laughter)\nu2 b\nu3 c\n",
+        b"a b (u1)\nc d (u2)\n",
+        b"a b (u1)\nu2 c\n",
+        b"u1 a\nu1 b\n",
+        b"u1 a\nu1 a\n",
+        b"a (u1)\nb (u1)\n",
+        b"",
+        b"\n \n;; only comments\n",
+        b"u1 a\nu2 \xff\n",
+        b";;x\n",
+    ],
+)
+def test_quick_transcript_reader_equals_the_line_by_line_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, data: bytes
+) -> None:
+    from scoring import asr_formats
+
+    path = tmp_path / "t.txt"
+    path.write_bytes(data)
+
+    def read() -> dict[str, str] | str:
+        try:
+            out = asr_formats.read_transcripts(path)
+        except FormatError as exc:
+            return f"{exc.line}: {exc}"
+        return {"ORDER": " ".join(out), **out}
+
+    quick = read()
+    monkeypatch.setattr(asr_formats, "_quick_kaldi", lambda path: None)
+    assert quick == read()
+
+
 def test_undecodable_lines_are_still_named(tmp_path: Path) -> None:
     from scoring.asr_formats import read_transcripts
     from scoring.cws import read_lines
@@ -266,3 +436,28 @@ def test_version_is_looked_up_when_asked() -> None:
     import harness.leaderboard  # noqa: F401
 
     assert callable(harness.leaderboard) and harness.leaderboard.__name__ == "leaderboard"
+
+
+def test_a_locked_run_is_still_one_error_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The CLI imports the run store only when a command fails (`onsite score`
+    # never loads it); RunLocked must still be reported, anything else raised.
+    from harness import cli
+    from harness.store import RunLocked
+
+    def locked(args: Any, console: Any) -> int:
+        raise RunLocked("runs/demo: another controller works in this run directory")
+
+    monkeypatch.setattr(cli, "cmd_status", locked)
+    assert cli.main(["status", "runs/demo"]) == cli.EXIT_FAILED
+    assert capsys.readouterr().err == (
+        "error: runs/demo: another controller works in this run directory\n"
+    )
+
+    def broken(args: Any, console: Any) -> int:
+        raise KeyError("a bug")
+
+    monkeypatch.setattr(cli, "cmd_status", broken)
+    with pytest.raises(KeyError, match="a bug"):
+        cli.main(["status", "runs/demo"])

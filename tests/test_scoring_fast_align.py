@@ -1,4 +1,4 @@
-"""The compiled alignment and fast tokeniser against plain-Python references.
+"""The batched alignment and fast tokeniser against plain-Python references.
 
 The references below are the straightforward implementations the fast paths
 replaced: the sclite table and back-trace cell by cell, and the character
@@ -12,9 +12,10 @@ import dataclasses
 import pickle
 import random
 
+import numpy as np
 import pytest
 
-from scoring import score_asr
+from scoring import _fast_align, score_asr
 from scoring._fast_align import encode
 from scoring.asr_align import (
     DELETION_COST,
@@ -168,6 +169,47 @@ def test_align_all_takes_strings_as_character_sequences() -> None:
     got = align_all(["".join(r) for r, _ in cases], ["".join(h) for _, h in cases])
     for al, (ref, hyp) in zip(got, cases, strict=True):
         assert al == reference_align(ref, hyp)
+
+
+@pytest.mark.parametrize(
+    "shape",
+    ["empty references", "empty hypotheses", "both empty", "mixed"],
+)
+def test_stacks_with_empty_sides_align_as_the_reference(shape: str) -> None:
+    rng = random.Random(len(shape))
+    cases = random_pairs(rng, 300, ["a", "b"], 6)
+    if shape in ("empty references", "both empty"):
+        cases = [([], h) for _, h in cases]
+    if shape in ("empty hypotheses", "both empty"):
+        cases = [(r, []) for r, _ in cases]
+    if shape == "mixed":
+        cases += [([], []), ([], ["a"]), (["b"], [])]
+    got = align_all([r for r, _ in cases], [h for _, h in cases])
+    assert got == [reference_align(r, h) for r, h in cases]
+
+
+def test_many_small_stacks_keep_each_utterance_in_place(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A tiny stack budget splits the corpus into hundreds of stacks, each
+    # utterance's results are put back at its own index.
+    monkeypatch.setattr(_fast_align, "_STACK_CELLS", 64)
+    rng = random.Random(5)
+    cases = random_pairs(rng, 800, ["a", "b", "c"], 15)
+    got = align_all([r for r, _ in cases], [h for _, h in cases])
+    assert got == [reference_align(r, h) for r, h in cases]
+
+
+def test_the_int32_table_gives_the_same_alignments(monkeypatch: pytest.MonkeyPatch) -> None:
+    # int16 holds the costs of all but very long utterances; the int32 table
+    # that those get must agree too.
+    assert _fast_align._cost_dtype(4000, 4000, 4) is np.int16
+    assert _fast_align._cost_dtype(4200, 4000, 4) is np.int32
+    monkeypatch.setattr(_fast_align, "_cost_dtype", lambda rows, cols, weight: np.int32)
+    rng = random.Random(9)
+    cases = random_pairs(rng, 500, ["a", "b"], 10)
+    got = align_all([r for r, _ in cases], [h for _, h in cases])
+    assert got == [reference_align(r, h) for r, h in cases]
+    # One at a time: the narrow stack, traced utterance by utterance.
+    assert [align(r, h) for r, h in cases[:100]] == got[:100]
 
 
 def test_lone_surrogates_fall_back_to_the_dictionary_encoding() -> None:
