@@ -12,12 +12,11 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from runners import ProbeResult, probe_device
 
 from .controller import Controller, JobResult
-from .events import Listener
+from .events import JournalEvent, Listener
 from .site import Site
 from .store import RunState, RunStore
 
@@ -27,8 +26,8 @@ class CheckResult:
     """One job of a dry run: how it ended and its journal records."""
 
     job: JobResult
-    starts: tuple[dict[str, Any], ...]
-    items: tuple[dict[str, Any], ...]
+    starts: tuple[JournalEvent, ...]
+    items: tuple[JournalEvent, ...]
 
     @property
     def ok(self) -> bool:

@@ -125,7 +125,7 @@ class ProgressListener:
         if self._progress is not None:
             self._progress.stop()
 
-    def _figures(self, key: tuple[str, str], force: bool = False) -> dict[str, str]:
+    def _figures(self, key: tuple[str, str], force: bool = False) -> dict[str, Any]:
         """Speed (mean in the task's unit) and quality so far of one job, as short text."""
         task = key[0]
         records = self._done.get(key, [])

@@ -276,15 +276,16 @@ def file_testset(
     or one ``check(key, path)`` finds fault with, makes the item invalid.
     """
     found: dict[str, list[Path]] = {}
-    for path in sorted(root.iterdir()):
-        if path.is_file() and path.suffix.lower() in suffixes:
-            found.setdefault(path.stem, []).append(path)
-            found.setdefault(path.name, []).append(path)
+    for entry in sorted(root.iterdir()):
+        if entry.is_file() and entry.suffix.lower() in suffixes:
+            found.setdefault(entry.stem, []).append(entry)
+            found.setdefault(entry.name, []).append(entry)
     items: list[TestItem] = []
     invalid: list[InvalidItem] = []
     for item_id, reference in references.items():
         inputs: dict[str, Path] = {}
         for key, stem in files[item_id].items():
+            path: Path | None
             if "/" in stem:
                 # A path below the test set (e.g. gallery/p01.png), not a name to look up.
                 path = root / stem if (root / stem).is_file() else None

@@ -470,7 +470,7 @@ def check_mirror(source: MtFile, target: MtFile) -> list[Mismatch]:
                     Mismatch(tpath, target.root_line, f"{name} is {got!r}, source has {want!r}")
                 )
     src_docs, tgt_docs = _doc_index(source), _doc_index(target)
-    first_line = {}
+    first_line: dict[Any, Any] = {}
     for seg in target.segments:
         first_line.setdefault(seg.doc_id, seg.line)
     for doc_id, segs in src_docs.items():

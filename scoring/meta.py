@@ -80,7 +80,7 @@ def _vector(values: Iterable[float], what: str) -> np.ndarray:
     return arr
 
 
-def pearson(x: Sequence[float], y: Sequence[float]) -> float:
+def pearson(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> float:
     """Pearson's r (survey eq. 21); NaN if either side is constant."""
     a, b = _vector(x, "x"), _vector(y, "y")
     if a.size != b.size:

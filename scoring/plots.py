@@ -57,7 +57,7 @@ CmcInput = IdentificationScore | Sequence[float]
 
 _FIGSIZE = (6.4, 4.4)
 _PNG_DPI = 150
-_RC: dict[str, Any] = {
+_RC: Any = {
     # A fixed salt makes the SVG element ids the same on every run.
     "svg.hashsalt": "onsite-scoring-plots",
     # Real <text> elements: searchable in the report, and smaller than glyph paths.
@@ -226,6 +226,7 @@ def plot_det(
         raise ValueError(f"plot_det: limits must satisfy 0 < lo < hi < 1, got {limits}")
     data: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for name, c in curves.items():
+        raw: Any
         if isinstance(c, DetCurve):
             raw = ([p.p_fa for p in c.points], [p.p_miss for p in c.points])
         else:

@@ -41,7 +41,7 @@ _VERDICT_COLOURS = {
     "error": "#8e44ad",
     "invalid_output": "#d35490",
 }
-_RC: dict[str, Any] = {"svg.hashsalt": "onsite-report", "svg.fonttype": "none"}
+_RC: Any = {"svg.hashsalt": "onsite-report", "svg.fonttype": "none"}
 _LOCK = threading.Lock()  # rcParams are process-global
 
 CSS = """
