@@ -247,7 +247,7 @@ class _PairSource(_Deferred):
         for code in self.ops:
             op = chr(code)
             if op == "C" or op == "S":
-                pairs.append(AlignedPair(op, ref[i], hyp[j]))
+                pairs.append(AlignedPair("C" if op == "C" else "S", ref[i], hyp[j]))
                 i += 1
                 j += 1
             elif op == "D":
@@ -292,11 +292,12 @@ class _LazyField:
 class Alignment:
     """A minimum-cost alignment of a reference and a hypothesis."""
 
+    # mypy takes the descriptor for a default; the constructor still requires every field.
     pairs: tuple[AlignedPair, ...] = _LazyField()  # type: ignore[assignment]
-    correct: int
-    substitutions: int
-    deletions: int
-    insertions: int
+    correct: int  # type: ignore[misc]
+    substitutions: int  # type: ignore[misc]
+    deletions: int  # type: ignore[misc]
+    insertions: int  # type: ignore[misc]
 
     @property
     def errors(self) -> int:
