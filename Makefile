@@ -37,13 +37,17 @@ demo: $(STAMP)
 	@echo "Open it with: $(VENV)/bin/onsite judge runs/demo --test pair --task tts" \
 		"--listen 0.0.0.0:8017 --link-host <this machine's LAN address>  (docs/judging.md)"
 
-# pytest's exit code 5 means no test ran: a failure here, never a pass.
+# pytest's exit code 5 means no test ran: a failure here, never a pass. The linters run
+# first, so CI fails on a lint or type error as on a failing test.
 test: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(PY) -m mypy
 	@$(PY) -m pytest; status=$$?; \
 	if [ $$status -eq 5 ]; then echo "make test: no tests ran" >&2; exit 1; fi; exit $$status
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
+	$(PY) -m mypy
 
 bench: $(STAMP)
 	$(PY) benchmarks/harness_overhead.py
