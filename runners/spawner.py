@@ -67,21 +67,42 @@ def _reap() -> bool:
             return True
 
 
-def _kill_leftovers() -> None:
+def _kill_leftovers(deadline_seconds: float = 10.0) -> None:
     """SIGKILL and reap every descendant, again until none is left (a fork bomb races us).
 
-    This runs after the answer went out, so an item's time never includes it.
+    Each round kills through pidfds (no pid reuse can redirect a signal) and waits on them
+    for the deaths, which the kernel signals, instead of sleeping and looking again. This
+    runs after the answer went out, so an item's time never includes it.
     """
+    deadline = time.monotonic() + deadline_seconds
     for _ in range(500):
         if not _reap():
             return
+        waiting = select.poll()
+        pidfds: list[int] = []
         for pid in _descendants():
             try:
-                os.kill(pid, signal.SIGKILL)
+                pidfd = os.pidfd_open(pid)
+            except OSError:
+                continue  # gone already
+            pidfds.append(pidfd)
+            try:
+                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
             except OSError:
                 pass
-        # Killed processes take a moment to become zombies.
-        time.sleep(0.002)
+            waiting.register(pidfd, select.POLLIN)
+        try:
+            left = len(pidfds)
+            while left:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return  # one stuck in the kernel (state D); the next item goes on anyway
+                for pidfd, _ in waiting.poll(remaining * 1000.0):
+                    waiting.unregister(pidfd)
+                    left -= 1
+        finally:
+            for pidfd in pidfds:
+                os.close(pidfd)
 
 
 def _answer(message: dict[str, object]) -> None:
