@@ -179,8 +179,8 @@ class BareLoop:
         spawned = time.monotonic()
         pidfd = os.pidfd_open(pid)
         select.select([pidfd], [], [])
+        done = time.monotonic()  # where the spawner reads it too: the exit is complete
         os.waitpid(pid, 0)
-        done = time.monotonic()
         os.close(pidfd)
         said = json.loads(output.read_text())
         output.unlink()
