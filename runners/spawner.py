@@ -67,21 +67,42 @@ def _reap() -> bool:
             return True
 
 
-def _kill_leftovers() -> None:
+def _kill_leftovers(deadline_seconds: float = 10.0) -> None:
     """SIGKILL and reap every descendant, again until none is left (a fork bomb races us).
 
-    This runs after the answer went out, so an item's time never includes it.
+    Each round kills through pidfds (no pid reuse can redirect a signal) and waits on them
+    for the deaths, which the kernel signals, instead of sleeping and looking again. This
+    runs after the answer went out, so an item's time never includes it.
     """
+    deadline = time.monotonic() + deadline_seconds
     for _ in range(500):
         if not _reap():
             return
+        waiting = select.poll()
+        pidfds: list[int] = []
         for pid in _descendants():
             try:
-                os.kill(pid, signal.SIGKILL)
+                pidfd = os.pidfd_open(pid)
+            except OSError:
+                continue  # gone already
+            pidfds.append(pidfd)
+            try:
+                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
             except OSError:
                 pass
-        # Killed processes take a moment to become zombies.
-        time.sleep(0.002)
+            waiting.register(pidfd, select.POLLIN)
+        try:
+            left = len(pidfds)
+            while left:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return  # one stuck in the kernel (state D); the next item goes on anyway
+                for pidfd, _ in waiting.poll(remaining * 1000.0):
+                    waiting.unregister(pidfd)
+                    left -= 1
+        finally:
+            for pidfd in pidfds:
+                os.close(pidfd)
 
 
 def _answer(message: dict[str, object]) -> None:
@@ -89,7 +110,7 @@ def _answer(message: dict[str, object]) -> None:
     sys.stdout.flush()
 
 
-def _run(argv: list[str], stdin: int) -> bool:
+def _run(argv: list[str], env: dict[str, str], stdin: int) -> bool:
     """Start one item, wait for it, answer; False when the controller went away meanwhile."""
     actions = [
         (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
@@ -99,7 +120,7 @@ def _run(argv: list[str], stdin: int) -> bool:
     try:
         # A process group of its own, not a session: a new session makes a new scheduler
         # autogroup, which costs the item about 2 ms to create.
-        pid = os.posix_spawnp(argv[0], argv, os.environ, file_actions=actions, setpgroup=0)
+        pid = os.posix_spawnp(argv[0], argv, env, file_actions=actions, setpgroup=0)
     except OSError as exc:
         _answer({"error": f"cannot start {argv[0]!r}: {exc.strerror or exc}"})
         return True
@@ -110,13 +131,15 @@ def _run(argv: list[str], stdin: int) -> bool:
     poller.register(stdin, select.POLLIN | select.POLLHUP)
     while True:
         ready = dict(poller.poll())
+        # The pidfd reads ready once the exit is complete (memory released, files closed):
+        # the item ends here, not after our bookkeeping.
+        exited = time.monotonic()
         if pidfd in ready:
             break
         if stdin in ready:
             os.close(pidfd)
             return False
     _, status, usage = os.wait4(pid, 0)
-    exited = time.monotonic()
     os.close(pidfd)
     _answer(
         {
@@ -138,12 +161,14 @@ def main() -> None:
     _prctl(_PR_SET_DUMPABLE, 0)
     _prctl(_PR_SET_CHILD_SUBREAPER, 1)
     stdin = sys.stdin.fileno()
+    # A plain dict, converted faster per item than os.environ (which encodes each entry).
+    env = dict(os.environ)
     _answer({"ready": os.getpid()})
     for line in sys.stdin:
         if not line.strip():
             continue
         request = json.loads(line)
-        if not _run(request["argv"], stdin):
+        if not _run(request["argv"], env, stdin):
             break
     _kill_leftovers()
 

@@ -110,6 +110,31 @@ def test_daemon_left_by_an_item_is_killed_after_it(tmp_path: Path, sealed: bool)
         runner.stop()
 
 
+def test_every_process_an_item_left_is_killed_after_it(tmp_path: Path, sealed: bool) -> None:
+    name = f"onsite-swarm-{os.getpid()}-{tmp_path.name}"
+
+    def swarm() -> list[psutil.Process]:
+        return [p for p in psutil.process_iter(["cmdline"]) if name in (p.info["cmdline"] or [])]
+
+    spec = make_spec(tmp_path, "swarm", sealed)
+    spec = SystemSpec(**{**spec.__dict__, "command": (*spec.command, name)})
+    runner = LocalExecRunner(spec)
+    runner.start()
+    try:
+        attempt = runner.run_item(request(tmp_path, "a1"))
+        assert attempt.outcome == "result", attempt.message
+        assert len(swarm()) <= 6
+        # The next item starts only once all of them are dead (and reaped).
+        runner.spec = make_spec(tmp_path, "ok", sealed)
+        again = runner.run_item(request(tmp_path, "a2"))
+        assert again.outcome == "result", again.message
+        assert not swarm(), "processes the item left outlived it"
+    finally:
+        runner.stop()
+        for proc in swarm():
+            proc.kill()
+
+
 def test_output_link_and_oversized_output_are_invalid(tmp_path: Path, sealed: bool) -> None:
     link, _ = run_one(tmp_path, "symlink", sealed)
     assert link.outcome == "invalid_output"

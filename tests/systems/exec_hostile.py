@@ -4,6 +4,8 @@
 - exit N: exit with code N.
 - grandchild: start a child that hangs and wait for it (the item must time out on time).
 - daemon: leave a setsid daemon touching $HOME/marker behind, answer at once.
+- swarm: leave six sleepers behind (three orphaned in sessions of their own, each with a
+  child), named by the fourth argument, and answer at once.
 - symlink: make the output a link to /etc/passwd.
 - big: write an output of 2 MB.
 """
@@ -43,6 +45,19 @@ def main() -> None:
         os.wait()
         while not os.path.exists(marker):
             time.sleep(0.01)
+    if mode == "swarm":
+        sleeper = [sys.executable, "-c", "import time; time.sleep(600)", sys.argv[4]]
+        for _ in range(3):
+            pid = os.fork()
+            if pid == 0:
+                os.setsid()
+                if os.fork() == 0:
+                    # A sleeper with a sleeper child, orphaned when this process exits.
+                    if os.fork() == 0:
+                        os.execv(sys.executable, sleeper)
+                    os.execv(sys.executable, sleeper)
+                os._exit(0)
+            os.waitpid(pid, 0)
     if mode == "symlink":
         os.symlink("/etc/passwd", target)
         return
