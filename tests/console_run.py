@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import FAKE_SERVE, REPO, make_testset, write_site
+from tests.helpers import FAKE_SERVE, REPO, make_testset, write_site
 
 TOKEN = "operator-secret-for-tests"
 

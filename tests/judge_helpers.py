@@ -17,8 +17,7 @@ from typing import Any
 from harness.cli import main
 from harness.judge.station import StationServer, open_station
 from harness.judge.store import JudgeStore
-from tests.conftest import REPO, write_site
-from tests.test_controller import run_site
+from tests.helpers import REPO, run_site, write_site
 
 # Distinctive names: none of them may appear in anything the station serves.
 SYSTEMS = {

@@ -7,8 +7,7 @@ from pathlib import Path
 from harness import leaderboard, load_asr_testset, load_site, read_journal
 from harness.audits import audit_lines, plan
 from harness.site import Audit
-from tests.conftest import FAKE_SERVE, make_testset, read_outputs, write_site
-from tests.test_controller import run_site
+from tests.helpers import FAKE_SERVE, make_testset, read_outputs, run_site, write_site
 
 ITEMS = [(f"u{i}", 1600 + i, f"word{i}") for i in range(6)]
 

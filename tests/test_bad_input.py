@@ -11,8 +11,7 @@ import pytest
 import soundfile
 
 from harness import SiteError, TestSetError, load_asr_testset, load_site
-from tests.conftest import FAKE_SERVE, REPO, make_testset, read_outputs, write_site
-from tests.test_controller import run_site
+from tests.helpers import FAKE_SERVE, REPO, make_testset, read_outputs, run_site, write_site
 
 GOOD = """\
 [site]

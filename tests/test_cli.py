@@ -3,23 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-from tests.conftest import FAKE_SERVE, REPO, make_testset, write_site
-
-
-def onsite(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "harness.cli", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "CI": "1"},
-    )
+from tests.helpers import FAKE_SERVE, make_testset, onsite, write_site
 
 
 def fake_site(tmp_path: Path, plan_env) -> Path:

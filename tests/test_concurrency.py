@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from harness import Controller, RunStore, load_site, read_journal
-from tests.conftest import FAKE_SERVE, make_testset, read_outputs, write_site
+from tests.helpers import FAKE_SERVE, make_testset, read_outputs, write_site
 
 
 def two_device_site(tmp_path: Path, plan_env, delay: float) -> Path:

@@ -11,7 +11,6 @@ from collections import Counter
 from pathlib import Path
 
 from harness.console.view import RunView
-from tests.conftest import FAKE_SERVE, REPO, make_testset, read_outputs, write_site
 from tests.console_run import (
     TOKEN,
     call,
@@ -22,6 +21,7 @@ from tests.console_run import (
     start_run,
     wait_for,
 )
+from tests.helpers import FAKE_SERVE, REPO, make_testset, read_outputs, write_site
 
 JOB_KEYS = {
     "task",

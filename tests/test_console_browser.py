@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REPO, read_outputs
 from tests.console_run import TOKEN, journal, slow_site, start_run
+from tests.helpers import REPO, read_outputs
 
 ARTIFACTS = REPO / "test-artifacts"
 CHROMIUM_ARGS = [

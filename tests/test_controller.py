@@ -9,22 +9,11 @@ from pathlib import Path
 import psutil
 import pytest
 
-from harness import Controller, RunStore, load_site, read_journal
-from tests.conftest import FAKE_EXEC, FAKE_SERVE, make_testset, read_outputs, write_site
+from harness import read_journal
+from tests.helpers import FAKE_EXEC, FAKE_SERVE, make_testset, read_outputs, run_site, write_site
 
 # For the fakes that write what they saw to a file of the test's (the sandbox hides it).
 UNSEALED = {"kind": "local", "sandbox": False}
-
-
-def run_site(site_path: Path, limit: int | None = None) -> tuple[Path, list]:
-    site = load_site(site_path)
-    store = RunStore(site.run_dir, "test", fsync_seconds=0)
-    try:
-        store.keep_site_copy(site.path, site.root)
-        results = Controller(site, store, limit=limit).run()
-    finally:
-        store.close()
-    return site.run_dir, results
 
 
 def by_id(rows: list[dict]) -> dict[str, dict]:

@@ -6,8 +6,7 @@ import json
 from pathlib import Path
 
 from harness import load_site, task_kind
-from tests.conftest import REPO, read_outputs
-from tests.test_cli import onsite
+from tests.helpers import REPO, onsite, read_outputs
 
 DEMO = REPO / "site_config" / "demo.toml"
 
@@ -55,8 +54,7 @@ def test_demo_runs_with_real_pocketsphinx(tmp_path: Path) -> None:
     # hang limit, and then only as a timeout that really waited that long.
     hang = load_site(DEMO).config.tasks["asr-2x"].budget.hang_seconds
     assert all(
-        r["verdict"] == "ok" or (r["verdict"] == "timeout" and r["seconds"] >= hang)
-        for r in rows
+        r["verdict"] == "ok" or (r["verdict"] == "timeout" and r["seconds"] >= hang) for r in rows
     ), [(r["id"], r["verdict"], r["seconds"]) for r in rows]
     assert any(r["verdict"] == "ok" and r["output"]["text"] for r in rows), (
         "pocketsphinx recognised nothing"

@@ -6,8 +6,7 @@ import json
 from pathlib import Path
 
 from devices import Emulator
-from tests.conftest import REPO
-from tests.test_cli import onsite
+from tests.helpers import REPO, onsite
 
 
 def test_devices_probes_an_emulated_device() -> None:

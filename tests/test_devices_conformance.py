@@ -10,7 +10,7 @@ from devices import Emulator
 from devices.conformance import CLAUSES, run_conformance
 from examples.devices.checksum import ChecksumRecognizer
 from tests import device_faults as faults
-from tests.test_cli import onsite
+from tests.helpers import onsite
 
 BAUD = 921600
 

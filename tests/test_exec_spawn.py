@@ -13,7 +13,7 @@ import psutil
 import pytest
 
 from runners import ItemRequest, LocalExecRunner, Sandbox, SystemSpec
-from tests.conftest import REPO, make_testset
+from tests.helpers import REPO, make_testset
 
 EXEC_HOSTILE = str(REPO / "tests" / "systems" / "exec_hostile.py")
 

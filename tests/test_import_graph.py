@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from tests.conftest import REPO
+from tests.helpers import REPO
 
 PACKAGES = ("harness", "runners", "devices", "scoring")
 

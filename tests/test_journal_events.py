@@ -34,7 +34,7 @@ from harness.journal import Journal
 from harness.journal_doc import DOC, render
 from harness.leaderboard import leaderboard
 from harness.report import build_report
-from tests.conftest import FAKE_SERVE, REPO, make_testset, read_outputs, write_site
+from tests.helpers import FAKE_SERVE, REPO, make_testset, read_outputs, write_site
 
 FIXTURE = REPO / "tests" / "data" / "journal_v1"
 

@@ -17,9 +17,7 @@ import soundfile
 from harness import SiteError, TestSetError, leaderboard, load_site, task_kind
 from harness.kinds.lid import score_lid
 from harness.report import build_report, html_text
-from tests.conftest import REPO, read_outputs, write_site
-from tests.test_cli import onsite
-from tests.test_controller import run_site
+from tests.helpers import REPO, onsite, read_outputs, run_site, write_site
 
 LID_SYSTEM = [sys.executable, str(REPO / "tests" / "systems" / "lid_pitch.py")]
 RATE = 16000

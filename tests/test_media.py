@@ -9,8 +9,7 @@ import cv2
 import numpy as np
 
 from harness import leaderboard, load_site, task_kind
-from tests.conftest import FAKE_SERVE, read_outputs, write_site
-from tests.test_controller import run_site
+from tests.helpers import FAKE_SERVE, read_outputs, run_site, write_site
 from tests.test_task_kinds import images, jsonl
 
 FACE = {"left_eye": [30, 30], "right_eye": [50, 30], "mouth": [40, 50]}

@@ -9,7 +9,7 @@ import pytest
 
 from harness.cli import main
 from scoring.mt_check import DESCRIPTION_ITEMS, check_results
-from tests.test_cli import onsite
+from tests.helpers import onsite
 
 SOURCE = """<?xml version="1.0" encoding="UTF-8"?>
 <srcset setid="zh_en_news_trans" srclang="zh" tgtlang="en">

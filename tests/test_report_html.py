@@ -15,8 +15,7 @@ import pytest
 from harness import load_site
 from harness.report import build_report, html_text, write_csv, write_html, write_json
 from harness.report.manifest import write_manifest
-from tests.conftest import FAKE_SERVE, REPO, make_testset, write_site
-from tests.test_controller import run_site
+from tests.helpers import FAKE_SERVE, REPO, make_testset, run_site, write_site
 
 ARTIFACTS = REPO / "test-artifacts"
 CHROMIUM_FLAGS = [

@@ -12,7 +12,7 @@ import psutil
 
 from harness import load_site
 from harness.report import MANIFEST_NAME, read_manifest, write_manifest
-from tests.conftest import FAKE_SERVE, REPO, make_testset, write_site
+from tests.helpers import FAKE_SERVE, REPO, make_testset, write_site
 
 
 def sha(path: Path) -> str:

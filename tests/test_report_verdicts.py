@@ -17,7 +17,7 @@ from harness.report import (
     judge_job,
     running_score,
 )
-from tests.conftest import FAKE_SERVE, make_testset, write_site
+from tests.helpers import FAKE_SERVE, make_testset, write_site
 
 # Five items of 0.1 s audio; each item's budget is 1.0 s, so the set's budget is 5.0 s.
 ITEMS = [(f"u{i}", 1600, "a b") for i in range(1, 6)]

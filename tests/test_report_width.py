@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
 from tests.console_run import slow_site
+from tests.helpers import REPO
 from tests.test_console_browser import ARTIFACTS, browser  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.browser

@@ -15,7 +15,7 @@ from pathlib import Path
 import psutil
 
 from harness import RunState, read_journal
-from tests.conftest import FAKE_SERVE, REPO, make_testset, read_outputs, write_site
+from tests.helpers import FAKE_SERVE, REPO, make_testset, read_outputs, write_site
 
 ITEMS = 12
 

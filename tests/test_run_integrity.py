@@ -20,7 +20,7 @@ import soundfile
 from harness import Controller, RunStore, leaderboard, load_site, read_journal
 from harness.report.verdicts import judge_job
 from runners import ItemAttempt, ItemRequest, LocalServeRunner, Runner
-from tests.conftest import FAKE_SERVE, REPO, make_testset, read_outputs, write_site
+from tests.helpers import FAKE_SERVE, REPO, make_testset, read_outputs, write_site
 
 ITEMS = 6
 

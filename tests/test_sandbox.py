@@ -17,7 +17,7 @@ import pytest
 from harness import Controller, RunStore, load_site
 from runners import ItemRequest, LocalServeRunner, Sandbox, StartError, SystemSpec
 from runners.sandbox import account
-from tests.conftest import REPO, make_testset, read_outputs, write_site
+from tests.helpers import REPO, make_testset, read_outputs, write_site
 
 HOSTILE = [sys.executable, str(REPO / "tests" / "systems" / "hostile.py")]
 ALLOWED_ENV = {"PWD", "PATH", "HOME", "TMPDIR", "LANG", "PYTHONUNBUFFERED"} | {

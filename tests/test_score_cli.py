@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from scoring import listening_plan
-from tests.test_cli import onsite
+from tests.helpers import onsite
 
 
 def score(*args: str) -> dict:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_cli import onsite
+from tests.helpers import onsite
 
 
 def score(*args: str) -> dict:

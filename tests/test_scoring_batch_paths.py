@@ -24,8 +24,7 @@ from scoring.errors import FormatError
 from scoring.ir import read_qrels, read_run, score_ir, score_ir_files
 from scoring.mt import MtSegment, edit_distance, gtm_match_size, score_mt, score_mt_files
 from scoring.mt_batch import METRICS, score_mt_batch
-from tests.conftest import REPO
-from tests.test_cli import onsite
+from tests.helpers import REPO, onsite
 
 WORDS = "the cat sat on a mat 0 0 1 , . dog is Red red 3.14 &amp; x-y e.g. 中文 数据 (".split()
 

@@ -25,7 +25,7 @@ from runners import (
     open_runner,
     probe,
 )
-from tests.conftest import FAKE_SERVE, make_testset
+from tests.helpers import FAKE_SERVE, make_testset
 from tests.sshd import Sshd, free_port, keygen
 
 pytestmark = pytest.mark.sshd

@@ -22,7 +22,7 @@ import pytest
 
 from runners import ItemRequest, SshServeRunner, StartError, SystemSpec, probe
 from runners.ssh_wrapper import kill_command, prepare_command, system_dir, wrapper_command
-from tests.conftest import REPO, make_testset
+from tests.helpers import REPO, make_testset
 from tests.sshd import Sshd, keygen, start_sshd
 
 pytestmark = pytest.mark.sshd

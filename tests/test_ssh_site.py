@@ -18,9 +18,8 @@ import pytest
 
 from harness import Controller, RunStore, load_site, read_journal
 from harness.report import build_report, html_text
-from tests.conftest import FAKE_SERVE, REPO, make_testset, read_outputs, toml_value
+from tests.helpers import FAKE_SERVE, REPO, make_testset, onsite, read_outputs, toml_value
 from tests.sshd import Sshd
-from tests.test_cli import onsite
 
 pytestmark = pytest.mark.sshd
 

@@ -14,7 +14,7 @@ import soundfile
 
 from harness import Controller, RunStore, load_site, read_journal
 from runners import ItemRequest, SshServeRunner, SystemSpec
-from tests.conftest import REPO, read_outputs, toml_value
+from tests.helpers import REPO, read_outputs, toml_value
 from tests.sshd import Sshd, start_sshd
 from tests.test_tts_task import ESPEAK, tts_testset
 

@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 
 from harness import TestSetError, leaderboard, load_site, task_kind
-from tests.conftest import FAKE_SERVE, make_testset, read_outputs, write_site
-from tests.test_controller import run_site
+from tests.helpers import FAKE_SERVE, make_testset, read_outputs, run_site, write_site
 
 
 def jsonl(path: Path, rows: list[dict[str, Any]]) -> None:

@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.conftest import FAKE_SERVE, REPO, make_testset, write_site
+from tests.helpers import FAKE_SERVE, REPO, make_testset, write_site
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\x1b[()][A-Z0-9]")
 

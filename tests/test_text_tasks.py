@@ -16,8 +16,7 @@ import pytest
 
 from harness import TestSetError, leaderboard, load_site
 from harness.kinds import text
-from tests.conftest import REPO, read_outputs, write_site
-from tests.test_controller import run_site
+from tests.helpers import REPO, read_outputs, run_site, write_site
 
 TEXT_TASK_KINDS = {kind.name: kind for kind in text.KINDS}
 

@@ -10,8 +10,7 @@ import pytest
 import soundfile
 
 from harness import SiteError, TestSetError, leaderboard, load_site, task_kind
-from tests.conftest import read_outputs, write_site
-from tests.test_controller import run_site
+from tests.helpers import read_outputs, run_site, write_site
 
 ESPEAK = [sys.executable, "-m", "examples.systems.espeak_tts"]
 REPO = Path(__file__).resolve().parents[1]
