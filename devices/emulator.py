@@ -347,8 +347,6 @@ class Emulator:
         self._bytes_up = 0
         self._bytes_down = 0
         self._reboots = 0
-        self._late = 0.0
-        self._late_lock = threading.Lock()
         self.boots = 0
         self.last_error: BaseException | None = None
 
@@ -518,17 +516,6 @@ class Emulator:
 
     # --- the line ----------------------------------------------------------------------------
 
-    def lateness(self) -> float:
-        """The longest the line ran behind its own schedule since the last call, in seconds.
-
-        How much later than the line model a delivery was made because the
-        emulator's thread was not scheduled in time: a delay no real line has,
-        which the timing benchmark reports next to its errors.
-        """
-        with self._late_lock:
-            late, self._late = self._late, 0.0
-        return late
-
     def _pace(self, free_at: float, nbytes: int, written_at: float) -> float:
         """Sleep until ``nbytes`` written at ``written_at`` have crossed; return when it is free.
 
@@ -541,10 +528,6 @@ class Emulator:
         now = time.monotonic()
         if end > now:
             time.sleep(end - now)
-            now = time.monotonic()
-        if now - end > self._late:
-            with self._late_lock:
-                self._late = max(self._late, now - end)
         return end
 
     def _slice(self) -> int:
