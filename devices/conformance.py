@@ -81,6 +81,13 @@ class _Peer:
             if data:
                 self.pending.extend(self.decoder.feed(bytes(data)))
 
+    def drain(self) -> None:
+        """Forget every frame received so far: decoded, or still waiting in the port."""
+        waiting = self.port.in_waiting
+        if waiting:
+            self.decoder.feed(bytes(self.port.read(waiting)))
+        self.pending.clear()
+
     def expect(
         self, what: str, test: Callable[[wire.Frame], bool], seconds: float | None = None
     ) -> wire.Frame:
@@ -405,7 +412,9 @@ def _c_answer_repeated(p: _Peer) -> str:
     p.send(FrameType.RESULT_ACK, wire.pack_job(job))
     interval = 0.1 + 2 * p.line(wire.encoded_size(len(first.payload)) + 14)
     time.sleep(interval)
-    p.pending.clear()
+    # A repeat sent before RESULT_ACK arrived may still be in the port (the PING above
+    # asked for one): only what comes after the interval counts.
+    p.drain()
     p.quiet(p.answer_of(job), "the answer was repeated after RESULT_ACK")
     _ping(p, DeviceState.IDLE, job)
     return "repeated until RESULT_ACK; PONG state 3 in DONE"

@@ -24,6 +24,7 @@ interrupted; SIGUSR1 reboots the device as a hard reset would)::
 from __future__ import annotations
 
 import argparse
+import collections
 import contextlib
 import math
 import multiprocessing
@@ -185,32 +186,60 @@ class ProcessRecognizer:
 
 
 class _Buffer:
-    """A byte queue between the line threads and the device."""
+    """A byte queue between the line threads and the device.
+
+    Each write is kept with the moment it was made: the line cannot start
+    sending bytes before they were written, however late its thread runs.
+    """
 
     def __init__(self) -> None:
-        self._data = bytearray()
+        self._chunks: collections.deque[tuple[float, bytes]] = collections.deque()
         self._cond = threading.Condition()
 
-    def put(self, data: bytes) -> None:
+    def put(self, data: bytes, at: float | None = None) -> None:
+        if not data:
+            return
         with self._cond:
-            self._data += data
+            self._chunks.append((time.monotonic() if at is None else at, bytes(data)))
             self._cond.notify_all()
 
-    def take(self, limit: int, timeout: float) -> bytes:
+    def take(self, limit: int, timeout: float) -> tuple[bytes, float]:
+        """Up to ``limit`` bytes of the oldest write, and when that write was made.
+
+        The piece ends at the write's end or after a frame delimiter, whichever
+        comes first, so that a frame's last byte is delivered at its own time on
+        the line, not at the end of a pacing step that carries the next frame too.
+        """
         with self._cond:
-            if not self._data:
+            if not self._chunks:
                 self._cond.wait(timeout)
-            out = bytes(self._data[:limit])
-            del self._data[:limit]
+                if not self._chunks:
+                    return b"", 0.0
+            at, data = self._chunks[0]
+            cut = data.find(0, 0, limit)
+            n = min(len(data), limit) if cut < 0 else cut + 1
+            if n < len(data):
+                self._chunks[0] = (at, data[n:])
+            else:
+                self._chunks.popleft()
+            return data[:n], at
+
+    def take_all(self, timeout: float) -> bytes:
+        """Everything waiting (the device reads its UART buffer whole), b"" after ``timeout``."""
+        with self._cond:
+            if not self._chunks:
+                self._cond.wait(timeout)
+            out = b"".join(data for _, data in self._chunks)
+            self._chunks.clear()
             return out
 
     def clear(self) -> None:
         with self._cond:
-            self._data.clear()
+            self._chunks.clear()
 
     def waiting(self) -> bool:
         with self._cond:
-            return bool(self._data)
+            return bool(self._chunks)
 
 
 class _DevicePort:
@@ -225,7 +254,7 @@ class _DevicePort:
         if not self.alive:
             time.sleep(timeout)
             return b""
-        return self._rx.take(1 << 16, timeout)
+        return self._rx.take_all(timeout)
 
     def write(self, data: bytes) -> None:
         if self.alive:
@@ -492,16 +521,16 @@ class Emulator:
 
     # --- the line ----------------------------------------------------------------------------
 
-    def _pace(self, free_at: float, nbytes: int, backlog: bool) -> float:
-        """Sleep until ``nbytes`` have crossed the line; return when the line is free again.
+    def _pace(self, free_at: float, nbytes: int, written_at: float) -> float:
+        """Sleep until ``nbytes`` written at ``written_at`` have crossed; return when it is free.
 
-        With ``backlog`` the bytes were already waiting when the line became free,
-        so they follow the previous ones without a gap even if this thread woke late:
-        the line keeps its rate however the threads are scheduled.
+        The bytes start when both the line is free and they were written, so a
+        thread that wakes late delivers what was waiting without a gap (the line
+        keeps its rate) but never sends bytes faster than the baud rate from the
+        moment they were written.
         """
+        end = max(free_at, written_at) + nbytes * 10 / self.baud
         now = time.monotonic()
-        start = free_at if backlog else max(free_at, now)
-        end = start + nbytes * 10 / self.baud
         if end > now:
             time.sleep(end - now)
         return end
@@ -509,24 +538,31 @@ class Emulator:
     def _slice(self) -> int:
         return max(1, int(self.baud / 10 * _SLICE_SECONDS))
 
+    def _drain_pty(self, queue: _Buffer, wait: float) -> None:
+        """Move whatever the host has written into ``queue``, stamped with the moment read."""
+        try:
+            ready, _, _ = select.select([self._master], [], [], wait)
+            while ready:
+                data = os.read(self._master, 1 << 16)
+                if not data:
+                    return
+                queue.put(data)
+                ready, _, _ = select.select([self._master], [], [], 0)
+        except OSError:
+            self._stop.wait(0.05)
+
     def _uplink(self) -> None:
         free_at = 0.0
         size = self._slice()
-        backlog = False
+        # The host's bytes are read as soon as they are written (not one step at a time):
+        # their stamp is when they could first start crossing.
+        written = _Buffer()
         while not self._stop.is_set():
-            try:
-                ready, _, _ = select.select([self._master], [], [], 0.05)
-                if not ready:
-                    continue
-                data = os.read(self._master, size)
-            except OSError:
-                if self._stop.wait(0.05):
-                    return
+            self._drain_pty(written, 0.0 if written.waiting() else 0.05)
+            data, at = written.take(size, 0.0)
+            if not data:
                 continue
-            free_at = self._pace(free_at, len(data), backlog)
-            # Bytes already waiting now follow without a gap; later ones start when they come.
-            with contextlib.suppress(OSError, ValueError):
-                backlog = bool(select.select([self._master], [], [], 0)[0])
+            free_at = self._pace(free_at, len(data), at)
             self._bytes_up += len(data)
             data = self._noise_up.apply(data)
             with self._boot_lock:
@@ -536,13 +572,11 @@ class Emulator:
     def _downlink(self) -> None:
         free_at = 0.0
         size = self._slice()
-        backlog = False
         while not self._stop.is_set():
-            data = self._tx.take(size, 0.05)
+            data, at = self._tx.take(size, 0.05)
             if not data:
                 continue
-            free_at = self._pace(free_at, len(data), backlog)
-            backlog = self._tx.waiting()
+            free_at = self._pace(free_at, len(data), at)
             self._bytes_down += len(data)
             data = self._noise_down.apply(data)
             view = memoryview(data)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import select
 import threading
 import time
 import zlib
@@ -130,12 +131,12 @@ class _ClockStart:
     confirming frame's ``ack`` bounds the completing copy from above. The
     clock starts at the earliest copy left: a device cannot move it later by
     keeping quiet, by acknowledging instead of saying COMPLETE, or by losing
-    its COMPLETE on the line.
+    its COMPLETE on the line; nor start it later than the confirming frame
+    began to cross (the host's line model is an estimate; that bound is not).
     """
 
-    def __init__(self, clock: Callable[[], float]) -> None:
+    def __init__(self) -> None:
         self._copies: list[tuple[int, float]] = []
-        self._clock = clock
 
     def sent(self, seq: int, arrival: float) -> None:
         self._copies.append((seq, arrival))
@@ -145,8 +146,13 @@ class _ClockStart:
             return
         self._copies = [(s, t) for s, t in self._copies if not _newer_or_same(ack, s)]
 
-    def confirmed(self, frame: wire.Frame, total: int) -> tuple[float, str] | None:
-        """(clock start, event) if ``frame`` says the device has the whole input."""
+    def confirmed(self, frame: wire.Frame, total: int, latest: float) -> tuple[float, str] | None:
+        """(clock start, event) if ``frame`` says the device has the whole input.
+
+        ``latest`` is when ``frame`` began to cross the line: the device had the
+        input by then, so the clock never starts later, whatever the line model
+        says (a model that ran ahead of the line must not credit the device).
+        """
         if frame.type == FrameType.COMPLETE:
             event = "complete"
         elif frame.type in (FrameType.RESULT, FrameType.ERROR):
@@ -159,11 +165,11 @@ class _ClockStart:
         copies = self._copies
         upto = [t for s, t in copies if frame.ack != wire.NO_ACK and _newer_or_same(frame.ack, s)]
         if upto:
-            return min(upto), event
+            return min(min(upto), latest), event
         if copies:
-            return min(t for _, t in copies), event
+            return min(min(t for _, t in copies), latest), event
         # No copy left to blame (a device that misreports ack): the confirmation itself.
-        return self._clock(), event
+        return latest, event
 
 
 class ChunkSizer:
@@ -271,6 +277,10 @@ class DeviceLink:
         self.max_window = max_window
         self.clock = clock
         port.timeout = _POLL_SECONDS
+        # A descriptor to wait on up to a deadline finer than the port's timeout, if it has one.
+        self._fileno: int | None = None
+        with contextlib.suppress(Exception):
+            self._fileno = int(port.fileno())
         self._decoder = wire.FrameDecoder()
         self._seq = 0
         self._job = 0
@@ -312,7 +322,13 @@ class DeviceLink:
         return seq
 
     def receive(self, deadline: float) -> wire.Frame | None:
-        """The next valid frame, or None at ``deadline``."""
+        """The next valid frame, or None at ``deadline``.
+
+        Bytes already waiting in the port are always read, even past the
+        deadline: an answer that has arrived is never taken for a lost one. No
+        read on a port with a file descriptor blocks beyond the deadline (the
+        port's coarse poll would let a timer fire late).
+        """
         pending = self._pending
         while True:
             if pending:
@@ -321,11 +337,17 @@ class DeviceLink:
             if self._interrupted.is_set():
                 self._interrupted.clear()
                 raise LinkInterrupted("interrupted")
-            now = self.clock()
-            if now >= deadline:
-                return None
+            left = deadline - self.clock()
             try:
                 waiting = self.port.in_waiting
+                if not waiting:
+                    if left <= 0:
+                        return None
+                    if left < _POLL_SECONDS and self._fileno is not None:
+                        # The port's own timeout is the coarse poll; wait exactly to the deadline.
+                        if not select.select([self._fileno], [], [], left)[0]:
+                            continue
+                        waiting = self.port.in_waiting
                 data = self.port.read(max(1, waiting))
             except Exception as exc:  # pyserial raises SerialException, OSError or ValueError
                 raise LinkLost(f"serial port error: {exc}") from exc
@@ -457,7 +479,7 @@ class DeviceLink:
             # Frames beyond the few that cover the ACK delay only sit in OS buffers, where a
             # rewind cannot recall them: they would cross the line for nothing after a loss.
             window = max(1, min(ready.window, self.max_window))
-        clock = _ClockStart(self.clock)
+        clock = _ClockStart()
         # BEGIN until the device answers ACK (offset 0), COMPLETE (empty input) or ERROR.
         stalls = 0
         begin_sent: dict[int, float] = {}
@@ -495,7 +517,7 @@ class DeviceLink:
             sizer.replies(frame is not None, self.counters.bad_frames - bad_seen)
             bad_seen = self.counters.bad_frames
             if frame is not None:
-                confirmed = clock.confirmed(frame, total)
+                confirmed = clock.confirmed(frame, total, self._sent_at(frame))
                 if confirmed is not None:
                     return Transfer(job, started, self.clock(), total, *confirmed)
                 _, offset = wire.unpack_job_offset(frame.payload)

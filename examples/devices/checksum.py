@@ -22,7 +22,7 @@ class ChecksumRecognizer:
 
     name = "checksum"
     version = "1"
-    sample_rates = (8000, 16000)
+    sample_rates: tuple[int, ...] = (8000, 16000)
 
     def __init__(self, sleep: float = 0.0) -> None:
         self.sleep = sleep
