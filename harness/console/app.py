@@ -163,10 +163,16 @@ class ConsoleApp:
             return _error(401, "operator token required (Authorization: Bearer TOKEN)")
         return None
 
-    def _act(self, action: str, **target: str | None) -> Response:
+    def _act(
+        self,
+        action: str,
+        task: str | None = None,
+        system: str | None = None,
+        device: str | None = None,
+    ) -> Response:
         assert self.controls is not None
         try:
-            record = self.controls.control(action, **target)
+            record = self.controls.control(action, task=task, system=system, device=device)
         except KeyError as exc:
             return _error(404, str(exc.args[0]) if exc.args else "not found")
         except ValueError as exc:

@@ -172,16 +172,16 @@ class RunView:
             self._paused_jobs.clear()
             self._paused_devices.clear()
             self._skipped_devices.clear()
-            for job in self._jobs.values():
-                if job.phase != "done":
-                    job.phase = "waiting"
-                job.in_flight = None
-                job.version += 1
+            for each in self._jobs.values():
+                if each.phase != "done":
+                    each.phase = "waiting"
+                each.in_flight = None
+                each.version += 1
             return
         if event in ("session_finished", "session_interrupted"):
-            for job in self._jobs.values():
-                job.in_flight = None
-                job.version += 1
+            for each in self._jobs.values():
+                each.in_flight = None
+                each.version += 1
             return
         if event == "testset_loaded":
             self._loaded[record["task"]] = int(record.get("items") or 0)
