@@ -84,6 +84,17 @@ class Journal:
 def read_journal(path: Path) -> Iterator[dict[str, Any]]:
     """Every complete record in a journal as plain JSON objects, in order; a torn line is
     skipped (``read_events`` gives them typed)."""
+    for line in _complete_lines(path):
+        try:
+            record = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(record, dict) and "event" in record:
+            yield record
+
+
+def _complete_lines(path: Path) -> Iterator[bytes]:
+    """The journal's lines up to the first one torn by a crash (none if there is no file)."""
     try:
         fh = open(path, "rb")
     except FileNotFoundError:
@@ -92,12 +103,7 @@ def read_journal(path: Path) -> Iterator[dict[str, Any]]:
         for line in fh:
             if not line.endswith(b"\n"):
                 break  # torn by a crash mid-write; the next writer ends it with a newline
-            try:
-                record = orjson.loads(line)
-            except orjson.JSONDecodeError:
-                continue
-            if isinstance(record, dict) and "event" in record:
-                yield record
+            yield line
 
 
 def parse_record(line: bytes | str) -> JournalEvent | None:
@@ -124,14 +130,7 @@ def read_events(path: Path) -> Iterator[JournalEvent]:
     event this version does not know (written by a newer onsite) or one missing the
     fields its event needs.
     """
-    try:
-        fh = open(path, "rb")
-    except FileNotFoundError:
-        return
-    with fh:
-        for line in fh:
-            if not line.endswith(b"\n"):
-                break
-            event = parse_record(line)
-            if event is not None:
-                yield event
+    for line in _complete_lines(path):
+        event = parse_record(line)
+        if event is not None:
+            yield event
