@@ -288,6 +288,41 @@ class PgRunStore:
         except _AlreadyWritten as done:
             return done.seq
 
+    def import_records(self, records: Callable[[], Iterable[dict[str, Any]]]) -> int:
+        """Copy records into this run, which must be empty, in one transaction.
+
+        ``records`` makes a fresh iterable each time: a lost connection repeats the
+        whole copy. Returns how many were copied, or -1 when the run held records.
+        """
+
+        def copy(conn: psycopg.Connection[Any]) -> int:
+            row = conn.execute(
+                "SELECT last_seq FROM onsite_runs WHERE run = %s FOR UPDATE", [self.run]
+            ).fetchone()
+            if row is None or int(row[0]) != 0:
+                return -1
+            seq = 0
+            with conn.cursor().copy(
+                "COPY onsite_records (run, seq, rid, event, task, system, body) FROM STDIN"
+            ) as pipe:
+                for record in records():
+                    seq += 1
+                    pipe.write_row(
+                        (
+                            self.run,
+                            seq,
+                            uuid.uuid4(),
+                            str(record.get("event", "")),
+                            _text(record.get("task")),
+                            _text(record.get("system")),
+                            orjson.dumps(record).decode(),
+                        )
+                    )
+            conn.execute("UPDATE onsite_runs SET last_seq = %s WHERE run = %s", [seq, self.run])
+            return seq
+
+        return self._with_retry("copy records into the run", copy)
+
     def records(
         self,
         run: str | None = None,
@@ -403,6 +438,17 @@ class PgRunStore:
             return row is not None
 
         return self._with_retry(f"release {task}/{system}", give_back)
+
+    def mark_finished(self, task: str, system: str) -> None:
+        """Record a job as finished whoever holds it (used when importing a finished run)."""
+        self._with_retry(
+            f"mark {task}/{system} finished",
+            lambda conn: conn.execute(
+                "UPDATE onsite_jobs SET finished = true, station = NULL, lease_until = NULL "
+                "WHERE run = %s AND task = %s AND system = %s",
+                [self.run, task, system],
+            ),
+        )
 
     def jobs(self) -> list[dict[str, Any]]:
         """Every job with its lease state, for status displays."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -9,12 +10,15 @@ import sys
 import threading
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
 
+from harness.journal import read_journal
 from harness.pg_store import PgRunStore, PgStoreError, Retry
+from tests.conftest import FAKE_SERVE, make_testset, read_outputs, write_site
 from tests.pg import Postgres
 
 pytestmark = pytest.mark.postgres
@@ -248,3 +252,62 @@ def test_a_database_restart_while_appending_waits_and_loses_or_doubles_nothing(
         items = [r["item"] for r in reader.records()]
         assert items == [f"u{i}" for i in range(total)]
         assert reader.last_seq() == total
+
+
+def _onsite(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "harness.cli", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "CI": "1", "PYTHONPATH": REPO},
+        timeout=120,
+    )
+
+
+def test_export_store_round_trip_keeps_the_records_and_the_report(
+    pg: Postgres, tmp_path: Path, plan_env: Any
+) -> None:
+    testset = make_testset(tmp_path / "set", [(f"k{i}", 1600 + i, "a b") for i in range(4)])
+    plan = {1600 + i: {"text": "a b" if i % 2 else "a c"} for i in range(4)}
+    site = write_site(
+        tmp_path / "site.toml",
+        testset,
+        {"fake": {"command": FAKE_SERVE, "env": plan_env(plan)}},
+        name="rt",
+    )
+    assert _onsite("run", str(site)).returncode == 0
+    original = tmp_path / "runs" / "rt"
+    dsn = pg.new_database()
+
+    into = _onsite("export-store", str(original), dsn)
+    assert into.returncode == 0, into.stderr
+    assert "into run rt" in into.stdout
+    # A second copy into the same run is refused, not doubled.
+    again = _onsite("export-store", str(original), dsn)
+    assert again.returncode == 2 and "already holds records" in again.stderr
+
+    back = tmp_path / "archive"
+    out = _onsite("export-store", dsn, str(back), "--run", "rt")
+    assert out.returncode == 0, out.stderr
+    assert list(read_journal(back / "journal.jsonl")) == list(
+        read_journal(original / "journal.jsonl")
+    )
+    assert (back / "site.toml").read_bytes() == (original / "site.toml").read_bytes()
+    assert read_outputs(back, "asr", "fake") == read_outputs(original, "asr", "fake")
+    with PgRunStore(dsn, "rt") as store:
+        assert [(j["task"], j["system"], j["finished"]) for j in store.jobs()] == [
+            ("asr", "fake", True)
+        ]
+    report_original = _onsite("report", str(original), "--json")
+    report_back = _onsite("report", str(back), "--json")
+    assert report_back.returncode == 0, report_back.stderr
+    assert json.loads(report_back.stdout) == json.loads(report_original.stdout)
+
+    # An export never overwrites a run, and a run the database lacks is named.
+    refused = _onsite("export-store", dsn, str(back), "--run", "rt")
+    assert refused.returncode == 2 and "not empty" in refused.stderr
+    missing = _onsite("export-store", dsn, str(tmp_path / "x"), "--run", "nope")
+    assert missing.returncode == 2 and "no run named 'nope'" in missing.stderr
+    both_dirs = _onsite("export-store", str(original), str(tmp_path / "y"))
+    assert both_dirs.returncode == 2 and "exactly one" in both_dirs.stderr
