@@ -189,7 +189,7 @@ def cmd_export_store(args: argparse.Namespace, console: Console) -> int:
         raise InputError(
             [
                 Problem(
-                    "export-store",
+                    Path("export-store"),
                     "",
                     "exactly one of SOURCE and TARGET must be a postgresql:// DSN",
                     "e.g. onsite export-store postgresql://host/db --run demo runs/demo-archive",
@@ -204,7 +204,7 @@ def cmd_export_store(args: argparse.Namespace, console: Console) -> int:
             raise InputError(
                 [
                     Problem(
-                        "--run",
+                        Path("--run"),
                         "",
                         f"the database holds no run named {run!r}",
                         "give the run's name with --run (the site's name)",
@@ -217,7 +217,7 @@ def cmd_export_store(args: argparse.Namespace, console: Console) -> int:
                     raise InputError(
                         [
                             Problem(
-                                "--run",
+                                Path("--run"),
                                 "",
                                 f"run {run!r} has no records in the database",
                                 "give the run's name with --run (the site's name)",
