@@ -71,7 +71,8 @@ CREATE TABLE IF NOT EXISTS onsite_jobs (
 
 # Connection failures worth waiting out: the server restarting, shutting down, or not
 # reachable yet. Anything else (a wrong password, a missing database) is reported at once.
-_TRANSIENT_SQLSTATES = {"57P01", "57P02", "57P03", "53300"}
+# A deadlock or serialization failure aborts only the transaction: run it again.
+_TRANSIENT_SQLSTATES = {"57P01", "57P02", "57P03", "53300", "40P01", "40001"}
 _PAGE = 2000
 _PASSING_FATALS = (
     "starting up",
@@ -221,8 +222,14 @@ class PgRunStore:
 
     def _create_schema(self, conn: psycopg.Connection[Any]) -> None:
         # Two stations starting at once must not race on CREATE TABLE IF NOT EXISTS.
-        conn.execute("SELECT pg_advisory_xact_lock(hashtext('onsite_schema'))")
-        conn.execute(SCHEMA)
+        # DDL only when a table is missing: CREATE ... IF NOT EXISTS still locks the
+        # tables, which would stall (or deadlock with) stations appending to them.
+        missing = conn.execute(
+            "SELECT to_regclass('onsite_jobs') IS NULL OR to_regclass('onsite_records') IS NULL"
+        ).fetchone()
+        if missing and missing[0]:
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext('onsite_schema'))")
+            conn.execute(SCHEMA)
         conn.execute("INSERT INTO onsite_runs (run) VALUES (%s) ON CONFLICT DO NOTHING", [self.run])
 
     # -- the run itself --------------------------------------------------------

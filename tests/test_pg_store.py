@@ -311,3 +311,28 @@ def test_export_store_round_trip_keeps_the_records_and_the_report(
     assert missing.returncode == 2 and "no run named 'nope'" in missing.stderr
     both_dirs = _onsite("export-store", str(original), str(tmp_path / "y"))
     assert both_dirs.returncode == 2 and "exactly one" in both_dirs.stderr
+
+
+def test_leases_outlive_a_database_restart_and_a_heartbeat_waits_for_the_server(
+    pg: Postgres,
+) -> None:
+    dsn = pg.new_database()
+    heard: list[str] = []
+    with PgRunStore(dsn, "r", on_wait=heard.append) as store:
+        store.add_jobs(_jobs(2))
+        assert store.claim("A", lease_seconds=60) is not None
+        pg.restart(down_seconds=0.5)
+        # The old connection died with the server: the heartbeat reconnects.
+        assert store.heartbeat("A") == [("asr", "s00")]
+        assert heard and "renew the leases of station A" in heard[0]
+        pg.stop()
+        beat: list[list[tuple[str, str]]] = []
+        thread = threading.Thread(target=lambda: beat.append(store.heartbeat("A")))
+        thread.start()
+        time.sleep(1.0)
+        assert thread.is_alive() and not beat  # waiting while the server is down
+        pg.start()
+        thread.join(timeout=60)
+        assert beat == [[("asr", "s00")]]
+        other = store.claim("B", lease_seconds=60)
+        assert other is not None and other.system == "s01"
