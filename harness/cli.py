@@ -562,6 +562,9 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     from .meta_cmd import add_meta_parser
 
     add_meta_parser(sub)
+    from .export_store import add_export_store_parser
+
+    add_export_store_parser(sub)
     return parser
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests.pg import Postgres, PostgresMissing, start_postgres
 from tests.sshd import Sshd, SshdMissing, start_sshd
 
 
@@ -29,6 +30,27 @@ def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[Postgres]:
+    """A real PostgreSQL server on 127.0.0.1 (tests/pg.py), shared by the session."""
+    try:
+        server = start_postgres()
+    except PostgresMissing as exc:
+        pytest.fail(str(exc))
+    try:
+        yield server
+    finally:
+        server.destroy()
+
+
+@pytest.fixture
+def pg(pg_server: Postgres) -> Postgres:
+    """The PostgreSQL server, running (a test before may have stopped it)."""
+    if pg_server.process is None or pg_server.process.poll() is not None:
+        pg_server.start()
+    return pg_server
 
 
 @pytest.fixture

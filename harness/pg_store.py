@@ -1,0 +1,520 @@
+"""A run stored in PostgreSQL: the journal, the site file, and (task, system) job leases.
+
+Several operator stations share one run through the server's own features: each
+journal record is its own committed transaction; a per-run counter row, locked by
+each append until it commits, gives records a gapless sequence in commit order (so a
+reader following ``seq`` never misses one committed late); jobs are handed out with
+``SELECT ... FOR UPDATE SKIP LOCKED`` and leased on the server's clock, so the
+stations' clocks never matter. A station that stops heartbeating loses its jobs when
+the lease runs out and any station may claim them; the journal's resume rules (read
+the job's records first) then keep each item exactly once.
+
+Records are kept as ``json``, not ``jsonb``: jsonb refuses ``\\u0000`` inside strings
+(a participant may answer with one) and reorders keys; the journal keeps every byte.
+
+When the server goes away (restart, network), each operation waits with backoff,
+reconnects and tries again, reporting what it waits for. Appends carry a record id the
+client chose, so an append whose commit was lost in flight is never written twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import orjson
+import psycopg
+from psycopg import sql
+
+JobKey = tuple[str, str]  # (task, system)
+T = TypeVar("T")
+
+_log = logging.getLogger(__name__)
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS onsite_runs (
+    run text PRIMARY KEY,
+    last_seq bigint NOT NULL DEFAULT 0,
+    site_toml text,
+    meta json,
+    created timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE IF NOT EXISTS onsite_records (
+    run text NOT NULL REFERENCES onsite_runs (run),
+    seq bigint NOT NULL,
+    rid uuid NOT NULL,
+    event text NOT NULL,
+    task text,
+    system text,
+    body json NOT NULL,
+    PRIMARY KEY (run, seq),
+    UNIQUE (run, rid)
+);
+CREATE INDEX IF NOT EXISTS onsite_records_job ON onsite_records (run, task, system, seq);
+CREATE TABLE IF NOT EXISTS onsite_jobs (
+    run text NOT NULL REFERENCES onsite_runs (run),
+    task text NOT NULL,
+    system text NOT NULL,
+    finished boolean NOT NULL DEFAULT false,
+    station text,
+    lease_seconds double precision,
+    lease_until timestamptz,
+    claims integer NOT NULL DEFAULT 0,
+    PRIMARY KEY (run, task, system)
+);
+"""
+
+# Connection failures worth waiting out: the server restarting, shutting down, or not
+# reachable yet. Anything else (a wrong password, a missing database) is reported at once.
+# A deadlock or serialization failure aborts only the transaction: run it again.
+_TRANSIENT_SQLSTATES = {"57P01", "57P02", "57P03", "53300", "40P01", "40001"}
+_PAGE = 2000
+_PASSING_FATALS = (
+    "starting up",
+    "shutting down",
+    "in recovery mode",
+    "not yet accepting connections",
+    "too many clients",
+    "remaining connection slots",
+    "administrator command",
+)
+
+
+class PgStoreError(RuntimeError):
+    """The PostgreSQL run store cannot be used; the message says what to fix."""
+
+
+@dataclass(frozen=True)
+class Retry:
+    """How long operations wait for the server, and how the waits grow."""
+
+    give_up_seconds: float = 600.0
+    first_delay: float = 0.1
+    max_delay: float = 5.0
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A job a station holds a lease on."""
+
+    task: str
+    system: str
+    claims: int  # how many times the job was handed out, this claim included
+    previous_station: str | None  # who held it before (a takeover when claims > 1)
+
+
+def safe_dsn(dsn: str) -> str:
+    """The DSN without its password, for messages."""
+    try:
+        info = psycopg.conninfo.conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError:
+        return "<unparsable DSN>"
+    info.pop("password", None)
+    return psycopg.conninfo.make_conninfo(**{k: str(v) for k, v in info.items() if v is not None})
+
+
+def _transient(exc: psycopg.Error) -> bool:
+    if isinstance(exc, psycopg.errors.AdminShutdown | psycopg.errors.CannotConnectNow):
+        return True
+    state = getattr(exc, "sqlstate", None)
+    if state is not None:
+        return state in _TRANSIENT_SQLSTATES or state.startswith("08")
+    if not isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
+        return False
+    # A failed connection carries no SQLSTATE. The server refusing us for good (no such
+    # database or role, authentication) says FATAL; so does a server starting or
+    # stopping, which is worth waiting for. Refused or reset connections say neither.
+    text = str(exc)
+    if "FATAL:" not in text:
+        return True
+    return any(reason in text for reason in _PASSING_FATALS)
+
+
+class PgRunStore:
+    """One run in a PostgreSQL database, shared by any number of stations.
+
+    ``on_wait`` hears one line each time an operation waits for the server (default:
+    a log warning); library code does not print.
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        run: str,
+        *,
+        retry: Retry = Retry(),
+        on_wait: Callable[[str], None] | None = None,
+    ) -> None:
+        self.dsn = dsn
+        self.run = run
+        self.retry = retry
+        self._on_wait = on_wait or (lambda line: _log.warning("%s", line))
+        self._conn: psycopg.Connection[Any] | None = None
+        # One connection per store; a station's job threads take turns on it.
+        self._lock = threading.Lock()
+        self._with_retry("create the schema", self._create_schema)
+
+    # -- connection and retries -------------------------------------------------
+
+    def _connection(self) -> psycopg.Connection[Any]:
+        if self._conn is None or self._conn.closed:
+            # Autocommit outside the explicit transactions: no transaction stays open idle.
+            self._conn = psycopg.connect(self.dsn, connect_timeout=5, autocommit=True)
+        return self._conn
+
+    def _with_retry(self, what: str, operation: Callable[[psycopg.Connection[Any]], T]) -> T:
+        """Run ``operation`` in one transaction; reconnect and retry while the server is away."""
+        with self._lock:
+            return self._retrying(what, operation)
+
+    def _retrying(self, what: str, operation: Callable[[psycopg.Connection[Any]], T]) -> T:
+        started = time.monotonic()
+        delay = self.retry.first_delay
+        while True:
+            try:
+                conn = self._connection()
+                with conn.transaction():
+                    return operation(conn)
+            except psycopg.Error as exc:
+                if not _transient(exc):
+                    raise PgStoreError(
+                        f"PostgreSQL run store {safe_dsn(self.dsn)}: cannot {what}: "
+                        f"{str(exc).strip()}; check [site] store and the database "
+                        "(docs/scale.md)"
+                    ) from exc
+                self._drop_connection()
+                waited = time.monotonic() - started
+                if waited >= self.retry.give_up_seconds:
+                    raise PgStoreError(
+                        f"PostgreSQL run store {safe_dsn(self.dsn)}: gave up after "
+                        f"{waited:.0f} s waiting to {what}: {str(exc).strip()}; start the "
+                        "database server, then run the same command to resume"
+                    ) from exc
+                self._on_wait(
+                    f"waiting for PostgreSQL at {safe_dsn(self.dsn)} to {what} "
+                    f"({str(exc).strip() or type(exc).__name__}); retrying in {delay:.1f} s"
+                )
+                time.sleep(delay)
+                delay = min(delay * 2, self.retry.max_delay)
+
+    def _drop_connection(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            except psycopg.Error:
+                pass
+        self._conn = None
+
+    def close(self) -> None:
+        """Close the connection (every append is already committed)."""
+        self._drop_connection()
+
+    def __enter__(self) -> PgRunStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _create_schema(self, conn: psycopg.Connection[Any]) -> None:
+        # Two stations starting at once must not race on CREATE TABLE IF NOT EXISTS.
+        # DDL only when a table is missing: CREATE ... IF NOT EXISTS still locks the
+        # tables, which would stall (or deadlock with) stations appending to them.
+        missing = conn.execute(
+            "SELECT to_regclass('onsite_jobs') IS NULL OR to_regclass('onsite_records') IS NULL"
+        ).fetchone()
+        if missing and missing[0]:
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext('onsite_schema'))")
+            conn.execute(SCHEMA)
+        conn.execute("INSERT INTO onsite_runs (run) VALUES (%s) ON CONFLICT DO NOTHING", [self.run])
+
+    # -- the run itself --------------------------------------------------------
+
+    def set_site(self, site_toml: str, meta: dict[str, Any]) -> None:
+        """Keep the site file and its run.json facts beside the run, as the run directory does."""
+        self._with_retry(
+            "record the site file",
+            lambda conn: conn.execute(
+                "UPDATE onsite_runs SET site_toml = %s, meta = %s::json WHERE run = %s",
+                [site_toml, orjson.dumps(meta).decode(), self.run],
+            ),
+        )
+
+    def site(self) -> tuple[str | None, dict[str, Any] | None]:
+        """The site file and run.json facts recorded with ``set_site`` (None when never set)."""
+
+        def read(conn: psycopg.Connection[Any]) -> tuple[str | None, dict[str, Any] | None]:
+            row = conn.execute(
+                "SELECT site_toml, meta::text FROM onsite_runs WHERE run = %s", [self.run]
+            ).fetchone()
+            if row is None:
+                return None, None
+            return row[0], (orjson.loads(row[1]) if row[1] is not None else None)
+
+        return self._with_retry("read the site file", read)
+
+    def append(self, record: dict[str, Any], record_id: uuid.UUID | None = None) -> int:
+        """Commit one journal record and return its sequence number in the run.
+
+        Idempotent per ``record_id`` (one is made when not given, and kept across
+        retries): a record whose commit was lost with the connection is not written
+        again. Returns the existing record's number in that case.
+        """
+        rid = record_id or uuid.uuid4()
+        body = orjson.dumps(record).decode()
+        event = str(record.get("event", ""))
+        task, system = record.get("task"), record.get("system")
+
+        def write(conn: psycopg.Connection[Any]) -> int:
+            # The counter row stays locked until commit, so numbers follow commit order.
+            row = conn.execute(
+                "UPDATE onsite_runs SET last_seq = last_seq + 1 WHERE run = %s RETURNING last_seq",
+                [self.run],
+            ).fetchone()
+            assert row is not None  # the run row is made when the store opens
+            inserted = conn.execute(
+                "INSERT INTO onsite_records (run, seq, rid, event, task, system, body) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s::json) "
+                "ON CONFLICT (run, rid) DO NOTHING RETURNING seq",
+                [self.run, row[0], rid, event, _text(task), _text(system), body],
+            ).fetchone()
+            if inserted is not None:
+                return int(inserted[0])
+            # Written before the connection was lost: undo the counter, report the original.
+            existing = conn.execute(
+                "SELECT seq FROM onsite_records WHERE run = %s AND rid = %s", [self.run, rid]
+            ).fetchone()
+            raise _AlreadyWritten(int(existing[0]) if existing else -1)
+
+        try:
+            return self._with_retry("append a journal record", write)
+        except _AlreadyWritten as done:
+            return done.seq
+
+    def import_records(self, records: Callable[[], Iterable[dict[str, Any]]]) -> int:
+        """Copy records into this run, which must be empty, in one transaction.
+
+        ``records`` makes a fresh iterable each time: a lost connection repeats the
+        whole copy. Returns how many were copied, or -1 when the run held records.
+        """
+
+        def copy(conn: psycopg.Connection[Any]) -> int:
+            row = conn.execute(
+                "SELECT last_seq FROM onsite_runs WHERE run = %s FOR UPDATE", [self.run]
+            ).fetchone()
+            if row is None or int(row[0]) != 0:
+                return -1
+            seq = 0
+            with conn.cursor().copy(
+                "COPY onsite_records (run, seq, rid, event, task, system, body) FROM STDIN"
+            ) as pipe:
+                for record in records():
+                    seq += 1
+                    pipe.write_row(
+                        (
+                            self.run,
+                            seq,
+                            uuid.uuid4(),
+                            str(record.get("event", "")),
+                            _text(record.get("task")),
+                            _text(record.get("system")),
+                            orjson.dumps(record).decode(),
+                        )
+                    )
+            conn.execute("UPDATE onsite_runs SET last_seq = %s WHERE run = %s", [seq, self.run])
+            return seq
+
+        return self._with_retry("copy records into the run", copy)
+
+    def records(
+        self,
+        run: str | None = None,
+        after: int = 0,
+        job: JobKey | None = None,
+    ) -> Iterator[dict[str, Any]]:
+        """Every record of a run (default: this store's) after sequence ``after``, in order.
+
+        Read in pages, so memory stays bounded and a server restart mid-read resumes
+        where it stopped. ``job`` keeps only one (task, system) job's records.
+        """
+        name = run or self.run
+        last = after
+        while True:
+            page = self._with_retry(
+                "read the journal",
+                lambda conn, after=last: _read_page(conn, name, after, job),  # type: ignore[misc]
+            )
+            for seq, text in page:
+                last = seq
+                yield orjson.loads(text)
+            if len(page) < _PAGE:
+                return
+
+    def last_seq(self) -> int:
+        """The sequence number of the run's last record (0 when empty)."""
+        row = self._with_retry(
+            "read the journal",
+            lambda conn: conn.execute(
+                "SELECT last_seq FROM onsite_runs WHERE run = %s", [self.run]
+            ).fetchone(),
+        )
+        return int(row[0]) if row else 0
+
+    # -- job leases ----------------------------------------------------------
+
+    def add_jobs(self, jobs: Iterable[JobKey]) -> None:
+        """Make the run's (task, system) jobs known; jobs already there keep their state."""
+        rows = [(self.run, task, system) for task, system in jobs]
+
+        def write(conn: psycopg.Connection[Any]) -> None:
+            with conn.cursor() as cur:
+                cur.executemany(
+                    "INSERT INTO onsite_jobs (run, task, system) VALUES (%s, %s, %s) "
+                    "ON CONFLICT DO NOTHING",
+                    rows,
+                )
+
+        self._with_retry("add jobs", write)
+
+    def claim(self, station: str, lease_seconds: float) -> Claim | None:
+        """Lease one unfinished job nobody holds (or whose lease ran out) to ``station``.
+
+        Rows another station is claiming at this instant are skipped, not waited for.
+        None when every unfinished job is leased to a live station.
+        """
+        _check_lease(lease_seconds)
+
+        def take(conn: psycopg.Connection[Any]) -> Claim | None:
+            row = conn.execute(
+                "SELECT task, system, station FROM onsite_jobs "
+                "WHERE run = %s AND NOT finished "
+                "AND (station IS NULL OR lease_until < clock_timestamp()) "
+                "ORDER BY task, system LIMIT 1 FOR UPDATE SKIP LOCKED",
+                [self.run],
+            ).fetchone()
+            if row is None:
+                return None
+            task, system, previous = row
+            claims = conn.execute(
+                "UPDATE onsite_jobs SET station = %s, lease_seconds = %s, "
+                "lease_until = clock_timestamp() + make_interval(secs => %s), "
+                "claims = claims + 1 WHERE run = %s AND task = %s AND system = %s "
+                "RETURNING claims",
+                [station, lease_seconds, lease_seconds, self.run, task, system],
+            ).fetchone()
+            assert claims is not None
+            return Claim(task, system, int(claims[0]), previous)
+
+        return self._with_retry(f"claim a job for station {station}", take)
+
+    def heartbeat(self, station: str) -> list[JobKey]:
+        """Extend every lease ``station`` holds; return the jobs it still holds.
+
+        A job missing from the answer was taken over after its lease ran out: the
+        station must stop working on it.
+        """
+
+        def beat(conn: psycopg.Connection[Any]) -> list[JobKey]:
+            rows = conn.execute(
+                "UPDATE onsite_jobs SET lease_until = clock_timestamp() "
+                "+ make_interval(secs => lease_seconds) "
+                "WHERE run = %s AND station = %s AND NOT finished RETURNING task, system",
+                [self.run, station],
+            ).fetchall()
+            return sorted((str(t), str(s)) for t, s in rows)
+
+        return self._with_retry(f"renew the leases of station {station}", beat)
+
+    def release(self, station: str, task: str, system: str, finished: bool) -> bool:
+        """Give a job back: finished (nobody claims it again) or not (free for anyone now).
+
+        False when ``station`` no longer held it (its lease ran out and another took it).
+        """
+
+        def give_back(conn: psycopg.Connection[Any]) -> bool:
+            row = conn.execute(
+                "UPDATE onsite_jobs SET finished = %s, station = NULL, lease_until = NULL "
+                "WHERE run = %s AND task = %s AND system = %s AND station = %s "
+                "RETURNING 1",
+                [finished, self.run, task, system, station],
+            ).fetchone()
+            return row is not None
+
+        return self._with_retry(f"release {task}/{system}", give_back)
+
+    def mark_finished(self, task: str, system: str) -> None:
+        """Record a job as finished whoever holds it (used when importing a finished run)."""
+        self._with_retry(
+            f"mark {task}/{system} finished",
+            lambda conn: conn.execute(
+                "UPDATE onsite_jobs SET finished = true, station = NULL, lease_until = NULL "
+                "WHERE run = %s AND task = %s AND system = %s",
+                [self.run, task, system],
+            ),
+        )
+
+    def jobs(self) -> list[dict[str, Any]]:
+        """Every job with its lease state, for status displays."""
+
+        def read(conn: psycopg.Connection[Any]) -> list[dict[str, Any]]:
+            cur = conn.execute(
+                "SELECT task, system, finished, station, lease_until, claims, "
+                "lease_until IS NOT NULL AND lease_until < clock_timestamp() AS expired "
+                "FROM onsite_jobs WHERE run = %s ORDER BY task, system",
+                [self.run],
+            )
+            names = [d.name for d in cur.description or ()]
+            return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+        return self._with_retry("read the jobs", read)
+
+
+class _AlreadyWritten(Exception):
+    """Raised inside an append transaction to roll it back when the record exists."""
+
+    def __init__(self, seq: int) -> None:
+        super().__init__(seq)
+        self.seq = seq
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _check_lease(lease_seconds: float) -> None:
+    if not lease_seconds > 0:
+        raise ValueError(f"lease_seconds must be positive, not {lease_seconds!r}")
+
+
+def _read_page(
+    conn: psycopg.Connection[Any], run: str, after: int, job: JobKey | None
+) -> list[tuple[int, str]]:
+    query: sql.Composable = sql.SQL(
+        "SELECT seq, body::text FROM onsite_records WHERE run = %s AND seq > %s"
+    )
+    params: list[Any] = [run, after]
+    if job is not None:
+        query += sql.SQL(" AND task = %s AND system = %s")
+        params += list(job)
+    query += sql.SQL(" ORDER BY seq LIMIT {}").format(sql.Literal(_PAGE))
+    return [(int(seq), str(text)) for seq, text in conn.execute(query, params).fetchall()]
+
+
+def run_exists(dsn: str, run: str) -> bool:
+    """Whether the database holds a run of this name (without creating anything)."""
+    try:
+        with psycopg.connect(dsn, connect_timeout=5) as conn:
+            found = conn.execute("SELECT to_regclass('onsite_runs') IS NOT NULL").fetchone()
+            if not found or not found[0]:
+                return False
+            row = conn.execute("SELECT 1 FROM onsite_runs WHERE run = %s", [run]).fetchone()
+            return row is not None
+    except psycopg.Error as exc:
+        raise PgStoreError(
+            f"PostgreSQL run store {safe_dsn(dsn)}: {str(exc).strip()}; check the DSN "
+            "and that the server runs (docs/scale.md)"
+        ) from exc
