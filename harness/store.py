@@ -19,7 +19,7 @@ import os
 import shutil
 import threading
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -216,11 +216,12 @@ class RunState:
         return list(self._by_job.get((task, system), ()))
 
 
-def output_line(record: Completed) -> dict[str, Any]:
-    """The outputs/<task>/<system>.jsonl line for one completion record."""
-    fields = record.__dict__  # plain values: faster than an attribute lookup per field
+def output_line(record: Completed | Mapping[str, Any]) -> dict[str, Any]:
+    """The outputs/<task>/<system>.jsonl line for one completion (typed, or as journaled)."""
+    # Plain values: faster than an attribute lookup per field.
+    fields = record if isinstance(record, Mapping) else record.__dict__
     line = {k: fields.get(k) for k in OUTPUT_FIELDS}
-    line["id"] = record.item
+    line["id"] = fields["item"]
     return line
 
 

@@ -18,7 +18,7 @@ import pytest
 
 from harness.journal import read_journal
 from harness.pg_store import PgRunStore, PgStoreError, Retry
-from tests.conftest import FAKE_SERVE, make_testset, read_outputs, write_site
+from tests.helpers import FAKE_SERVE, make_testset, read_outputs, write_site
 from tests.pg import Postgres
 
 pytestmark = pytest.mark.postgres
