@@ -69,6 +69,9 @@ class SiteSection(_Strict):
     name: Annotated[str, Field(pattern=_NAME)]
     runs: str = "runs"
     fsync_seconds: Annotated[float, Field(ge=0)] = 0.05
+    # How long a device that does not answer is waited for before its job gives up for
+    # this session (left not done, never charged to the participant).
+    device_wait_seconds: Annotated[float, Field(ge=0)] = 600.0
     running_score: RunningScoreWeights = RunningScoreWeights()
 
 
@@ -96,6 +99,7 @@ class SshDevice(_Strict):
     known_hosts: str | None = None  # relative to the site file
     workdir: str = "/tmp/onsite"
     connect_timeout: PositiveFloat = 10.0
+    first_connect_timeout: PositiveFloat = 3.0  # TCP connect while the machine has not answered
     trust_on_first_use: bool = False
     rtt_interval: PositiveFloat = 30.0
 

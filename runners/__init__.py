@@ -13,6 +13,7 @@ from devices import probe as probe_serial_port  # noqa: E402
 from devices.conformance import run_conformance as check_device_conformance  # noqa: E402
 
 from .base import (
+    DeviceUnreachable,
     ItemAttempt,
     ItemRequest,
     Mode,
@@ -36,6 +37,7 @@ from .ssh_link import SshOptions
 
 __all__ = [
     "check_device_conformance",
+    "DeviceUnreachable",
     "PROTOCOL_VERSION",
     "ItemAttempt",
     "ItemRequest",
