@@ -64,7 +64,13 @@ function render(status) {
     row.dataset.state = job.state;
     c.task.textContent = job.task;
     c.device.textContent = job.device;
-    c.state.replaceChildren(job.state);
+    // A long state name may break after its underscores when the table needs the room.
+    const name = el("span", {class: "state-name"});
+    job.state.split("_").forEach((part, i) => {
+      if (i) name.append("_", document.createElement("wbr"));
+      name.append(part);
+    });
+    c.state.replaceChildren(name);
     if (job.device_wait) {
       const w = job.device_wait;
       c.state.appendChild(el("div", {class: "wait"},
@@ -90,6 +96,8 @@ function render(status) {
     toggle.disabled = status.controller !== "running";
     const retry = c.act.querySelector("button.retry");
     retry.hidden = !(job.state === "failed" && status.controller === "running");
+    // A failed job has nothing to pause: its place is the retry button's.
+    toggle.hidden = !retry.hidden;
   }
   for (const name of new Set(status.jobs.map(j => j.device))) {
     const row = deviceRow(name);
