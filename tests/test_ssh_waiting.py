@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 from collections import Counter
 from pathlib import Path
 
@@ -196,3 +197,38 @@ def test_a_device_down_past_device_wait_seconds_leaves_its_jobs_for_the_next_ses
     for system in ("alpha", "gamma"):
         outputs = read_outputs(site_path.parent / "runs" / "t", "asr", system)
         assert sorted(o["id"] for o in outputs) == ["u00", "u01", "u02"]
+
+
+def test_a_session_stopped_while_waiting_leaves_the_job_as_it_was(tmp_path: Path, plan_env) -> None:
+    machine = _down_machine(tmp_path / "box")
+    site_path = two_device_site(
+        tmp_path,
+        {"alpha": fake(plan_env, delay=0.0, device="box")},
+        box=machine.options(workdir=str(tmp_path / "remote"), first_connect_timeout=1.0),
+        items=2,
+    )
+    site = load_site(site_path)
+    store = RunStore(site.run_dir, "t", 0)
+    controller = Controller(site, store)
+    outcome: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            controller.run()
+        except BaseException as exc:  # noqa: BLE001 - the main thread looks at it
+            outcome.append(exc)
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    try:
+        wait_for(lambda: any(r["event"] == "device_waiting" for r in journal(site.run_dir)))
+        controller.stop()
+        thread.join(timeout=30)
+        assert not thread.is_alive(), "a waiting job ends at once when the session stops"
+    finally:
+        controller.stop()
+        thread.join(timeout=30)
+        store.close()
+    assert [type(e) for e in outcome] == [KeyboardInterrupt]
+    records = journal(site.run_dir)
+    assert not [r for r in records if r["event"] in ENDS], "neither failed nor skipped"
