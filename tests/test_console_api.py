@@ -363,19 +363,21 @@ def test_retry_a_failed_job_runs_its_remaining_items_once(tmp_path: Path, plan_e
         {
             # Crashes on its 4th item with no restart allowed: the job fails.
             "alpha": fake(plan_env, delay=0.02, crash_at=3, max_restarts=0),
-            # Keeps the device (and the run) busy while the operator decides.
-            "beta": fake(plan_env, delay=0.3),
+            # Held paused, so that the run goes on while the operator decides.
+            "beta": fake(plan_env, delay=0.05),
         },
     )
     run = start_run(site)
     try:
+        assert call(run.url + "/api/jobs/asr/beta/pause", "POST", TOKEN)[0] == 200
         failed = wait_for(lambda: (j := job_status(run.url))["state"] == "failed" and j)
         assert failed["completed"] == 4 and failed["verdicts"] == {"ok": 3, "crashed": 1}
         retry = run.url + "/api/jobs/asr/alpha/retry"
         assert call(retry, "POST")[0] == 401
         assert call(retry, "POST", token="wrong")[0] == 401
         assert call(retry + f"?token={TOKEN}", "POST")[0] == 401
-        assert not [r for r in journal(run.run_dir) if r["event"] == "operator_action"]
+        actions = [r for r in journal(run.run_dir) if r["event"] == "operator_action"]
+        assert [a["action"] for a in actions] == ["pause"], "nothing journaled without the token"
         assert job_status(run.url)["state"] == "failed"
         status, body = call(run.url + "/api/jobs/asr/beta/retry", "POST", TOKEN)
         assert status == 409 and "has not failed" in body["error"]
@@ -384,9 +386,10 @@ def test_retry_a_failed_job_runs_its_remaining_items_once(tmp_path: Path, plan_e
         status, body = call(retry, "POST", TOKEN)
         assert status == 200 and body["action"]["action"] == "retry"
         assert isinstance(body["action"]["wall"], float)
-        # Queued behind beta on the same device, then run; a second retry is refused.
-        assert job_status(run.url)["state"] in ("waiting", "running", "done")
+        # Queued behind beta on the same device; a second retry is refused.
+        assert job_status(run.url)["state"] == "waiting"
         assert call(retry, "POST", TOKEN)[0] == 409
+        assert call(run.url + "/api/jobs/asr/beta/resume", "POST", TOKEN)[0] == 200
         assert run.wait() == 0, "\n".join(run.lines)
     finally:
         if run.process.poll() is None:
