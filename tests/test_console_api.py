@@ -127,6 +127,7 @@ def test_status_pause_resume_during_a_run_and_after(tmp_path: Path, plan_env) ->
         assert call(url + "/api/jobs/asr/nobody")[0] == 404
         # A read-only console has no controls, token or not.
         assert call(url + "/api/jobs/asr/alpha/pause", "POST", TOKEN)[0] == 403
+        assert call(url + "/api/jobs/asr/alpha/retry", "POST", TOKEN)[0] == 403
         assert call(url + "/api/stop", "POST")[0] == 403
         events = [r for r in journal(run.run_dir) if r["event"] == "operator_action"]
         assert len(events) == 2
