@@ -66,7 +66,7 @@ def _fresh_run_dir(run_dir: Path, console: Console) -> int | None:
 
 def cmd_run(args: argparse.Namespace, console: Console) -> int:
     """Run (or resume) every job of a site."""
-    from .controller import SKIPPED, Controller
+    from .controller import DEVICE_DOWN, SKIPPED, Controller
     from .leaderboard import leaderboard
     from .render import ProgressListener, leaderboard_table
     from .run_model import RunModel
@@ -127,7 +127,7 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
     console.print(leaderboard_table(leaderboard(run), console.width))
     failed = [r for r in results if r.failed]
     for job in failed:
-        what = job.failed if job.failed == SKIPPED else f"failed: {job.failed}"
+        what = job.failed if job.failed in (SKIPPED, DEVICE_DOWN) else f"failed: {job.failed}"
         console.print(f"job {job.task} / {job.system} {what}", markup=False)
     return EXIT_FAILED if failed else EXIT_OK
 

@@ -16,6 +16,7 @@ from typing import Any, Literal, cast
 
 from runners import (
     DeviceSettings,
+    DeviceUnreachable,
     ItemAttempt,
     ItemRequest,
     Runner,
@@ -27,10 +28,12 @@ from runners import (
 
 from .audits import audit_of, plan
 from .budgets import hang_seconds, item_budget_seconds, judge
-from .errors import Problem
+from .errors import ControlConflict, Problem
 from .events import (
     AuditSeed,
     Completed,
+    DeviceDown,
+    DeviceWaiting,
     Dispatched,
     FailureClass,
     JobFailed,
@@ -74,6 +77,9 @@ START_TRIES = 3
 # Times one item is sent again after the link (not the system) failed, before it is judged.
 LINK_RETRIES = 5
 START_BACKOFF_SECONDS = (0.5, 2.0)
+# Waits between tries of a device that does not answer (the last one repeats), until
+# the site's device_wait_seconds have passed.
+DEVICE_BACKOFF_SECONDS = (1.0, 2.0, 4.0, 8.0, 16.0, 30.0)
 
 
 @dataclass(frozen=True)
@@ -119,7 +125,7 @@ class Dispatch:
     due: float | None = None
 
 
-_Action = Literal["pause", "resume", "skip", "stop"]
+_Action = Literal["pause", "resume", "skip", "retry", "stop"]
 
 
 def _ignore(_: object) -> None:
@@ -128,6 +134,16 @@ def _ignore(_: object) -> None:
 
 # What _feed returns when the operator skipped the job's device.
 SKIPPED = "skipped by the operator"
+# What _start returns when the device stayed down longer than device_wait_seconds.
+DEVICE_DOWN = "skipped: its device did not answer (device_wait_seconds)"
+
+
+@dataclass
+class _DeviceWait:
+    """One spell of waiting for a device that does not answer."""
+
+    since: float  # monotonic
+    tries: int = 0
 
 
 class Controller:
@@ -159,7 +175,19 @@ class Controller:
         self._paused_jobs: set[tuple[str, str]] = set()
         self._paused_devices: set[str] = set()
         self._skipped_devices: set[str] = set()
+        # Devices that stayed down past device_wait_seconds: their later jobs this session
+        # give up at the first try that does not answer.
+        self._down_devices: set[str] = set()
         self._running = False
+        # Retries (the console): a failed job runs again on a thread of its own, taking
+        # its turn on its device; accepted until the run's last job has ended.
+        self._device_locks = {name: threading.Lock() for name in site.config.devices}
+        self._failed_jobs: set[tuple[str, str]] = set()
+        self._retry_lock = threading.Lock()
+        self._retry_threads: list[threading.Thread] = []
+        self._retry_errors: list[BaseException] = []
+        self._retried: dict[tuple[str, str], JobResult] = {}
+        self._accepting_retries = False
 
     @property
     def testsets(self) -> dict[str, TestSet]:
@@ -212,9 +240,13 @@ class Controller:
     def run(self, jobs: Sequence[tuple[str, str]] | None = None) -> list[JobResult]:
         """Run the given jobs (default: all of the site's) and return how each ended."""
         self._running = True
+        with self._retry_lock:
+            self._accepting_retries = True
         try:
             return self._run(jobs)
         finally:
+            with self._retry_lock:
+                self._accepting_retries = False
             self._running = False
 
     def is_running(self) -> bool:
@@ -254,13 +286,13 @@ class Controller:
         wanted = [self.job(task, system) for task, system in (jobs or self.site.jobs())]
         groups = self._by_device(wanted)
         if len(groups) == 1:
-            results = [self.run_job(job) for job in groups[0]]
+            results = [self._take_turn(job) for job in groups[0]]
         else:
             # One thread per device: participant machines work at the same time, while
             # the systems sharing one device (and its CPUs) still take turns.
             with ThreadPoolExecutor(len(groups), thread_name_prefix="device") as pool:
                 futures = [
-                    pool.submit(lambda group: [self.run_job(job) for job in group], group)
+                    pool.submit(lambda group: [self._take_turn(job) for job in group], group)
                     for group in groups
                 ]
                 try:
@@ -272,11 +304,40 @@ class Controller:
             results = sorted(
                 (r for group in done for r in group), key=lambda r: order[(r.task, r.system)]
             )
+        self._join_retries()
+        # A job the operator retried ended as its last run ended.
+        results = [self._retried.get((r.task, r.system), r) for r in results]
         if self._stopping.is_set():
             raise KeyboardInterrupt("stopped")
         self._emit(SessionFinished())
         self.store.journal.sync()
         return results
+
+    def _take_turn(self, job: Job) -> JobResult:
+        """Run one job while holding its device (a retried job may want it too)."""
+        with self._device_locks[job.device_name]:
+            return self.run_job(job)
+
+    def _join_retries(self) -> None:
+        """Wait for the retries the operator asked for; from then on none is accepted."""
+        while True:
+            with self._retry_lock:
+                pending = [t for t in self._retry_threads if t.is_alive()]
+                if not pending:
+                    self._accepting_retries = False
+                    break
+            for thread in pending:
+                thread.join()
+        if self._retry_errors:
+            raise self._retry_errors[0]
+
+    def _retry(self, task: str, system: str) -> None:
+        """The body of a retry's thread: the job's remaining items, on its turn of the device."""
+        try:
+            self._retried[(task, system)] = self._take_turn(self.job(task, system))
+        except BaseException as exc:  # raised again by run() once every job has ended
+            self._retry_errors.append(exc)
+            self.stop()
 
     def _check_integrity(self) -> None:
         """Refuse to go on when a test set or a job's settings changed under completed items.
@@ -377,17 +438,19 @@ class Controller:
         done = self.store.state.completed.get(job.key, {})
         return sum(1 for item in done if audit_of(item) is None)
 
-    def _skipped(self, job: Job, completed: int, total: int) -> JobResult:
+    def _skipped(self, job: Job, completed: int, total: int, why: str = SKIPPED) -> JobResult:
+        """End a job not done for this session: skipped by the operator, or its device down."""
         self._emit(
             JobSkipped(
                 task=job.task,
                 system=job.system,
                 completed=completed,
+                reason="device_down" if why == DEVICE_DOWN else "operator",
                 scored=self._scored_count(job),
                 total=len(self._items(job.task)),
             )
         )
-        return JobResult(job.task, job.system, completed, total, SKIPPED)
+        return JobResult(job.task, job.system, completed, total, why)
 
     def control(
         self,
@@ -401,8 +464,10 @@ class Controller:
         record as journaled, the fields it does not use left out.
 
         ``action`` is pause/resume (of a job given by task and system, or of a device),
-        skip (a device, for this session) or stop. Raises KeyError for an unknown job
-        or device and ValueError for an unknown action; nothing is journaled then.
+        retry (a job that failed in this session), skip (a device, for this session) or
+        stop. Raises KeyError for an unknown job or device, ValueError for an unknown
+        action and ControlConflict for a retry of a job that has not failed or after
+        the run's last job ended; nothing is journaled then.
         """
         if action == "stop":
             target: dict[str, Any] = {}
@@ -415,9 +480,11 @@ class Controller:
         else:
             if (task, system) not in self.site.jobs():
                 raise KeyError(f"no job {task}/{system} in the site file")
-            if action not in ("pause", "resume"):
-                raise ValueError(f"a job can be paused or resumed, not {action!r}")
+            if action not in ("pause", "resume", "retry"):
+                raise ValueError(f"a job can be paused, resumed or retried, not {action!r}")
             target = {"task": task, "system": system}
+        if action == "retry":
+            return self._start_retry(str(task), str(system), actor)
         record = self.store.emit(
             OperatorAction(action=cast(_Action, action), actor=actor, **target)
         )
@@ -435,6 +502,30 @@ class Controller:
             self._gate.notify_all()
         if action == "stop":
             self.stop()
+        return record.model_dump(exclude_none=True)
+
+    def _start_retry(self, task: str, system: str, actor: str) -> dict[str, Any]:
+        """Journal the operator's retry and run the failed job again on a thread of its own."""
+        with self._retry_lock:
+            if not self._accepting_retries or self._stopping.is_set():
+                raise ControlConflict(
+                    "the run is ending: run the same `onsite run` again to retry "
+                    f"{task}/{system} (--task {task} --system {system} selects it)"
+                )
+            if (task, system) not in self._failed_jobs:
+                raise ControlConflict(
+                    f"job {task}/{system} has not failed in this session: only a failed job "
+                    "can be retried"
+                )
+            self._failed_jobs.discard((task, system))
+            record = self.store.emit(
+                OperatorAction(action="retry", actor=actor, task=task, system=system)
+            )
+            thread = threading.Thread(
+                target=self._retry, args=(task, system), name=f"retry-{task}-{system}"
+            )
+            self._retry_threads.append(thread)
+            thread.start()
         return record.model_dump(exclude_none=True)
 
     def stop(self) -> None:
@@ -527,9 +618,9 @@ class Controller:
             runner.stop()
         if self._stopping.is_set():
             return JobResult(job.task, job.system, len(done), len(items), "stopped")
-        if failed == SKIPPED:
+        if failed in (SKIPPED, DEVICE_DOWN):
             completed = len(self.store.state.completed.get(job.key, {}))
-            return self._skipped(job, completed, len(items))
+            return self._skipped(job, completed, len(items), failed)
         self._verify_testset(job.task)
         return self._finish(job, len(items), failed)
 
@@ -542,6 +633,8 @@ class Controller:
                     task=job.task, system=job.system, reason=failed, scored=scored, total=shown
                 )
             )
+            with self._retry_lock:
+                self._failed_jobs.add(job.key)
         else:
             self._emit(
                 JobFinished(
@@ -564,10 +657,20 @@ class Controller:
         participant's count against the system.
         """
         reason = ""
-        for attempt in range(1, START_TRIES + 1):
+        attempt = 0
+        wait: _DeviceWait | None = None
+        while attempt < START_TRIES:
             try:
-                info = runner.restart() if restart or attempt > 1 else runner.start()
+                info = runner.restart() if restart or attempt > 0 else runner.start()
+            except DeviceUnreachable as exc:
+                # Nothing answered: the venue's failure, not a start try of the system.
+                wait = wait or _DeviceWait(time.monotonic())
+                gave_up = self._wait_for_device(job, str(exc), wait)
+                if gave_up is not None:
+                    return gave_up
+                continue
             except StartError as exc:
+                attempt += 1
                 reason = str(exc)
                 self._emit(
                     StartFailed(task=job.task, system=job.system, try_number=attempt, reason=reason)
@@ -592,6 +695,70 @@ class Controller:
             )
             return None
         return f"the system could not be started ({START_TRIES} tries): {reason}"
+
+    def _wait_for_device(self, job: Job, error: str, wait: _DeviceWait) -> str | None:
+        """Wait before the next try of a device that did not answer; None to try again.
+
+        Returns DEVICE_DOWN once the device has been down for the site's
+        device_wait_seconds, SKIPPED when the operator skips it meanwhile, and a reason
+        when the controller stops (the job is then left not done).
+        """
+        device = job.device_name
+        wait.tries += 1
+        down = time.monotonic() - wait.since
+        limit = 0.0 if device in self._down_devices else self.site.config.site.device_wait_seconds
+        if down >= limit:
+            self._down_devices.add(device)
+            self._emit(
+                DeviceDown(
+                    task=job.task,
+                    system=job.system,
+                    device=device,
+                    tries=wait.tries,
+                    down_seconds=down,
+                    error=error,
+                )
+            )
+            self.listener(
+                Notice(
+                    job.task,
+                    f"{job.system}: device {device} down for {down:.0f} s, its job gives up",
+                )
+            )
+            return DEVICE_DOWN
+        delay = DEVICE_BACKOFF_SECONDS[min(wait.tries - 1, len(DEVICE_BACKOFF_SECONDS) - 1)]
+        delay = min(delay, max(0.0, limit - down))
+        self._emit(
+            DeviceWaiting(
+                task=job.task,
+                system=job.system,
+                device=device,
+                tries=wait.tries,
+                down_seconds=down,
+                next_try_seconds=delay,
+                next_try_wall=time.time() + delay,
+                error=error,
+            )
+        )
+        self.listener(
+            Notice(
+                job.task,
+                f"{job.system}: device {device} does not answer ({error}); next try in {delay:g} s",
+            )
+        )
+        until = time.monotonic() + delay
+        with self._gate:
+            while (
+                not self._stopping.is_set()
+                and device not in self._skipped_devices
+                and (left := until - time.monotonic()) > 0
+            ):
+                self._gate.wait(left)
+            if self._stopping.is_set():
+                return "stopped while waiting for the device"
+            if device in self._skipped_devices:
+                return SKIPPED
+        return None
 
     def _feed(self, runner: Runner, job: Job, pending: list[TestItem]) -> str | None:
         max_restarts = job.system_cfg.max_restarts

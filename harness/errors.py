@@ -23,6 +23,10 @@ class Problem:
         return f"{place}{key}: {self.message}.{fix}"
 
 
+class ControlConflict(Exception):
+    """An operator control that the run's present state does not allow (say why and what to do)."""
+
+
 class InputError(Exception):
     """Bad operator input (a site file, a test set): nothing was started."""
 

@@ -154,8 +154,8 @@ class OperatorAction(JournalEvent):
     """An operator's control from the console (docs/console.md)."""
 
     event: Literal["operator_action"] = "operator_action"
-    action: Literal["pause", "resume", "skip", "stop"] = Field(
-        description="`pause`, `resume`, `skip` or `stop`"
+    action: Literal["pause", "resume", "skip", "retry", "stop"] = Field(
+        description="`pause`, `resume`, `skip`, `retry` or `stop`"
     )
     actor: str = "operator"
     task: str | None = Field(default=None, description="with `system`: the job acted on")
@@ -292,10 +292,42 @@ class JobFailed(_JobEnd):
 
 
 class JobSkipped(_JobEnd):
-    """The operator skipped the job's device for this session."""
+    """The job was left not done this session: the operator skipped its device, or the
+    device did not answer for `[site] device_wait_seconds`. Nobody's failure: the next
+    session runs it."""
 
     event: Literal["job_skipped"] = "job_skipped"
     completed: int
+    reason: Literal["operator", "device_down"] = Field(
+        default="operator", description="`operator` or `device_down`"
+    )
+    failure_class: FailureClass = Field(default="venue", description="`venue`")
+
+
+class DeviceWaiting(JobEvent):
+    """The job's device did not answer; the controller tries again after `next_try_seconds`.
+    No start try is used up (the venue's failure)."""
+
+    event: Literal["device_waiting"] = "device_waiting"
+    device: str
+    tries: int = Field(description="connection tries so far")
+    down_seconds: float = Field(description="since the first unanswered try")
+    next_try_seconds: float
+    next_try_wall: float = Field(description="Unix time of the next try")
+    error: str = Field(description="why the last try failed")
+    failure_class: FailureClass = Field(default="venue", description="`venue`")
+
+
+class DeviceDown(JobEvent):
+    """The device stayed down for `[site] device_wait_seconds`: its job gives up for this
+    session (a `job_skipped` with reason `device_down` follows)."""
+
+    event: Literal["device_down"] = "device_down"
+    device: str
+    tries: int
+    down_seconds: float
+    error: str
+    failure_class: FailureClass = Field(default="venue", description="`venue`")
 
 
 class SessionFinished(JournalEvent):
@@ -323,6 +355,8 @@ RECORD_TYPES: tuple[type[JournalEvent], ...] = (
     JobFinished,
     JobFailed,
     JobSkipped,
+    DeviceWaiting,
+    DeviceDown,
     OperatorAction,
     TestsetHashes,
     JobSettings,
@@ -345,6 +379,8 @@ Record = Annotated[
     | JobFinished
     | JobFailed
     | JobSkipped
+    | DeviceWaiting
+    | DeviceDown
     | OperatorAction
     | TestsetHashes
     | JobSettings

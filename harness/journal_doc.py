@@ -50,7 +50,8 @@ def record_table() -> str:
     """The generated section: the shared fields, then one row per record type."""
     rows = ["| event | fields | when |", "| --- | --- | --- |"]
     for model in RECORD_TYPES:
-        when = (model.__doc__ or "").strip().splitlines()[0]
+        # The docstring's first paragraph, as one line.
+        when = " ".join((model.__doc__ or "").strip().split("\n\n")[0].split())
         if model.about:
             when = f"{when.rstrip('.')}: {model.about}"
         rows.append(f"| `{event_name(model)}` | {_fields(model)} | {when} |")

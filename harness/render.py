@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -221,14 +222,17 @@ class ProgressListener:
             ):
                 if self._progress is not None and key in self._tasks:
                     self._progress.update(self._tasks[key], **self._figures(key, force=True))
-                failed = (
-                    event.reason
-                    if isinstance(event, JobFailed)
-                    else "skipped by the operator"
-                    if isinstance(event, JobSkipped)
-                    else None
-                )
-                status = f"FAILED: {failed}" if failed else "done"
+                if isinstance(event, JobFailed):
+                    status = f"FAILED: {event.reason}"
+                elif isinstance(event, JobSkipped):
+                    # Not done this session, and nobody's failure.
+                    status = (
+                        "skipped: the device did not answer"
+                        if event.reason == "device_down"
+                        else "skipped by the operator"
+                    )
+                else:
+                    status = "done"
                 self._say(
                     f"{task} {system}: {status}, {event.scored}/{event.total} items completed"
                 )
@@ -417,6 +421,14 @@ def _duration(seconds: float | None) -> str:
     return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
 
 
+def _device_wait(wait: dict[str, Any] | None) -> str:
+    """A waiting device's next try and tries so far, as `onsite status` shows them."""
+    if not wait:
+        return ""
+    next_in = math.ceil(wait["next_try_in_seconds"])
+    return f" (next try in {next_in} s, tries {wait['tries']}: {wait['last_error']})"
+
+
 def status_table(status: Mapping[str, Any], width: int | None = None) -> Group:
     """`onsite status`: the console's status document (harness/console/view.py) as a table.
 
@@ -458,7 +470,7 @@ def _status_rows(title: str, jobs: Sequence[Mapping[str, Any]], wide: bool) -> T
         cells = [job["task"]] if wide else []
         cells += [
             job["system"],
-            job["state"],
+            job["state"] + _device_wait(job.get("device_wait")),
             f"{job['completed']}/{job['total'] if job['total'] is not None else '?'}",
             _duration(job["eta_seconds"]),
             "-" if quality["value"] is None else f"{name} {_pct(quality['value'])}",

@@ -74,6 +74,9 @@ class SiteSection(_Strict):
     name: Annotated[str, Field(pattern=_NAME)]
     runs: str = "runs"
     fsync_seconds: Annotated[float, Field(ge=0)] = 0.05
+    # How long a device that does not answer is waited for before its job gives up for
+    # this session (left not done, never charged to the participant).
+    device_wait_seconds: Annotated[float, Field(ge=0)] = 600.0
     running_score: RunningScoreWeights = RunningScoreWeights()
 
 

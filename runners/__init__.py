@@ -13,6 +13,7 @@ from devices import probe as probe_serial_port  # noqa: E402
 from devices.conformance import run_conformance as check_device_conformance  # noqa: E402
 
 from .base import (
+    DeviceUnreachable,
     ItemAttempt,
     ItemRequest,
     Mode,
@@ -51,6 +52,7 @@ __all__ = [
     "check_device_conformance",
     "DeviceProblem",
     "DeviceSettings",
+    "DeviceUnreachable",
     "HostFacts",
     "LocalDevice",
     "PARTICIPANT_PROTOCOL_VERSION",

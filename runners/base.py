@@ -16,6 +16,14 @@ class StartError(RuntimeError):
     """A system could not be started or did not complete its handshake."""
 
 
+class DeviceUnreachable(StartError):
+    """The device did not answer at all (nothing to start the system on): the venue's failure.
+
+    Unlike other start errors it says nothing about the participant's system; the
+    controller waits for the device with backoff instead of counting a start try.
+    """
+
+
 @dataclass(frozen=True)
 class Sandbox:
     """How a local system is sealed off from the run (docs/security.md).

@@ -127,8 +127,11 @@ class SshServeRunner(StreamServeRunner):
     def __init__(self, spec: SystemSpec, options: Mapping[str, Any] | SshDevice) -> None:
         self.spec = spec
         self.options = settings_from(SshDevice, options)
-        # How long start() keeps retrying an unreachable machine; tests shorten it.
+        # How long a reconnect keeps retrying a machine that answered before; tests shorten
+        # it. A machine that has not answered yet is tried once per start(), with the short
+        # first_connect_timeout: the controller waits for it with its own, visible backoff.
         self.reconnect_seconds = _RECONNECT_SECONDS
+        self._reached = False  # the machine has answered once this session
         self._log = CappedLog(spec.log_path, spec.max_log_bytes)
         self._client: paramiko.SSHClient | None = None
         self._transport: paramiko.Transport | None = None
@@ -492,8 +495,12 @@ class SshServeRunner(StreamServeRunner):
         if self._transport is not None and self._transport.is_active():
             return
         self._drop_connection()
-        retry = self.reconnect_seconds if retry_seconds is None else retry_seconds
-        client, trusted = connect(self.options, retry)
+        if self._reached:
+            retry = self.reconnect_seconds if retry_seconds is None else retry_seconds
+            client, trusted = connect(self.options, retry)
+        else:
+            client, trusted = connect(self.options, 0.0, self.options.first_connect_timeout)
+            self._reached = True
         if trusted:
             self._mark_log(trusted)
         warning = key_file_warning(self.options)

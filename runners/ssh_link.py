@@ -21,7 +21,7 @@ from typing import Annotated, Any, Literal
 import paramiko
 from pydantic import Field, PositiveFloat, model_validator
 
-from .base import StartError
+from .base import DeviceUnreachable, StartError
 from .registry import DeviceProblem, DeviceSettings
 
 logger = logging.getLogger(__name__)
@@ -43,6 +43,8 @@ class SshDevice(DeviceSettings):
     known_hosts: str | None = None  # relative to the site file
     workdir: str = "/tmp/onsite"
     connect_timeout: PositiveFloat = 10.0
+    # The first contact of a session: a machine that is down is told quickly (docs/ssh.md).
+    first_connect_timeout: PositiveFloat = 3.0
     trust_on_first_use: bool = False
     rtt_interval: PositiveFloat = 30.0
 
@@ -115,7 +117,7 @@ class AuthError(StartError):
     """The machine refused our key."""
 
 
-class UnreachableError(StartError):
+class UnreachableError(DeviceUnreachable):
     """No SSH server answered at host:port."""
 
 
@@ -240,8 +242,15 @@ def _retryable(exc: BaseException) -> bool:
     )
 
 
-def connect_once(opts: SshDevice) -> tuple[paramiko.SSHClient, str | None]:
-    """Connect and log in once; returns the client and a note if a key was trusted on first use."""
+def connect_once(
+    opts: SshDevice, tcp_timeout: float | None = None
+) -> tuple[paramiko.SSHClient, str | None]:
+    """Connect and log in once; returns the client and a note if a key was trusted on first use.
+
+    ``tcp_timeout`` bounds the TCP connect alone (default ``connect_timeout``); the SSH
+    handshake and login keep ``connect_timeout``, since a machine that accepted the
+    connection is up, only perhaps busy.
+    """
     try:
         client, policy = _client(opts)
     except ValueError as exc:
@@ -255,7 +264,7 @@ def connect_once(opts: SshDevice) -> tuple[paramiko.SSHClient, str | None]:
             pkey=pkey,
             allow_agent=pkey is None,
             look_for_keys=False,
-            timeout=opts.connect_timeout,
+            timeout=opts.connect_timeout if tcp_timeout is None else tcp_timeout,
             banner_timeout=opts.connect_timeout,
             auth_timeout=opts.connect_timeout,
         )
@@ -288,21 +297,27 @@ def connect_once(opts: SshDevice) -> tuple[paramiko.SSHClient, str | None]:
     return client, policy.trusted
 
 
-def connect(opts: SshDevice, retry_seconds: float) -> tuple[paramiko.SSHClient, str | None]:
-    """Connect, retrying network failures with exponential backoff for about retry_seconds."""
+def connect(
+    opts: SshDevice, retry_seconds: float, tcp_timeout: float | None = None
+) -> tuple[paramiko.SSHClient, str | None]:
+    """Connect, retrying network failures with exponential backoff for about retry_seconds.
+
+    With ``retry_seconds`` 0 it tries once. ``tcp_timeout`` as in :func:`connect_once`.
+    """
     started = time.monotonic()
     tries = 0
     while True:
         tries += 1
         try:
-            return connect_once(opts)
+            return connect_once(opts, tcp_timeout)
         except UnreachableError as exc:
             delay = _BACKOFF_SECONDS[min(tries - 1, len(_BACKOFF_SECONDS) - 1)]
             # Attempts themselves can take up to connect_timeout: count them, not just sleeps.
             spent = time.monotonic() - started
             if spent + delay > retry_seconds:
+                counted = f" ({tries} tries over {spent:.1f} s)" if tries > 1 else ""
                 raise UnreachableError(
-                    f"{exc} ({tries} tries over {spent:.1f} s); is the machine on and sshd "
+                    f"{exc}{counted}; is the machine on and sshd "
                     f"running? try: ssh -p {opts.port} {opts.user}@{opts.host} true"
                 ) from exc
             time.sleep(delay)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.helpers import FAKE_SERVE, REPO, make_testset, write_site
+from tests.helpers import FAKE_SERVE, REPO, make_testset, toml_value, write_site
 
 TOKEN = "operator-secret-for-tests"
 
@@ -33,6 +33,53 @@ def slow_site(
         testset,
         {name: {"command": FAKE_SERVE, "env": plan_env(plan)} for name in names},
     )
+
+
+ITEM_FRAMES = [1600 + 160 * i for i in range(40)]
+
+
+def fake(plan_env: Any, delay: float = 0.15, crash_at: int | None = None, **cfg: Any) -> dict:
+    """A fake system's site entry: ``delay`` seconds per item, crashing on item ``crash_at``."""
+    plan: dict[int, dict[str, Any]] = {
+        f: {"text": "hello world", "delay": delay} for f in ITEM_FRAMES
+    }
+    if crash_at is not None:
+        plan[ITEM_FRAMES[crash_at]] = {"do": "crash"}
+    return {"command": FAKE_SERVE, "env": plan_env(plan), **cfg}
+
+
+def two_device_site(
+    tmp_path: Path,
+    systems: dict[str, dict[str, Any]],
+    box: dict[str, Any],
+    items: int = 12,
+    site_keys: dict[str, Any] | None = None,
+) -> Path:
+    """A site named "t" with a local device and an ssh device "box" (``box`` its settings).
+
+    ``systems`` maps names to entries such as fake() gives, with their ``device``.
+    """
+    rows = [(f"u{i:02d}", ITEM_FRAMES[i], "hello world") for i in range(items)]
+    testset = make_testset(tmp_path / "set", rows)
+    lines = ["[site]", 'name = "t"', 'runs = "runs"']
+    lines += [f"{k} = {toml_value(v)}" for k, v in (site_keys or {}).items()]
+    lines += ["", "[devices.local]", 'kind = "local"', "", "[devices.box]", 'kind = "ssh"']
+    lines += [f"{k} = {toml_value(v)}" for k, v in box.items()]
+    lines += [
+        "",
+        "[tasks.asr]",
+        'kind = "asr"',
+        f"testset = {toml_value(str(testset))}",
+        "budget = { seconds = 5.0, hang_seconds = 5.0 }",
+        "",
+    ]
+    for name, cfg in systems.items():
+        lines.append(f"[systems.{name}]")
+        lines += [f"{k} = {toml_value(v)}" for k, v in ({"tasks": ["asr"]} | cfg).items()]
+        lines.append("")
+    path = tmp_path / "site.toml"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return path
 
 
 @dataclass

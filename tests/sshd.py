@@ -92,7 +92,9 @@ def free_port() -> int:
 
 
 def keygen(path: Path, comment: str) -> Path:
-    """A new ed25519 key pair without passphrase; returns the private key's path."""
+    """A new ed25519 key pair without passphrase (kept if already there); returns its path."""
+    if path.exists():
+        return path
     subprocess.run(
         ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)],
         check=True,
@@ -101,10 +103,13 @@ def keygen(path: Path, comment: str) -> Path:
     return path
 
 
-def start_sshd(root: Path, wait_seconds: float = 10.0, sftp: bool = True) -> Sshd:
+def start_sshd(
+    root: Path, wait_seconds: float = 10.0, sftp: bool = True, port: int | None = None
+) -> Sshd:
     """Generate keys and a config under root, start sshd -D -e on a free port, wait for it.
 
-    ``sftp=False`` leaves out the sftp Subsystem, as on many small boards.
+    ``sftp=False`` leaves out the sftp Subsystem, as on many small boards. Started again
+    on the same root with the same ``port``, it is the same machine come back: same keys.
     """
     require_sshd()
     root.mkdir(parents=True, exist_ok=True)
@@ -113,7 +118,7 @@ def start_sshd(root: Path, wait_seconds: float = 10.0, sftp: bool = True) -> Ssh
     authorized = root / "authorized_keys"
     authorized.write_text(Path(f"{user_key}.pub").read_text())
     os.chmod(authorized, 0o600)
-    port = free_port()
+    port = port or free_port()
     config = root / "sshd_config"
     config.write_text(
         "\n".join(

@@ -12,8 +12,10 @@ from pathlib import Path
 
 from harness.console.view import RunView
 from tests.console_run import (
+    ITEM_FRAMES,
     TOKEN,
     call,
+    fake,
     job_status,
     journal,
     serve_run_dir,
@@ -125,6 +127,7 @@ def test_status_pause_resume_during_a_run_and_after(tmp_path: Path, plan_env) ->
         assert call(url + "/api/jobs/asr/nobody")[0] == 404
         # A read-only console has no controls, token or not.
         assert call(url + "/api/jobs/asr/alpha/pause", "POST", TOKEN)[0] == 403
+        assert call(url + "/api/jobs/asr/alpha/retry", "POST", TOKEN)[0] == 403
         assert call(url + "/api/stop", "POST")[0] == 403
         events = [r for r in journal(run.run_dir) if r["event"] == "operator_action"]
         assert len(events) == 2
@@ -350,3 +353,68 @@ def test_bad_console_and_filter_input_is_refused_before_anything_starts(
     assert not (tmp_path / "runs").exists(), "nothing was started"
     not_a_run = onsite("console", str(tmp_path), "--listen", "127.0.0.1:0")
     assert not_a_run.returncode == 2 and "not a run directory" in not_a_run.stderr
+
+
+def test_retry_a_failed_job_runs_its_remaining_items_once(tmp_path: Path, plan_env) -> None:
+    items = 10
+    rows = [(f"u{i:02d}", ITEM_FRAMES[i], "hello world") for i in range(items)]
+    site = write_site(
+        tmp_path / "site.toml",
+        make_testset(tmp_path / "set", rows),
+        {
+            # Crashes on its 4th item with no restart allowed: the job fails.
+            "alpha": fake(plan_env, delay=0.02, crash_at=3, max_restarts=0),
+            # Held paused, so that the run goes on while the operator decides.
+            "beta": fake(plan_env, delay=0.05),
+        },
+    )
+    run = start_run(site)
+    try:
+        assert call(run.url + "/api/jobs/asr/beta/pause", "POST", TOKEN)[0] == 200
+        failed = wait_for(lambda: (j := job_status(run.url))["state"] == "failed" and j)
+        assert failed["completed"] == 4 and failed["verdicts"] == {"ok": 3, "crashed": 1}
+        retry = run.url + "/api/jobs/asr/alpha/retry"
+        assert call(retry, "POST")[0] == 401
+        assert call(retry, "POST", token="wrong")[0] == 401
+        assert call(retry + f"?token={TOKEN}", "POST")[0] == 401
+        actions = [r for r in journal(run.run_dir) if r["event"] == "operator_action"]
+        assert [a["action"] for a in actions] == ["pause"], "nothing journaled without the token"
+        assert job_status(run.url)["state"] == "failed"
+        status, body = call(run.url + "/api/jobs/asr/beta/retry", "POST", TOKEN)
+        assert status == 409 and "has not failed" in body["error"]
+        assert call(run.url + "/api/jobs/asr/nobody/retry", "POST", TOKEN)[0] == 404
+
+        status, body = call(retry, "POST", TOKEN)
+        assert status == 200 and body["action"]["action"] == "retry"
+        assert isinstance(body["action"]["wall"], float)
+        # Queued behind beta on the same device; a second retry is refused.
+        assert job_status(run.url)["state"] == "waiting"
+        assert call(retry, "POST", TOKEN)[0] == 409
+        assert call(run.url + "/api/jobs/asr/beta/resume", "POST", TOKEN)[0] == 200
+        assert run.wait() == 0, "\n".join(run.lines)
+    finally:
+        if run.process.poll() is None:
+            run.process.kill()
+    records = journal(run.run_dir)
+    alpha = [
+        r["event"]
+        for r in records
+        if r.get("system") == "alpha"
+        and r["event"] in ("job_failed", "operator_action", "job_finished", "system_started")
+    ]
+    # The failure before the retry stays in the record; then the operator's decision.
+    assert alpha == [
+        "system_started",
+        "job_failed",
+        "operator_action",
+        "system_started",
+        "job_finished",
+    ]
+    outputs = read_outputs(run.run_dir, "asr", "alpha")
+    assert sorted(o["id"] for o in outputs) == [f"u{i:02d}" for i in range(items)]
+    sent = Counter(
+        r["item"] for r in records if r["event"] == "dispatched" and r["system"] == "alpha"
+    )
+    assert set(sent.values()) == {1}, "what the journal says is done stays done"
+    crashed = next(o for o in outputs if o["id"] == "u03")
+    assert crashed["verdict"] == "crashed"

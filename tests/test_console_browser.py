@@ -110,3 +110,74 @@ def test_overview_updates_live_and_pause_from_the_page(tmp_path: Path, plan_env,
     outputs = read_outputs(run.run_dir, "asr", "alpha")
     assert sorted(o["id"] for o in outputs) == [f"u{i:02d}" for i in range(items)]
     assert set(Counter(r["item"] for r in records if r["event"] == "dispatched").values()) == {1}
+
+
+def test_waiting_device_shown_live_and_a_failed_job_retried_from_the_page(
+    tmp_path: Path, plan_env, browser
+) -> None:
+    from tests.console_run import fake, two_device_site
+    from tests.sshd import start_sshd
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    machine = start_sshd(tmp_path / "box")
+    machine.stop()  # a participant machine that is off
+    items = 8
+    site = two_device_site(
+        tmp_path,
+        {
+            "alpha": fake(plan_env, delay=0.02, device="box"),
+            "beta": fake(plan_env, delay=0.02, crash_at=1, max_restarts=0, device="local"),
+            "gamma": fake(plan_env, delay=0.3, device="local"),
+        },
+        box=machine.options(workdir=str(tmp_path / "remote"), first_connect_timeout=1.0),
+        items=items,
+    )
+    run = start_run(site)
+    try:
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        page.goto(run.url + "/")
+        alpha = page.locator('tr[data-job="asr/alpha"] td[data-col="state"]')
+        alpha.filter(has_text="waiting_for_device").wait_for(timeout=60_000)
+        alpha.locator(".wait").filter(has_text="next try in").wait_for(timeout=30_000)
+        assert "tries so far" in alpha.inner_text()
+        assert "cannot reach" in alpha.locator(".wait-error").inner_text()
+
+        beta = page.locator('tr[data-job="asr/beta"]')
+        beta.locator('td[data-col="state"]').filter(has_text="failed").wait_for(timeout=60_000)
+        retry = beta.locator("button.retry")
+        retry.wait_for(state="visible", timeout=30_000)
+        assert page.locator('tr[data-job="asr/gamma"] button.retry').is_hidden()
+        page.screenshot(path=str(ARTIFACTS / "console-waiting-retry.png"), full_page=True)
+        assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+        # The last error wraps inside its cell: the table still fits its box.
+        overflow = page.evaluate(
+            "(() => { const b = document.querySelector('#jobs').parentElement;"
+            " return b.scrollWidth - b.clientWidth; })()"
+        )
+        assert overflow <= 0, overflow
+        # Without the token nothing happens.
+        retry.click()
+        page.locator("#msg").filter(has_text="operator token required").wait_for(timeout=30_000)
+        page.fill("#token", TOKEN)
+        retry.click()
+        beta.locator('td[data-col="state"]').filter(has_text="done").wait_for(timeout=120_000)
+        assert retry.is_hidden()
+        page.locator('tr[data-device="box"] button[data-action="skip"]').click()
+        alpha.filter(has_text="skipped").wait_for(timeout=60_000)
+        assert run.wait() == 1, "\n".join(run.lines)
+    finally:
+        if run.process.poll() is None:
+            run.process.kill()
+    records = journal(run.run_dir)
+    actions = [
+        (r["action"], r.get("system"), r.get("device"))
+        for r in records
+        if r["event"] == "operator_action"
+    ]
+    assert actions == [("retry", "beta", None), ("skip", None, "box")]
+    outputs = read_outputs(run.run_dir, "asr", "beta")
+    assert sorted(o["id"] for o in outputs) == [f"u{i:02d}" for i in range(items)]
+    sent = Counter(
+        r["item"] for r in records if r["event"] == "dispatched" and r["system"] == "beta"
+    )
+    assert set(sent.values()) == {1}

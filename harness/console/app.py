@@ -16,6 +16,7 @@ from starlette.responses import FileResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from ..errors import ControlConflict
 from .auth import VIEW_COOKIE, Tokens, may_operate, may_view
 from .view import RunView
 
@@ -177,17 +178,19 @@ class ConsoleApp:
             return _error(404, str(exc.args[0]) if exc.args else "not found")
         except ValueError as exc:
             return _error(400, str(exc))
+        except ControlConflict as exc:
+            return _error(409, str(exc))
         self.view.refresh()
         return _json({"ok": True, "action": record})
 
     async def control_job(self, request: Request) -> Response:
-        """POST /api/jobs/{task}/{system}/pause|resume"""
+        """POST /api/jobs/{task}/{system}/pause|resume|retry"""
         refused = self._refuse(request)
         if refused is not None:
             return refused
         p = request.path_params
-        if p["action"] not in ("pause", "resume"):
-            return _error(404, f"a job can be paused or resumed, not {p['action']!r}")
+        if p["action"] not in ("pause", "resume", "retry"):
+            return _error(404, f"a job can be paused, resumed or retried, not {p['action']!r}")
         return self._act(p["action"], task=p["task"], system=p["system"])
 
     async def control_device(self, request: Request) -> Response:

@@ -67,6 +67,8 @@ class _Job:
     phase: str = "waiting"
     in_flight: tuple[str, float] | None = None  # item, wall time it was sent
     link_lost: int = 0
+    # The last device_waiting record while its device does not answer, else None.
+    device_wait: Any = None
     version: int = 0
     # Kept per record, so that counts are exact at every moment while the costlier
     # figures (quality, speed, running score) are rescored on a schedule (_pause_after).
@@ -176,6 +178,7 @@ class RunView:
                 if each.phase != "done":
                     each.phase = "waiting"
                 each.in_flight = None
+                each.device_wait = None
                 each.version += 1
             return
         if event in ("session_finished", "session_interrupted"):
@@ -201,9 +204,20 @@ class RunView:
         if event != "dispatched":
             # Dispatches are a third of a journal and no figure needs them kept.
             job.state.apply(record)
+        if event == "device_waiting":
+            # Nothing answers at the device: the controller tries again at next_try_wall.
+            job.phase = "waiting_for_device"
+            job.device_wait = record
+            job.in_flight = None
+            return
+        if event != "device_down" and event != "operator_action":
+            job.device_wait = None
         if event in _ENDS:
             job.phase = _ENDS[event]
             job.in_flight = None
+        elif event == "operator_action" and record.get("action") == "retry":
+            # Back in its device's queue: it starts when the device is free.
+            job.phase = "waiting"
         elif event == "start_failed":
             # The system (or the device it runs on) did not come up; the controller retries.
             job.phase = "retrying_start"
@@ -276,7 +290,8 @@ class RunView:
         if job.phase in ("done", "failed", "skipped"):
             return job.phase
         if not running:
-            return "stopped" if job.phase in ("running", "retrying_start") else "waiting"
+            live = ("running", "retrying_start", "waiting_for_device")
+            return "stopped" if job.phase in live else "waiting"
         if job.device in self._skipped_devices:
             return "skipped"
         if (job.task, job.system) in self._paused_jobs or job.device in self._paused_devices:
@@ -310,6 +325,17 @@ class RunView:
         )
         phase = self._phase(job, running)
         out["state"] = phase
+        out["device_wait"] = None
+        if phase == "waiting_for_device" and job.device_wait is not None:
+            w = job.device_wait
+            next_wall = float(w.get("next_try_wall") or 0.0)
+            out["device_wait"] = {
+                "tries": w.get("tries"),
+                "next_try_wall": next_wall,
+                "next_try_in_seconds": max(0.0, next_wall - time.time()),
+                "down_seconds": w.get("down_seconds"),
+                "last_error": w.get("error") or "",
+            }
         out["in_flight"] = None
         if running and phase in ("running", "paused") and job.in_flight is not None:
             item, sent = job.in_flight

@@ -20,7 +20,9 @@ function show(job) {
   document.getElementById("job").textContent = job.task + " / " + job.system;
   document.getElementById("summary").textContent =
     `${job.state}: ${job.completed}/${job.total ?? "?"} items, quality so far ${quality(job.quality)}, ` +
-    `speed ${speed(job.speed)}, running score ${num(job.running_score, 1)}, ETA ${dur(job.eta_seconds)}`;
+    `speed ${speed(job.speed)}, running score ${num(job.running_score, 1)}, ETA ${dur(job.eta_seconds)}` +
+    (job.device_wait ? `; its device does not answer: next try in ${Math.ceil(job.device_wait.next_try_in_seconds)} s, ` +
+      `tries so far ${job.device_wait.tries}, last error: ${job.device_wait.last_error}` : "");
   const body = document.querySelector("#items tbody");
   const rows = job.rows;
   // Rows only ever get added: append the new ones (the journal is append-only).

@@ -26,6 +26,10 @@ function jobRow(job) {
     act("/api/jobs/" + jobPath(job) + (paused ? "/resume" : "/pause"));
   });
   cells.act.appendChild(button);
+  // Shown for a failed job only: the operator runs its remaining items again.
+  const retry = el("button", {class: "retry", hidden: ""}, "retry");
+  retry.addEventListener("click", () => act("/api/jobs/" + jobPath(job) + "/retry"));
+  cells.act.appendChild(retry);
   row.cells_ = cells;
   document.querySelector("#jobs tbody").appendChild(row);
   rows.set(key, row);
@@ -60,7 +64,19 @@ function render(status) {
     row.dataset.state = job.state;
     c.task.textContent = job.task;
     c.device.textContent = job.device;
-    c.state.textContent = job.state;
+    // A long state name may break after its underscores when the table needs the room.
+    const name = el("span", {class: "state-name"});
+    job.state.split("_").forEach((part, i) => {
+      if (i) name.append("_", document.createElement("wbr"));
+      name.append(part);
+    });
+    c.state.replaceChildren(name);
+    if (job.device_wait) {
+      const w = job.device_wait;
+      c.state.appendChild(el("div", {class: "wait"},
+        `next try in ${Math.ceil(w.next_try_in_seconds)} s, tries so far ${w.tries}`));
+      c.state.appendChild(el("div", {class: "wait-error", title: w.last_error}, w.last_error));
+    }
     c.state.className = "l state state-" + job.state;
     c.done.textContent = job.completed + "/" + (job.total ?? "?");
     const share = job.total ? Math.min(1, job.completed / job.total) : 0;
@@ -75,8 +91,13 @@ function render(status) {
     c.restarts.textContent = job.restarts;
     c.inflight.textContent = job.in_flight
       ? job.in_flight.item + " " + num(job.in_flight.item_seconds, 1) + " s" : "-";
-    c.act.querySelector("button").textContent = job.state === "paused" ? "resume" : "pause";
-    c.act.querySelector("button").disabled = status.controller !== "running";
+    const toggle = c.act.querySelector("button.toggle");
+    toggle.textContent = job.state === "paused" ? "resume" : "pause";
+    toggle.disabled = status.controller !== "running";
+    const retry = c.act.querySelector("button.retry");
+    retry.hidden = !(job.state === "failed" && status.controller === "running");
+    // A failed job has nothing to pause: its place is the retry button's.
+    toggle.hidden = !retry.hidden;
   }
   for (const name of new Set(status.jobs.map(j => j.device))) {
     const row = deviceRow(name);
