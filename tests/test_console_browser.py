@@ -62,8 +62,8 @@ def test_overview_updates_live_and_pause_from_the_page(tmp_path: Path, plan_env,
             timeout=60_000,
         )
         assert page.evaluate("window.notReloaded") is True
-        assert "wer" in row.locator('td[data-col="quality"]').inner_text()
-        assert "rtf" in row.locator('td[data-col="speed"]').inner_text()
+        assert "wer" in row.locator('td[data-col="quality"]').inner_text().lower()
+        assert "rtf" in row.locator('td[data-col="speed"]').inner_text().lower()
         page.screenshot(path=str(ARTIFACTS / "console-overview.png"), full_page=True)
         # The overview fits a 1280-pixel window: nothing to scroll sideways.
         assert page.evaluate("document.documentElement.scrollWidth") <= 1280
