@@ -379,6 +379,19 @@ def cmd_report(args: argparse.Namespace, console: Console) -> int:
     return EXIT_OK
 
 
+def cmd_export(args: argparse.Namespace, console: Console) -> int:
+    """One job's outputs (or, for the organizer, its task's references) in a field format."""
+    from .export import export
+
+    text = export(Path(args.run_dir), args.task, args.system, args.format, args.references)
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+        console.print(f"wrote {Path(args.output).resolve()}", markup=False)
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
+
+
 def cmd_judge(args: argparse.Namespace, console: Console) -> int:
     """The judging station (docs/judging.md); its web stack loads only here."""
     from .judge.cli import cmd_judge as judge
@@ -530,6 +543,19 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         "--json-file", metavar="FILE", help="write the whole report (verdicts, manifest) as JSON"
     )
     report.set_defaults(handler=cmd_report)
+
+    exp = sub.add_parser("export", help="a job's outputs in a field's own format (trn, kaldi ...)")
+    exp.add_argument("run_dir", help="the run directory")
+    exp.add_argument("--task", required=True, help="the task")
+    exp.add_argument("--system", required=True, help="the system")
+    exp.add_argument("--format", required=True, help="trn, kaldi or jsonl (what fits the kind)")
+    exp.add_argument("-o", "--output", help="the file to write (default: standard output)")
+    exp.add_argument(
+        "--references",
+        action="store_true",
+        help="write the task's references instead (an organizer action)",
+    )
+    exp.set_defaults(handler=cmd_export)
 
     judge = sub.add_parser(
         "judge", help="judging station: listening tests, MT and summary scores, CWS review"
