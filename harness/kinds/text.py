@@ -29,6 +29,7 @@ from scoring.textcat import MAX_CATEGORIES, read_category_file, score_textcat
 from ..errors import Problem, TestSetError
 from ..testsets import InvalidItem, TestItem, TestSet
 from .base import Outputs, SpeedUnit, TaskConfig, TaskKind, pct
+from .nbest import check_nbest
 
 MAX_REFERENCES = 4
 # trec_eval's default -M: documents past this rank are not scored, so not accepted.
@@ -182,7 +183,7 @@ def _load_mt(root: Path, task: TaskConfig) -> TestSet:
 
 
 def _check_mt(output: Mapping[str, Any]) -> str | None:
-    return _string_field(output, "text", '{"text": "the translation"}')
+    return _string_field(output, "text", '{"text": "the translation"}') or check_nbest(output)
 
 
 def _score_mt(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
