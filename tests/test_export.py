@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FAKE_SERVE, make_testset, write_site
+from tests.helpers import FAKE_SERVE, make_testset, write_site
 from tests.test_cli import onsite
 
 

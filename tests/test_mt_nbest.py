@@ -10,7 +10,7 @@ import pytest
 
 from harness.kinds.nbest import MAX_NBEST
 from harness.kinds.registry import task_kind
-from tests.conftest import REPO, read_outputs, write_site
+from tests.helpers import REPO, read_outputs, write_site
 from tests.test_controller import run_site
 
 DEMO_MT = REPO / "site_config" / "data" / "demo-text" / "mt"
