@@ -243,8 +243,9 @@ def _quietly_record(store: RunStore, event: str, **fields: object) -> None:
 
 def cmd_check(args: argparse.Namespace, console: Console) -> int:
     """Dry run: validate, start each system, run a few items; writes nothing to the run dir."""
+    from .consoles import table
     from .dryrun import dry_run, probe_devices
-    from .render import ProgressListener, table
+    from .render import ProgressListener
     from .site import load_site
 
     site = load_site(args.site)
@@ -412,7 +413,7 @@ def cmd_devices(args: argparse.Namespace, console: Console) -> int:
     """List serial ports and probe each (or the given ones) with HELLO."""
     from runners import list_serial_ports, probe_serial_port
 
-    from .render import table
+    from .consoles import table
 
     if args.action is not None:
         return cmd_devices_conformance(args, console)
@@ -456,7 +457,7 @@ def cmd_devices_conformance(args: argparse.Namespace, console: Console) -> int:
     """`onsite devices conformance PORT`: every protocol clause against one device."""
     from runners import check_device_conformance
 
-    from .render import table
+    from .consoles import table
 
     if args.action != "conformance" or not args.target:
         console.print("usage: onsite devices conformance PORT [--baud N]", markup=False)
@@ -601,7 +602,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         argv = sys.argv[1:] if argv is None else list(argv)
         args = build_parser(argv).parse_args(argv)
-        from .render import make_console
+        from .consoles import make_console
 
         console = make_console()
     except KeyboardInterrupt:

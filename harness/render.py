@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import os
 import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -13,6 +12,7 @@ from rich.console import Console, Group
 from rich.table import Column, Table
 from rich.text import Text
 
+from .consoles import is_plain
 from .events import (
     Completed,
     Event,
@@ -44,19 +44,6 @@ _VERDICT_STYLE = {
     "error": "magenta",
     "invalid_output": "magenta",
 }
-
-
-def make_console() -> Console:
-    """A console that is fancy only on a real terminal outside CI."""
-    plain = bool(os.environ.get("CI")) or not Console().is_terminal
-    if plain:
-        return Console(no_color=True, highlight=False, emoji=False, width=240)
-    return Console()
-
-
-def is_plain(console: Console) -> bool:
-    """True when output goes to a pipe, a file or CI."""
-    return not console.is_terminal or console.no_color
 
 
 def _pct(value: float | None) -> str:
@@ -396,16 +383,6 @@ def _compact_leaderboard(rows: Sequence[LeaderboardRow]) -> Group:
         )
     )
     return Group(*parts)
-
-
-def table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> Table:
-    """A plain rich table of strings."""
-    out = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False)
-    for column in columns:
-        out.add_column(column)
-    for row in rows:
-        out.add_row(*("-" if v is None else str(v) for v in row))
-    return out
 
 
 def verdict_style(verdict: str) -> str:

@@ -120,7 +120,7 @@ def print_result(
     console: Console, title: str, result: Mapping[str, Any], order: Sequence[str] = ()
 ) -> None:
     """Print `result` as the tables `result_tables` makes (a line if there are none)."""
-    from .render import table
+    from .consoles import table
 
     tables = result_tables(title, result, order)
     for name, columns, rows in tables:

@@ -11,7 +11,7 @@ from typing import Any
 
 from rich.console import Console
 
-from ..render import table
+from ..consoles import table
 from .plan import PlanError
 from .report import print_results
 from .results import agreement, station_warnings, write_export

@@ -9,7 +9,7 @@ from typing import Any
 
 from rich.console import Console
 
-from ..render import table
+from ..consoles import table
 from .results import agreement, station_warnings, stations
 from .scores import station_scores
 from .store import JudgeStore
