@@ -16,7 +16,6 @@ import dataclasses
 import logging
 import posixpath
 import secrets
-import select
 import shlex
 import shutil
 import socket
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import paramiko
+from paramiko.buffered_pipe import PipeTimeout
 
 from . import protocol
 from .base import (
@@ -85,7 +85,6 @@ class _ChannelLines(LineBuffer):
     def __init__(self, chan: paramiko.Channel, max_bytes: int) -> None:
         super().__init__()
         self._chan = chan
-        self._fd = chan.fileno()
         self.max_bytes = max_bytes
 
     def readline(self, deadline: float) -> bytes | None:
@@ -101,21 +100,19 @@ class _ChannelLines(LineBuffer):
         if len(self._buf) > self.max_bytes and b"\n" not in self._buf:
             # Never hold more than the ceiling of an answer that is already too long.
             raise LineTooLong(self._too_long())
-        chan = self._chan
-        # paramiko timeouts are per call; the deadline is ours, so wait on the channel's
-        # readiness pipe and read only what is already buffered.
-        readable, _, _ = select.select([self._fd], [], [], timeout)
-        if not readable:
+        # Wait on the channel's stdout buffer itself, with our deadline's timeout. Never
+        # chan.fileno(): its readiness pipe is shared with stderr, and two threads clearing
+        # it at once (this reader and the stderr pump) block one of them in os.read for
+        # ever (paramiko issues 537 and 1235).
+        try:
+            data = self._chan.in_buffer.read(1 << 16, max(timeout, 0.0))
+        except PipeTimeout:
             return
-        if chan.recv_ready():
-            self.arrived = time.monotonic()
-            self._buf += chan.recv(1 << 16)
-        elif chan.eof_received or chan.closed:
-            self.arrived = time.monotonic()
-            self._eof = True
+        self.arrived = time.monotonic()
+        if data:
+            self._buf += data
         else:
-            # Only stderr is pending (the pipe signals both); the log pump drains it.
-            time.sleep(0.0005)
+            self._eof = True  # the buffer was closed: EOF or the channel closed
 
 
 class SshServeRunner(StreamServeRunner):
