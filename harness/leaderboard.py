@@ -16,7 +16,6 @@ from .events import (
 from .kinds.base import TaskKind
 from .kinds.registry import task_kind
 from .run_model import RunModel
-from .run_site import site_of_run  # noqa: F401  (re-exported: older imports name it here)
 from .site import Site, Task
 from .store import JobSummary, RunState
 from .testsets import TestSet
@@ -120,7 +119,7 @@ def leaderboard(
     """
     model = run if isinstance(run, RunModel) else RunModel.open(run, testsets=testsets)
     return [
-        _row(model.site, model.state, model.testset(task), task, system)
+        job_row(model.site, model.state, model.testset(task), task, system)
         for task, system in model.site.jobs()
     ]
 
@@ -130,7 +129,10 @@ def _unsealed(site: Site, system: str) -> bool:
     return getattr(device, "sandbox", True) is False
 
 
-def _row(site: Site, state: RunState, testset: TestSet, task: str, system: str) -> LeaderboardRow:
+def job_row(
+    site: Site, state: RunState, testset: TestSet, task: str, system: str
+) -> LeaderboardRow:
+    """One job's leaderboard row from a replayed state (the console's live view uses it too)."""
     cfg = site.config.tasks[task]
     kind = task_kind(cfg.kind)
     completed = state.completed.get((task, system), {})

@@ -320,18 +320,11 @@ def add_meta_parser(sub: Any) -> None:
 
 def cmd_meta(args: argparse.Namespace, console: Console) -> int:
     """Run one `onsite meta` command and print its tables (or JSON)."""
-    from scoring.errors import FormatError
-
-    from .score_cmd import _os_error
+    from .score_cmd import scored_or_reported
     from .score_tables import print_result
 
-    try:
-        result = _COMMANDS[args.meta_command](args)
-    except (FormatError, ValueError) as exc:
-        sys.stderr.write(f"error: {exc}\n")
-        return 2
-    except OSError as exc:
-        sys.stderr.write(f"error: {_os_error(exc)}\n")
+    result = scored_or_reported(lambda: _COMMANDS[args.meta_command](args))
+    if result is None:
         return 2
     for note in _NOTES:
         sys.stderr.write(f"note: {note}\n")

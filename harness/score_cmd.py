@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -20,6 +20,9 @@ from .judge.args import STATION_FAMILIES, add_station_source
 
 # Each family's function imports its own scorer when it runs, so `onsite score
 # ir` loads neither numpy, the numba aligner, matplotlib nor the other families.
+
+
+T = TypeVar("T")
 
 
 def _asr_report(args: argparse.Namespace) -> AsrReport:
@@ -686,6 +689,23 @@ def add_score_parser(sub: Any, only: str | None = None, listed: bool = True) -> 
             add_station_source(parser, name)
 
 
+def scored_or_reported(compute: Callable[[], T]) -> T | None:
+    """``compute()``, or None after writing the input error it raised to stderr.
+
+    Shared by `onsite score` and `onsite meta`: the readers name the file and line, and
+    an unreadable path gets its fix.
+    """
+    from scoring.errors import FormatError
+
+    try:
+        return compute()
+    except (FormatError, ValueError) as exc:
+        sys.stderr.write(f"error: {exc}\n")
+    except OSError as exc:
+        sys.stderr.write(f"error: {_os_error(exc)}\n")
+    return None
+
+
 def _os_error(exc: OSError) -> str:
     """An unreadable path, with the fix: the bare errno text names no remedy."""
     where = exc.filename if exc.filename is not None else "?"
@@ -700,20 +720,17 @@ def _os_error(exc: OSError) -> str:
 
 def cmd_score(args: argparse.Namespace, console: Console) -> int:
     """Run one family's scorer and print its figures."""
-    from scoring.errors import FormatError
-
     family = _families(args.family)[args.family]
-    try:
-        result = args.scorer(args)
+
+    def compute() -> dict[str, Any]:
+        result: dict[str, Any] = args.scorer(args)
         if getattr(args, "plot", None):
             files = family.plot(args, Path(args.plot))  # type: ignore[misc]
             sys.stderr.write(f"wrote {files.png} and {files.svg}\n")
-    except (FormatError, ValueError) as exc:
-        # The readers name the file and line.
-        sys.stderr.write(f"error: {exc}\n")
-        return 2
-    except OSError as exc:
-        sys.stderr.write(f"error: {_os_error(exc)}\n")
+        return result
+
+    result = scored_or_reported(compute)
+    if result is None:
         return 2
     # A checker (mt-check) reports "ok": false when it found problems: exit 1, as lint tools do.
     status = 1 if result.get("ok") is False else 0

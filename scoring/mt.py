@@ -540,10 +540,9 @@ class MtReport:
         }
 
 
-def score_mt(
-    segments: Sequence[MtSegment], lang: str = "en", gtm_exponent: float = 1.0
-) -> MtReport:
-    """Score hypothesis segments against their references (all metrics, all levels)."""
+def check_segments(segments: Sequence[MtSegment]) -> int:
+    """The number of references every segment has; ValueError when there are no
+    segments or they do not all have the same number."""
     if not segments:
         raise ValueError("no segments to score")
     n_refs = len(segments[0].refs)
@@ -553,6 +552,14 @@ def score_mt(
                 f"segment {seg.doc_id}/{seg.seg_id} has {len(seg.refs)} references, "
                 f"expected {n_refs}"
             )
+    return n_refs
+
+
+def score_mt(
+    segments: Sequence[MtSegment], lang: str = "en", gtm_exponent: float = 1.0
+) -> MtReport:
+    """Score hypothesis segments against their references (all metrics, all levels)."""
+    n_refs = check_segments(segments)
     hyps = [tokenize(s.hyp, lang) for s in segments]
     refs = [[tokenize(r, lang) for r in s.refs] for s in segments]
     info = ngram_info(r for seg_refs in refs for r in seg_refs)

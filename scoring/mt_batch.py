@@ -43,6 +43,7 @@ from .mt import (
     _closest_lengths,
     _densify,
     _tokenize_all,
+    check_segments,
 )
 
 __all__ = ["METRICS", "METRIC_KEYS", "score_mt_batch", "select_metrics"]
@@ -87,15 +88,7 @@ def score_mt_batch(
         raise ValueError(f"no MT metric chosen; choose from {list(METRICS)}")
     if unknown:
         raise ValueError(f"unknown MT metric(s) {sorted(unknown)}; choose from {list(METRICS)}")
-    if not segments:
-        raise ValueError("no segments to score")
-    n_refs = len(segments[0].refs)
-    for seg in segments:
-        if len(seg.refs) != n_refs:
-            raise ValueError(
-                f"segment {seg.doc_id}/{seg.seg_id} has {len(seg.refs)} references, "
-                f"expected {n_refs}"
-            )
+    n_refs = check_segments(segments)
     if n_refs == 0:
         raise ValueError("a segment needs at least one reference")
     n_seg = len(segments)

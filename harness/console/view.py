@@ -21,7 +21,8 @@ from ..audits import audit_of
 from ..events import JournalEvent
 from ..journal import parse_record
 from ..kinds.registry import task_kind
-from ..leaderboard import _row, percentile, quality_so_far, site_of_run
+from ..leaderboard import job_row, percentile, quality_so_far
+from ..run_site import site_of_run
 from ..site import Site
 from ..store import RunState
 from ..testsets import TestSet
@@ -385,7 +386,7 @@ class RunView:
         speed_mean: float | None = None
         speed_p95: float | None = None
         if testset is not None and completions:
-            row = _row(self.site, job.state, testset, task, system)
+            row = job_row(self.site, job.state, testset, task, system)
             quality, speed_mean, speed_p95 = row.score, row.speed_mean, row.speed_p95
         else:
             speeds = [

@@ -17,7 +17,7 @@ from scoring.cws import diff_pieces, split_words
 
 from ..kinds.registry import task_kind
 from ..kinds.tts import SusItem
-from ..leaderboard import site_of_run
+from ..run_site import site_of_run
 
 JUDGED_VERDICTS = ("ok", "over_budget")
 # Which task kinds each test judges.

@@ -26,7 +26,7 @@ from scoring.tts import (
 )
 
 from ..kinds.registry import task_kind
-from ..leaderboard import site_of_run
+from ..run_site import site_of_run
 from .material import read_job_outputs
 from .results import SCORE_FAMILY, ExportFile, export_text
 from .store import JudgeStore
