@@ -335,11 +335,30 @@ class DetCurve:
     n_nontarget: int
     points: tuple[DetPoint, ...]
 
+    @property
+    def eer(self) -> float | None:
+        """Equal error rate: where P_miss = P_fa, interpolated linearly between the
+        two points where P_miss - P_fa changes sign; None when the curve never gets
+        there (occurrences the system never proposed keep P_miss above P_fa).
+        """
+        # The first point (nothing accepted) has P_miss - P_fa = 1 > 0.
+        prev_d, prev_fa = 1.0, 0.0
+        for p in self.points:
+            d = p.p_miss - p.p_fa
+            if d == 0:
+                return p.p_fa
+            if d < 0:
+                t = prev_d / (prev_d - d)
+                return prev_fa + t * (p.p_fa - prev_fa)
+            prev_d, prev_fa = d, p.p_fa
+        return None
+
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready curve."""
+        """JSON-ready curve, with its equal error rate (None when not reached)."""
         return {
             "n_true": self.n_true,
             "n_nontarget": self.n_nontarget,
+            "eer": self.eer,
             "points": [p.to_dict() for p in self.points],
         }
 

@@ -260,6 +260,23 @@ def test_det_curve() -> None:
     assert json.loads(json.dumps(curve.to_dict()))["points"][0]["threshold"] is None
 
 
+def test_det_eer_worked_examples() -> None:
+    # 2 true, 2 non-target trials. Points (p_fa, p_miss): (0, 1), (0, 1/2) at 0.9,
+    # (1/2, 1/2) at 0.8: P_miss = P_fa exactly there.
+    curve = det_curve([("a", "u1", 0.9, True), ("b", "u1", 0.8, False)], 2, 2)
+    assert curve.eer == 0.5
+    # 2 true, 4 non-target: (0, 1/2) at 0.9, d = 1/2; (1/4, 0) at 0.7, d = -1/4.
+    # Linear between them: t = (1/2) / (3/4) = 2/3, EER = 2/3 * 1/4 = 1/6.
+    curve = det_curve(
+        [("a", "u1", 0.9, True), ("b", "u1", 0.7, True), ("c", "u2", 0.7, False)], 2, 4
+    )
+    assert curve.eer == pytest.approx(1 / 6)
+    assert curve.to_dict()["eer"] == pytest.approx(1 / 6)
+    # A true occurrence never proposed keeps P_miss at 1/2 while P_fa stays 1/4: no EER.
+    curve = det_curve([("a", "u1", 0.9, True), ("c", "u2", 0.3, False)], 2, 4)
+    assert curve.eer is None and curve.to_dict()["eer"] is None
+
+
 def test_det_curve_errors() -> None:
     with pytest.raises(ValueError, match="true occurrences"):
         det_curve([("k", "u", 1.0, True)] * 2, n_true=1, n_nontarget=5)

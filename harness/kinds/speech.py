@@ -34,6 +34,14 @@ from .base import (
     pct,
     real_time_factor,
 )
+from .keywords import (
+    check_kws_item,
+    check_kws_output,
+    kws_detail,
+    kws_plots,
+    score_detections,
+    with_keywords,
+)
 
 
 class AudioOptions(KindOptions):
@@ -57,17 +65,6 @@ class AsrOptions(CommandOptions):
 def _check_text(output: Mapping[str, Any]) -> str | None:
     if not isinstance(output.get("text"), str):
         return 'output needs a "text" string, e.g. {"text": "hello world"}'
-    return None
-
-
-def _check_slots(output: Mapping[str, Any]) -> str | None:
-    slots = output.get("slots")
-    example = 'e.g. {"slots": {"from": ["北京"], "to": ["上海"]}}'
-    if not isinstance(slots, dict):
-        return f'output needs a "slots" object, {example}'
-    for name, words in slots.items():
-        if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
-            return f"slot {name!r} must be a list of keyword strings, {example}"
     return None
 
 
@@ -117,7 +114,7 @@ def _load_kws(root: Path, task: TaskConfig) -> TestSet:
     )
     settings = {k: f.setting for k, f in frames.items()}
     testset = audio_testset(root, frames, task.sample_rates, settings, root / "slots.jsonl")
-    return testset
+    return with_keywords(testset, frames, root / "slots.jsonl")
 
 
 def _score_kws(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
@@ -129,7 +126,11 @@ def _score_kws(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> 
     }
     from scoring import score_slots
 
-    return score_slots(refs, hyps).to_dict()
+    scores = score_slots(refs, hyps).to_dict()
+    det = score_detections(testset, outputs)
+    if det is not None:
+        scores["det"] = det
+    return scores
 
 
 def _asr_plots(task: str, metric: str, scores: Mapping[str, Mapping[str, Any]]) -> list[Plot]:
@@ -189,17 +190,19 @@ COMMAND = TaskKind(
 
 KWS = TaskKind(
     name="kws",
-    summary="keyword spotting into slots: audio in, keywords per slot out",
+    summary="keyword spotting into slots: audio in, keywords per slot (and scored detections) out",
     options=AudioOptions,
     max_output_bytes=256 << 10,
     load=_load_kws,
-    check_output=_check_slots,
+    check_output=check_kws_output,
+    check_item=check_kws_item,
     score=_score_kws,
     metric=lambda task: "slot_rate",
     metric_labels={"slot_rate": "slots"},
     unit=RTF,
     speed=real_time_factor,
-    detail=lambda s: f"sentences {pct(overall(s).get('sentence_rate'))}",
+    detail=kws_detail,
+    plots=kws_plots,
 )
 
 KINDS = (ASR, COMMAND, KWS)
