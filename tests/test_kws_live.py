@@ -266,3 +266,53 @@ def test_keyword_list_that_is_not_json(tmp_path: Path) -> None:
     cfg = load_site(site_for(tmp_path, root, {})).config.tasks["kws"]
     with pytest.raises(TestSetError, match=r"keywords.json:1: not JSON"):
         task_kind("kws").load(root, cfg)
+
+
+def test_the_pocketsphinx_spotter_on_the_demo_set(tmp_path: Path) -> None:
+    """The real example: it spots only what hello's list names; the live figures are
+    scoring/kws.py's on its outputs, with the trials counted from the test set."""
+    from scoring import score_slots
+    from scoring.kws import SlotFrame, read_slot_file
+
+    root = REPO / "site_config" / "data" / "demo-kws"
+    site = write_site(
+        tmp_path / "site.toml",
+        root,
+        {
+            "sphinx-kws": {
+                "command": [sys.executable, "-m", "examples.systems.sphinx_kws"],
+                "workdir": str(REPO),
+            }
+        },
+        task="kws",
+        task_keys={"kind": "kws"},
+        budget={"seconds": 30.0, "hang_seconds": 60.0, "setup_seconds": 120.0},
+    )
+    run_dir, results = run_site(site)
+    assert [r.failed for r in results] == [None]
+    outputs = {r["id"]: r["output"] for r in read_outputs(run_dir, "kws", "sphinx-kws")}
+    assert set(outputs) == {f"kw0{n}" for n in range(1, 7)}
+    settings = json.loads((root / "keywords.json").read_text("utf-8"))["settings"]
+    refs = read_slot_file(root / "slots.jsonl")
+    detections: list[Detection] = []
+    n_true = n_nontarget = 0
+    for utt, ref in refs.items():
+        listed = {w for words in settings[ref.setting].values() for w in words}
+        true = {w for words in ref.slots.values() for w in words}
+        n_true += len(true)
+        n_nontarget += len(listed) - len(true)
+        best: dict[str, float] = {}
+        for d in outputs[utt]["detections"]:
+            assert d["keyword"] in listed  # only its setting's keywords, from hello's list
+            best[d["keyword"]] = max(d["score"], best.get(d["keyword"], d["score"]))
+        detections += [Detection(k, utt, s, k in true) for k, s in best.items()]
+    assert any(d.is_true for d in detections), "pocketsphinx spotted no keyword"
+    [row] = leaderboard(run_dir)
+    expected = det_curve(detections, n_true, n_nontarget).to_dict()
+    assert row.scores["det"]["points"] == expected["points"]
+    assert row.scores["det"]["eer"] == expected["eer"]
+    hyps = {
+        u: SlotFrame(u, "", {k: tuple(v) for k, v in o["slots"].items()})
+        for u, o in outputs.items()
+    }
+    assert row.scores["overall"] == score_slots(refs, hyps).to_dict()["overall"]
