@@ -277,3 +277,47 @@ def test_check_output() -> None:
     assert check({"text": "x"}) is None
     problem: Any = check({"candidates": []})
     assert problem and '"text" string' in problem
+
+
+def test_a_plain_text_mt_set_and_a_single_system(tmp_path: Path) -> None:
+    """A plain source.txt: the candidates mirror it as the reader numbers it (document
+    "source.txt", segments by line), and one system's list combines to its translation."""
+    demo_mt = REPO / "site_config" / "data" / "demo-text" / "mt"
+    site = write_site(
+        tmp_path / "mt.toml",
+        demo_mt,
+        {"only": {"command": NBEST_MT, "workdir": str(REPO)}},
+        task="mt",
+        task_keys={"kind": "mt"},
+        budget={"seconds": 20.0, "hang_seconds": 30.0},
+    )
+    run_dir, _ = run_site(site)
+    made = build_combination_set(run_dir, "mt", tmp_path / "combo", seed=0)
+    assert made.systems == {"sys01": "only"} and made.segments == 2
+    assert sorted(p.name for p in (tmp_path / "combo").iterdir()) == [
+        "candidates",
+        "lang",
+        "ref1.txt",
+        "source.txt",
+    ]
+    target = read_xml(tmp_path / "combo" / "candidates" / "sys01.xml", "target")
+    assert [(s.doc_id, s.seg_id) for s in target.segments] == [
+        ("source.txt", "1"),
+        ("source.txt", "2"),
+    ]
+    combo_site = write_site(
+        tmp_path / "combo.toml",
+        tmp_path / "combo",
+        {"consensus": {"command": CONSENSUS, "workdir": str(REPO)}},
+        name="c",
+        task="combo",
+        task_keys={"kind": "combination"},
+        budget={"seconds": 20.0, "hang_seconds": 30.0},
+    )
+    combo_run, _ = run_site(combo_site)
+    mt_out = {r["id"]: r["output"]["text"] for r in read_outputs(run_dir, "mt", "only")}
+    combined = {r["id"]: r["output"]["text"] for r in read_outputs(combo_run, "combo", "consensus")}
+    assert combined == mt_out
+    [mt_row] = leaderboard(run_dir)
+    [combo_row] = leaderboard(combo_run)
+    assert combo_row.score == mt_row.score
