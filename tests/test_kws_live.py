@@ -316,3 +316,13 @@ def test_the_pocketsphinx_spotter_on_the_demo_set(tmp_path: Path) -> None:
         for u, o in outputs.items()
     }
     assert row.scores["overall"] == score_slots(refs, hyps).to_dict()["overall"]
+
+
+def test_a_keyword_list_for_another_set_is_refused_briefly(tmp_path: Path) -> None:
+    root = kws_set(tmp_path / "set", keywords={"settings": {"other": {"x": ["y"]}}})
+    jsonl(root / "slots.jsonl", [{**FRAMES[0], "id": f"k{n}"} for n in range(1, 60)])
+    cfg = load_site(site_for(tmp_path, root, {})).config.tasks["kws"]
+    with pytest.raises(TestSetError) as err:
+        task_kind("kws").load(root, cfg)
+    problems = err.value.problems
+    assert len(problems) == 21 and "and 39 more lines like these" in str(problems[-1])

@@ -40,6 +40,7 @@ MAX_DETECTIONS = 1000
 """At most this many detections per item: more is invalid_output (no flooding the scorer)."""
 
 KEYWORDS_FILE = "keywords.json"
+_SHOWN_PROBLEMS = 20
 _DETECTION_EXAMPLE = '"detections": [{"keyword": "boston", "score": 0.93}, ...]'
 
 Name = Annotated[str, Field(min_length=1)]
@@ -108,7 +109,7 @@ def with_keywords(testset: TestSet, frames: Mapping[str, SlotFrame], slots_path:
         )
         return replace(testset, warnings=(*testset.warnings, warning))
     listed = read_keyword_list(path)
-    problems = []
+    problems: list[Problem] = []
     vocabularies: dict[str, dict[str, frozenset[str]]] = {
         setting: {slot: frozenset(words) for slot, words in slots.items()}
         for setting, slots in listed.settings.items()
@@ -138,7 +139,12 @@ def with_keywords(testset: TestSet, frames: Mapping[str, SlotFrame], slots_path:
                     )
                 )
     if problems:
-        raise TestSetError(problems)
+        # A wrong list (or the wrong file) mismatches every line: the first few say enough.
+        shown = problems[:_SHOWN_PROBLEMS]
+        if len(problems) > len(shown):
+            more = f"and {len(problems) - len(shown)} more lines like these"
+            shown.append(Problem(slots_path, "", more, f"check {path.name} against it"))
+        raise TestSetError(shown)
     items = tuple(
         replace(
             item,
