@@ -547,9 +547,14 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
     exp = sub.add_parser("export", help="a job's outputs in a field's own format (trn, kaldi ...)")
     exp.add_argument("run_dir", help="the run directory")
-    exp.add_argument("--task", required=True, help="the task")
-    exp.add_argument("--system", required=True, help="the system")
-    exp.add_argument("--format", required=True, help="trn, kaldi or jsonl (what fits the kind)")
+    exp.add_argument("--task", help="the task (may be left out when the run has one)")
+    exp.add_argument("--system", help="the system (may be left out when the task has one)")
+    exp.add_argument(
+        "--format",
+        required=True,
+        help="trn, ctm, kaldi, cwmt-xml, trec, conll, sighan, tsv, score-jsonl or jsonl: "
+        "what fits the task's kind (docs/formats.md)",
+    )
     exp.add_argument("-o", "--output", help="the file to write (default: standard output)")
     exp.add_argument(
         "--references",

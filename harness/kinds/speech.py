@@ -171,6 +171,7 @@ ASR = TaskKind(
     higher_is_better=False,
     detail=lambda s: f"sentences {pct(overall(s).get('sentence_correct_rate'))}",
     plots=lambda task, metric, scores: _asr_plots(task, metric, scores),
+    formats=("trn", "ctm", "kaldi", "jsonl"),
 )
 
 COMMAND = TaskKind(
@@ -185,6 +186,7 @@ COMMAND = TaskKind(
     metric_labels={"correct_rate": "correct"},
     unit=RTF,
     speed=real_time_factor,
+    formats=("trn", "kaldi", "score-jsonl", "jsonl"),
 )
 
 KWS = TaskKind(
@@ -200,6 +202,7 @@ KWS = TaskKind(
     unit=RTF,
     speed=real_time_factor,
     detail=lambda s: f"sentences {pct(overall(s).get('sentence_rate'))}",
+    formats=("score-jsonl", "jsonl"),
 )
 
 KINDS = (ASR, COMMAND, KWS)
