@@ -1,4 +1,4 @@
-"""`onsite score FAMILY ...`: score saved files alone, without re-running any system."""
+"""`onsite score FAMILY ...`: score saved files, or a run's job with --run, without re-running any system."""
 
 from __future__ import annotations
 
@@ -692,7 +692,9 @@ def add_score_parser(sub: Any, only: str | None = None, listed: bool = True) -> 
     With `listed` false, `score` is registered without its families (another
     command is being parsed), so the task kinds are not loaded.
     """
-    score = sub.add_parser("score", help="score saved outputs against references (files only)")
+    score = sub.add_parser(
+        "score", help="score saved outputs against references (files, or a run's job with --run)"
+    )
     families = score.add_subparsers(dest="family", required=True)
     if not listed:
         return

@@ -794,3 +794,22 @@ def test_command_scores_the_test_sets_own_text_file(tmp_path: Path) -> None:
     assert strict["overall"]["correct_rate"] == 0.0
     code, out, _ = cli("score", "command", "--run", str(run_dir))
     assert code == 0 and "correct_rate" in out, "a table without --json"
+
+
+def test_docs_formats_table_lists_each_formats_kinds() -> None:
+    # docs/formats.md's table is a promise: each format's kinds as the registry has them.
+    from tests.helpers import REPO
+
+    text = (REPO / "docs" / "formats.md").read_text(encoding="utf-8")
+    documented: dict[str, set[str]] = {}
+    for line in text.splitlines():
+        m = re.match(r"\| `([a-z-]+)` \| ([^|]+) \|", line)
+        if m:
+            documented[m.group(1)] = {k.strip() for k in m.group(2).split(",")}
+    actual: dict[str, set[str]] = {}
+    for kind in task_kinds().values():
+        for fmt in kind.formats:
+            actual.setdefault(fmt, set()).add(kind.name)
+    every = actual.pop("jsonl")
+    assert documented.pop("jsonl") == {"every kind"} and every == set(task_kinds())
+    assert documented == actual

@@ -157,8 +157,10 @@ def _score_rows(job: Job, references: bool) -> list[Mapping[str, Any]]:
         ref = item.reference
         answer = job.answer(item.id)
         if kind == "command":
-            text = _ref_text(item) if references else job.text(item.id)
-            rows.append({"id": item.id, "text": text})
+            if references:
+                rows.append({"id": item.id, "text": _ref_text(item)})
+            elif answer is not None:
+                rows.append({"id": item.id, "text": job.text(item.id)})
         elif kind == "kws":
             if references:
                 rows.append(ref.to_dict())
