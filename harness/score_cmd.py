@@ -1,4 +1,4 @@
-"""`onsite score FAMILY ...`: score saved files, or a run's job with --run, without re-running any system."""
+"""`onsite score FAMILY ...`: score saved files, or a run's job (--run), re-running nothing."""
 
 from __future__ import annotations
 
