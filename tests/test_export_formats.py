@@ -27,7 +27,7 @@ import pytest
 from harness.cli import main
 from harness.kinds.registry import task_kinds
 from harness.score_cmd import RUN_FAMILIES
-from tests.helpers import FAKE_SERVE, make_testset, run_site, write_site
+from tests.helpers import FAKE_SERVE, REPO, make_testset, run_site, write_site
 
 # --------------------------------------------------------------------------- helpers
 
@@ -462,6 +462,18 @@ CASES = [
         -1.0,  # checked against scoring's own BLEU of the same segments, below
         task_keys={"kind": "mt"},
     ),
+    # A plain-text source: one document named after the file, the task as the set id.
+    Case(
+        "mt",
+        "mt",
+        lambda tmp: (
+            REPO / "site_config" / "data" / "demo-text" / "mt",
+            {"你好世界": {"output": {"text": "hello (world)"}}, "我们喜欢北京": {"do": "crash"}},
+        ),
+        (Offline("cwmt-xml", "ref.xml", "hyp.xml", ref_hyp("mt")),),
+        -1.0,
+        task_keys={"kind": "mt"},
+    ),
     # Line 1 exact (3 of 3); line 3: 他 在 北京大学 学习 (3 of 4 test, 3 of 5 gold);
     # line 4 unanswered (3 gold words). F = 2 * 6 / (7 + 11).
     Case(
@@ -651,7 +663,7 @@ def check_format(kind: str, fmt: str, ref: Path, hyp: Path, tmp: Path) -> None:
             mid = float(begin) + float(duration) / 2
             assert channel == "A" and spans[name][0] <= mid <= spans[name][1]
         assert "u3" not in {line.split()[0] for line in hyp_text.splitlines()}
-    if fmt == "cwmt-xml":
+    if fmt == "cwmt-xml" and "zh_en_news_trans" in hyp_text:
         assert '<cand score="0.9">hello world</cand><cand score="0.4">' in hyp_text
         assert "R&amp;D &lt;b&gt;" in hyp_text and "&#13;" in hyp_text
         # The CWMT checker takes the file under the naming rule, against the source.
@@ -798,8 +810,6 @@ def test_command_scores_the_test_sets_own_text_file(tmp_path: Path) -> None:
 
 def test_docs_formats_table_lists_each_formats_kinds() -> None:
     # docs/formats.md's table is a promise: each format's kinds as the registry has them.
-    from tests.helpers import REPO
-
     text = (REPO / "docs" / "formats.md").read_text(encoding="utf-8")
     documented: dict[str, set[str]] = {}
     for line in text.splitlines():
@@ -813,3 +823,19 @@ def test_docs_formats_table_lists_each_formats_kinds() -> None:
     every = actual.pop("jsonl")
     assert documented.pop("jsonl") == {"every kind"} and every == set(task_kinds())
     assert documented == actual
+
+
+def test_jsonl_references_are_each_items_own(tmp_path: Path) -> None:
+    # pos references share the training counts: not repeated on every line.
+    case = next(c for c in CASES if c.kind == "pos")
+    run_dir = _run(case, tmp_path)
+    code, out, err = cli("export", str(run_dir), "--format", "jsonl", "--references")
+    assert code == 0, err
+    first = json.loads(out.splitlines()[0])
+    assert first == {
+        "id": "1",
+        "reference": {"tokens": [["我们", "r"], ["喜欢", "v"], ["北京", "ns"]]},
+    }
+    code, out, _ = cli("export", str(run_dir), "--format", "jsonl")
+    verdicts = [json.loads(line)["verdict"] for line in out.splitlines()]
+    assert verdicts == ["ok", "ok", "crashed"]

@@ -12,6 +12,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import fields, is_dataclass
 from typing import Any
 from xml.sax.saxutils import quoteattr
 
@@ -138,14 +139,25 @@ def write_jsonl(job: Job, references: bool) -> str:
     return _jsonl(rows)
 
 
+# Set-wide data every item's reference shares (the training counts, the word list):
+# not the item's reference, and it would repeat on every line.
+_SHARED = frozenset({"training", "lexicon"})
+
+
 def _json_reference(reference: Any) -> Any:
     to_dict = getattr(reference, "to_dict", None)
     if callable(to_dict):
         return to_dict()
-    if hasattr(reference, "__dataclass_fields__"):
-        from dataclasses import asdict
-
-        return asdict(reference)
+    if is_dataclass(reference) and not isinstance(reference, type):
+        return {
+            f.name: _json_reference(getattr(reference, f.name))
+            for f in fields(reference)
+            if f.name not in _SHARED
+        }
+    if isinstance(reference, Mapping):
+        return {str(k): _json_reference(v) for k, v in reference.items()}
+    if isinstance(reference, tuple | list):
+        return [_json_reference(v) for v in reference]
     return reference
 
 
