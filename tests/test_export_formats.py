@@ -839,3 +839,41 @@ def test_jsonl_references_are_each_items_own(tmp_path: Path) -> None:
     code, out, _ = cli("export", str(run_dir), "--format", "jsonl")
     verdicts = [json.loads(line)["verdict"] for line in out.splitlines()]
     assert verdicts == ["ok", "ok", "crashed"]
+
+
+def test_ctm_and_stm_readers(tmp_path: Path) -> None:
+    from scoring import FormatError, read_any_transcripts, read_ctm, read_stm
+
+    ctm = tmp_path / "h.ctm"
+    # Out of order in the file, two channels, a confidence: words come in time order.
+    ctm.write_text(
+        ";; comment\nu1 A 0.50 0.2 world 0.9\nu1 A 0.10 0.2 hello\nu2 1 0 1 x\n", "utf-8"
+    )
+    assert read_ctm(ctm) == {"u1": "hello world", "u2": "x"}
+    stm = tmp_path / "r.stm"
+    stm.write_text(
+        "u1 A spk 2.0 3.0 <o,f0,male> world\nu1 A spk 0.0 1.0 hello\n"
+        "u1 A spk 1.0 2.0 IGNORE_TIME_SEGMENT_IN_SCORING\nu2 A spk 0 1\n",
+        "utf-8",
+    )
+    assert read_stm(stm) == {"u1": "hello world", "u2": ""}
+    assert read_any_transcripts(stm) == read_stm(stm)
+    (tmp_path / "bad.ctm").write_text("u1 A zero 0.2 hello\n", "utf-8")
+    with pytest.raises(FormatError) as info:
+        read_ctm(tmp_path / "bad.ctm")
+    assert info.value.line == 1 and "'zero' is not a number" in str(info.value)
+    (tmp_path / "short.stm").write_text("u1 A spk 0.0\n", "utf-8")
+    with pytest.raises(FormatError, match="4 fields, expected at least 5"):
+        read_stm(tmp_path / "short.stm")
+    (tmp_path / "nan.ctm").write_text("u1 A nan 0.2 hello\n", "utf-8")
+    with pytest.raises(FormatError, match="not a finite number"):
+        read_ctm(tmp_path / "nan.ctm")
+    # Scored: a reference the CTM does not name is an empty hypothesis (deletions) ...
+    ref = tmp_path / "two.stm"
+    ref.write_text("u1 A s 0 1 hello world\nu3 A s 0 1 bye now\n", "utf-8")
+    hyp = tmp_path / "one.ctm"
+    hyp.write_text("u1 A 0 0.5 hello\nu1 A 0.5 0.5 world\n", "utf-8")
+    assert cli_json("score", "asr", "--ref", str(ref), "--hyp", str(hyp))["wer"] == 0.5
+    # ... and a CTM file that is no reference is an error, as any unknown id.
+    code, _, err = cli("score", "asr", "--ref", str(ref), "--hyp", str(ctm))
+    assert code == 2 and "not in" in err and "'u2'" in err
