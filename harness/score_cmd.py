@@ -25,8 +25,28 @@ from .judge.args import STATION_FAMILIES, add_station_source
 T = TypeVar("T")
 
 
+def _refuse_outputs_file(path: str, family: str) -> None:
+    """A run's outputs file (JSON lines) given where a transcript file goes: say what to do.
+
+    Read as trn or plain text, its JSON would quietly become ids or segments.
+    """
+    try:
+        with open(path, encoding="utf-8-sig", errors="replace") as fh:
+            head = fh.read(256).lstrip()
+    except OSError:
+        return  # the reader names the unreadable path
+    if head.startswith('{"'):
+        raise ValueError(
+            f"{path}: JSON lines (a run's outputs file?), not a {family} file; score the "
+            f"run with `onsite score {family} --run RUN_DIR --task T --system S`, or write "
+            "the file with `onsite export RUN_DIR --format ...` (docs/formats.md)"
+        )
+
+
 def _asr_report(args: argparse.Namespace) -> AsrReport:
     from scoring import check_ids, read_any_transcripts, read_conditions, score_asr
+
+    _refuse_outputs_file(args.hyp, "asr")
 
     refs = read_any_transcripts(Path(args.ref))
     hyps = read_any_transcripts(Path(args.hyp))
@@ -261,6 +281,7 @@ def _mt(args: argparse.Namespace) -> dict[str, Any]:
     from scoring.cwmt_xml import load_mt_file, require_mirror
     from scoring.mt import score_mt_files
 
+    _refuse_outputs_file(args.hyp, "mt")
     if args.src:
         source = load_mt_file(args.src, "source")
         target = load_mt_file(args.hyp, "target")

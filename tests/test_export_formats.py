@@ -877,3 +877,15 @@ def test_ctm_and_stm_readers(tmp_path: Path) -> None:
     # ... and a CTM file that is no reference is an error, as any unknown id.
     code, _, err = cli("score", "asr", "--ref", str(ref), "--hyp", str(ctm))
     assert code == 2 and "not in" in err and "'u2'" in err
+
+
+def test_a_runs_outputs_file_given_as_a_transcript_says_use_run(tmp_path: Path) -> None:
+    # The issue: `score asr --hyp runs/X/outputs/asr/S.jsonl` read JSON lines as ids,
+    # `score mt` read them as a document named after the file.
+    run_dir = _asr_run(tmp_path, {1600: {"text": "a b"}})
+    outputs = run_dir / "outputs" / "asr" / "fake.jsonl"
+    ref = tmp_path / "set" / "text"
+    for family, args in (("asr", ["--ref", str(ref)]), ("mt", ["--ref", str(ref)])):
+        code, _, err = cli("score", family, *args, "--hyp", str(outputs))
+        assert code == 2 and "a run's outputs file?" in err, err
+        assert f"onsite score {family} --run RUN_DIR" in err
