@@ -382,9 +382,15 @@ def cmd_report(args: argparse.Namespace, console: Console) -> int:
 
 def cmd_export(args: argparse.Namespace, console: Console) -> int:
     """One job's outputs (or, for the organizer, its task's references) in a field format."""
-    from .export import export
+    from .export import export_job, read_run
 
-    text = export(Path(args.run_dir), args.task, args.system, args.format, args.references)
+    job = read_run(Path(args.run_dir), args.task, args.system)
+    text = export_job(job, args.format, args.references)
+    if not job.complete:
+        sys.stderr.write(
+            f"note: {job.task}/{job.system} completed {len(job.testset.items)} of {job.total} "
+            "items; the file holds those, as the leaderboard scores them\n"
+        )
     if args.output:
         Path(args.output).write_text(text, encoding="utf-8")
         console.print(f"wrote {Path(args.output).resolve()}", markup=False)

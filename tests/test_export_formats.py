@@ -613,7 +613,7 @@ def test_live_equals_score_run_equals_exported_files(case: Case, tmp_path: Path)
     live = row["score"]
     assert live is not None
     if case.expected >= 0:
-        assert live == pytest.approx(case.expected), row["scores"]
+        assert live == pytest.approx(case.expected), row
     key = "wer" if case.kind == "asr" else row["metric"]
     task = case.kind.replace("-", "_")
     # --run with the task and system named, and (one of each in the run) without.
@@ -775,8 +775,9 @@ def test_a_job_stopped_early_is_scored_over_its_completed_items(tmp_path: Path) 
     code, out, err = cli("score", "asr", "--run", str(run_dir), "--json")
     assert code == 0 and json.loads(out)["wer"] == row["wer"]
     assert "completed 2 of 3 items" in err
-    code, out, _ = cli("export", str(run_dir), "--format", "trn")
+    code, out, err = cli("export", str(run_dir), "--format", "trn")
     assert out.splitlines() == ["a b (u1)", "c x (u2)"]
+    assert "completed 2 of 3 items" in err
 
 
 def test_command_scores_the_test_sets_own_text_file(tmp_path: Path) -> None:
@@ -889,3 +890,19 @@ def test_a_runs_outputs_file_given_as_a_transcript_says_use_run(tmp_path: Path) 
         code, _, err = cli("score", family, *args, "--hyp", str(outputs))
         assert code == 2 and "a run's outputs file?" in err, err
         assert f"onsite score {family} --run RUN_DIR" in err
+
+
+def test_score_run_gives_the_live_figures_per_condition(tmp_path: Path) -> None:
+    root = make_testset(tmp_path / "set", [("u1", 1600, "a b"), ("u2", 3200, "c d")])
+    (root / "conditions.tsv").write_text("u1\tquiet\nu2\tnoisy\n", encoding="utf-8")
+    env = {"FAKE_PLAN": json.dumps({"1600": {"text": "a b"}, "3200": {"text": "c"}})}
+    site = write_site(tmp_path / "site.toml", root, {"fake": {"command": FAKE_SERVE, "env": env}})
+    run_dir, _ = run_site(site)
+    # The report's JSON rows leave the breakdowns out: the leaderboard's own row has them.
+    from harness import leaderboard
+
+    [row] = leaderboard(run_dir)
+    by_run = cli_json("score", "asr", "--run", str(run_dir))
+    live = {c: s["wer"] for c, s in row.scores["by_condition"].items()}
+    assert live == {"quiet": 0.0, "noisy": 0.5}
+    assert {c: s["wer"] for c, s in by_run["by_condition"].items()} == live

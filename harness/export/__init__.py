@@ -22,6 +22,7 @@ from ..testsets import TestSet
 __all__ = [
     "Job",
     "export",
+    "export_job",
     "formats_of",
     "read_run",
 ]
@@ -120,9 +121,14 @@ def export(
     run_dir: Path, task: str | None, system: str | None, fmt: str, references: bool = False
 ) -> str:
     """The job's outputs (or the task's references) as the text of a `fmt` file."""
+    return export_job(read_run(run_dir, task, system), fmt, references)
+
+
+def export_job(job: Job, fmt: str, references: bool = False) -> str:
+    """A job read by `read_run` as the text of a `fmt` file; InputError if `fmt` does not fit."""
     from .writers import WRITERS
 
-    job = read_run(run_dir, task, system)
+    run_dir = job.run_dir
     allowed = job.kind.formats
     if fmt not in allowed or fmt not in WRITERS:
         raise InputError(
