@@ -382,9 +382,15 @@ def cmd_report(args: argparse.Namespace, console: Console) -> int:
 
 def cmd_export(args: argparse.Namespace, console: Console) -> int:
     """One job's outputs (or, for the organizer, its task's references) in a field format."""
-    from .export import export
+    from .export import export_job, read_run
 
-    text = export(Path(args.run_dir), args.task, args.system, args.format, args.references)
+    job = read_run(Path(args.run_dir), args.task, args.system)
+    text = export_job(job, args.format, args.references)
+    if not job.complete:
+        sys.stderr.write(
+            f"note: {job.task}/{job.system} completed {len(job.testset.items)} of {job.total} "
+            "items; the file holds those, as the leaderboard scores them\n"
+        )
     if args.output:
         Path(args.output).write_text(text, encoding="utf-8")
         console.print(f"wrote {Path(args.output).resolve()}", markup=False)
@@ -547,9 +553,14 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
     exp = sub.add_parser("export", help="a job's outputs in a field's own format (trn, kaldi ...)")
     exp.add_argument("run_dir", help="the run directory")
-    exp.add_argument("--task", required=True, help="the task")
-    exp.add_argument("--system", required=True, help="the system")
-    exp.add_argument("--format", required=True, help="trn, kaldi or jsonl (what fits the kind)")
+    exp.add_argument("--task", help="the task (may be left out when the run has one)")
+    exp.add_argument("--system", help="the system (may be left out when the task has one)")
+    exp.add_argument(
+        "--format",
+        required=True,
+        help="trn, ctm, kaldi, cwmt-xml, trec, conll, sighan, tsv, score-jsonl or jsonl: "
+        "what fits the task's kind (docs/formats.md)",
+    )
     exp.add_argument("-o", "--output", help="the file to write (default: standard output)")
     exp.add_argument(
         "--references",

@@ -102,12 +102,26 @@ def quality_so_far(
     done = [r for r in records if r["item"] in refs]
     if not done:
         return None
+    attempted, outputs, seconds = scoring_inputs(testset, done)
+    return kind.evaluate(attempted, cfg, outputs, seconds).headline.value
+
+
+def scoring_inputs(
+    testset: TestSet, records: Iterable[CompletionLike]
+) -> tuple[TestSet, dict[str, Any], dict[str, float]]:
+    """What a job's scorer gets from its completions: (attempted items, outputs, seconds).
+
+    Only the completed items are scored (a run stopped early is not charged for
+    items never sent); a failed item counts, with no output. `onsite export` and
+    `onsite score --run` read a run through this too, so they score what the
+    leaderboard scores.
+    """
+    done = list(records)
     ids = {r["item"] for r in done}
-    answered = [r for r in done if r["verdict"] in _ANSWERED]
-    outputs = {r["item"]: r["output"] for r in answered}
+    outputs = {r["item"]: r["output"] for r in done if r["verdict"] in _ANSWERED}
     seconds = {r["item"]: r["seconds"] for r in done}
     attempted = replace(testset, items=tuple(i for i in testset.items if i.id in ids))
-    return kind.evaluate(attempted, cfg, outputs, seconds).headline.value
+    return attempted, outputs, seconds
 
 
 def leaderboard(
@@ -140,11 +154,7 @@ def job_row(
     records: list[Completed] = [r for r in completed.values() if r.item in known]
     verdicts = [r.verdict for r in records]
     answered = [r for r in records if r.verdict in _ANSWERED]
-    outputs = {r.item: r.output for r in answered}
-    seconds = {r.item: r.seconds for r in records}
-    # Score the completed items only: a run stopped early (or --limit) is not charged
-    # for items never sent; a failed item counts, with no output.
-    attempted = replace(testset, items=tuple(i for i in testset.items if i.id in completed))
+    attempted, outputs, seconds = scoring_inputs(testset, records)
     scored = kind.evaluate(attempted, cfg, outputs, seconds) if records else None
     scores = scored.figures if scored else {}
     items = {i.id: i for i in testset.items}

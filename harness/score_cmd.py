@@ -1,4 +1,4 @@
-"""`onsite score FAMILY ...`: score saved files alone, without re-running any system."""
+"""`onsite score FAMILY ...`: score saved files, or a run's job (--run), re-running nothing."""
 
 from __future__ import annotations
 
@@ -25,11 +25,34 @@ from .judge.args import STATION_FAMILIES, add_station_source
 T = TypeVar("T")
 
 
-def _asr_report(args: argparse.Namespace) -> AsrReport:
-    from scoring import check_ids, read_conditions, read_transcripts, score_asr
+def _refuse_outputs_file(path: str, family: str) -> None:
+    """A run's outputs file (JSON lines) given where a transcript file goes: say what to do.
 
-    refs = read_transcripts(Path(args.ref))
-    hyps = read_transcripts(Path(args.hyp))
+    Read as trn or plain text, its JSON would quietly become ids or segments.
+    """
+    try:
+        with open(path, encoding="utf-8-sig", errors="replace") as fh:
+            head = fh.read(256).lstrip()
+    except OSError:
+        return  # the reader names the unreadable path
+    if head.startswith('{"'):
+        raise ValueError(
+            f"{path}: JSON lines (a run's outputs file?), not a {family} file; score the "
+            f"run with `onsite score {family} --run RUN_DIR --task T --system S`, or write "
+            "the file with `onsite export RUN_DIR --format ...` (docs/formats.md)"
+        )
+
+
+def _asr_report(args: argparse.Namespace) -> AsrReport:
+    from scoring import check_ids, read_any_transcripts, read_conditions, score_asr
+
+    _refuse_outputs_file(args.hyp, "asr")
+
+    refs = read_any_transcripts(Path(args.ref))
+    hyps = read_any_transcripts(Path(args.hyp))
+    if str(args.hyp).lower().endswith(".ctm"):
+        # A CTM has no line for an utterance without words: an empty hypothesis.
+        hyps = {k: hyps.get(k, "") for k in refs} | hyps
     check_ids(refs, hyps, Path(args.ref), Path(args.hyp))
     conditions = read_conditions(Path(args.conditions), refs) if args.conditions else None
     return score_asr(
@@ -125,7 +148,11 @@ def _plot_det(args: argparse.Namespace, stem: Path) -> PlotFiles:
 def _command(args: argparse.Namespace) -> dict[str, Any]:
     from scoring.commands import read_command_file, score_commands
 
-    return score_commands(read_command_file(args.ref), read_command_file(args.hyp)).to_dict()
+    return score_commands(
+        read_command_file(args.ref),
+        read_command_file(args.hyp),
+        case_sensitive=args.case_sensitive,
+    ).to_dict()
 
 
 def _kws(args: argparse.Namespace) -> dict[str, Any]:
@@ -254,6 +281,7 @@ def _mt(args: argparse.Namespace) -> dict[str, Any]:
     from scoring.cwmt_xml import load_mt_file, require_mirror
     from scoring.mt import score_mt_files
 
+    _refuse_outputs_file(args.hyp, "mt")
     if args.src:
         source = load_mt_file(args.src, "source")
         target = load_mt_file(args.hyp, "target")
@@ -415,8 +443,8 @@ _FAMILIES: dict[str, _Family] = {
         _asr,
         "WER/CER with sclite's conventions; trn or Kaldi text files",
         (
-            _arg("--ref", required=True, help="reference transcripts (trn or Kaldi text)"),
-            _arg("--hyp", required=True, help="hypotheses (trn or Kaldi text)"),
+            _arg("--ref", required=True, help="reference transcripts (trn, Kaldi text, or .stm)"),
+            _arg("--hyp", required=True, help="hypotheses (trn, Kaldi text, or .ctm)"),
             _arg("--unit", choices=("word", "char"), default="word"),
             _arg("--case-sensitive", action="store_true"),
             _arg(
@@ -429,7 +457,19 @@ _FAMILIES: dict[str, _Family] = {
         ),
         plot=_plot_asr,
     ),
-    "command": _Family(_command, "correct command rate; JSON lines {id, text}"),
+    "command": _Family(
+        _command,
+        "correct command rate; JSON lines {id, text}, trn or Kaldi text",
+        (
+            _arg("--ref", required=True, help="reference commands (JSON lines, trn or Kaldi text)"),
+            _arg("--hyp", required=True, help="recognized commands (same formats)"),
+            _arg(
+                "--case-sensitive",
+                action="store_true",
+                help="keep case (default: fold it, as the live command task does)",
+            ),
+        ),
+    ),
     "kws": _Family(_kws, "keyword spotting: correct slot and sentence rates; slot JSON lines"),
     "kws-det": _Family(
         _kws_det,
@@ -552,7 +592,12 @@ _FAMILIES: dict[str, _Family] = {
         "retrieval: MAP, R-precision, P@10 with trec_eval's conventions",
         (
             _arg("--qrels", required=True, help="TREC qrels: topic 0 docno relevance"),
-            _arg("--run", required=True, help="TREC run: topic Q0 docno rank score tag"),
+            _arg(
+                "--run",
+                required=True,
+                help="TREC run: topic Q0 docno rank score tag; or an onsite run directory "
+                "(with --task, --system), read without --qrels",
+            ),
             _arg("--complete", action="store_true", help="like trec_eval -c"),
         ),
     ),
@@ -668,7 +713,9 @@ def add_score_parser(sub: Any, only: str | None = None, listed: bool = True) -> 
     With `listed` false, `score` is registered without its families (another
     command is being parsed), so the task kinds are not loaded.
     """
-    score = sub.add_parser("score", help="score saved outputs against references (files only)")
+    score = sub.add_parser(
+        "score", help="score saved outputs against references (files, or a run's job with --run)"
+    )
     families = score.add_subparsers(dest="family", required=True)
     if not listed:
         return
@@ -676,8 +723,27 @@ def add_score_parser(sub: Any, only: str | None = None, listed: bool = True) -> 
         if only is not None and name != only and only in _FAMILIES:
             continue
         parser = families.add_parser(name, help=family.help)
+        from_run = name in RUN_FAMILIES
+        needs: list[tuple[str, str]] = []
         for flags, options in family.args:
+            if from_run and options.get("required"):
+                # With --run the files come from the run: required only without it.
+                options = {**options, "required": False}
+                needs.append((flags[0].lstrip("-").replace("-", "_"), flags[0]))
             parser.add_argument(*flags, **options)
+        # ir's own --run is the TREC run file: there a directory means a run directory.
+        shared = any("--run" in flags for flags, _ in family.args)
+        if from_run and not shared:
+            parser.add_argument(
+                "--run",
+                metavar="RUN_DIR",
+                help="score a run's job instead of files: its outputs and the task's "
+                "references, with the task's settings (the live leaderboard's number)",
+            )
+        if from_run:
+            parser.add_argument("--task", help="with --run: the task (if the run has several)")
+            parser.add_argument("--system", help="with --run: the system (if several)")
+        parser.set_defaults(needs=needs)
         if family.plot is not None:
             parser.add_argument(
                 "--plot", metavar="STEM", help="also write the figure to STEM.png and STEM.svg"
@@ -718,9 +784,88 @@ def _os_error(exc: OSError) -> str:
     return f"{where}: {exc.strerror or exc}; check that the path is a readable file"
 
 
+# The families `--run` reads a run for (harness/export/rescore.py says how; a test
+# checks the two lists agree). Kept here so `--help` imports no exporter.
+RUN_FAMILIES = frozenset(
+    {
+        "asr",
+        "command",
+        "kws",
+        "ocr",
+        "faces-detect",
+        "faces-identify",
+        "faces-verify",
+        "mt",
+        "mt-check",
+        "cws",
+        "ner",
+        "pos",
+        "textcat",
+        "ir",
+        "lid",
+    }
+)
+
+
+def _reads_run(args: argparse.Namespace) -> bool:
+    """--run names a run directory (for ir, whose --run is also the TREC run file)."""
+    run = getattr(args, "run", None)
+    if run is None or args.family not in RUN_FAMILIES:
+        return False
+    return args.family != "ir" or Path(run).is_dir()
+
+
+def _files_or_run(args: argparse.Namespace) -> str | None:
+    """The problem with the choice between the family's files and --run, if any."""
+    needs: list[tuple[str, str]] = getattr(args, "needs", [])
+    reads_run = _reads_run(args)
+    if reads_run:
+        needs = [(dest, flag) for dest, flag in needs if dest != "run"]
+    given = [flag for dest, flag in needs if getattr(args, dest, None) is not None]
+    files = " and ".join(flag for _, flag in needs)
+    if reads_run:
+        if given:
+            return f"give {files}, or --run, not both ({', '.join(given)} given with --run)"
+        return None
+    if getattr(args, "task", None) is not None or getattr(args, "system", None) is not None:
+        return "--task and --system go with --run RUN_DIR"
+    missing = [flag for dest, flag in needs if getattr(args, dest, None) is None]
+    if missing:
+        return f"give {files} (missing {', '.join(missing)}), or --run RUN_DIR --task T --system S"
+    return None
+
+
 def cmd_score(args: argparse.Namespace, console: Console) -> int:
     """Run one family's scorer and print its figures."""
     family = _families(args.family)[args.family]
+    problem = _files_or_run(args)
+    if problem is not None:
+        sys.stderr.write(f"error: onsite score {args.family}: {problem}\n")
+        return 2
+    if _reads_run(args):
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="onsite-score-") as tmp:
+            return _score_run(args, family, console, Path(tmp))
+    return _score(args, family, console)
+
+
+def _score_run(args: argparse.Namespace, family: _Family, console: Console, tmp: Path) -> int:
+    """`--run`: the job's files written to ``tmp``, then scored as files are."""
+    from .export.rescore import run_arguments
+
+    job, values = run_arguments(args.family, Path(args.run), args.task, args.system, tmp)
+    vars(args).update(values)
+    if not job.complete:
+        sys.stderr.write(
+            f"note: {job.task}/{job.system} completed {len(job.testset.items)} of "
+            f"{job.total} items; scored over those, as the leaderboard scores it\n"
+        )
+    return _score(args, family, console)
+
+
+def _score(args: argparse.Namespace, family: _Family, console: Console) -> int:
+    """Score with the family's scorer and print (shared by files and --run)."""
 
     def compute() -> dict[str, Any]:
         result: dict[str, Any] = args.scorer(args)

@@ -12,6 +12,10 @@ than per line keeps a Kaldi transcript that happens to end in ``(laughter)``
 from being read as trn, while a trn file with one forgotten id is reported as
 such instead of silently turning into nonsense Kaldi ids.
 
+sclite's CTM (hypothesis words with times) and STM (reference segments) are
+read by `read_ctm` and `read_stm`, chosen by the file's suffix in
+`read_any_transcripts`.
+
 Blank lines and sclite comment lines (starting with ``;;``) are skipped.
 Files must be UTF-8 (a leading byte-order mark is allowed); ``\\r\\n`` line
 ends are accepted. Texts are returned as written: case folding and
@@ -27,7 +31,15 @@ from typing import Literal
 
 from .errors import FormatError
 
-__all__ = ["TranscriptFormat", "check_ids", "detect_format", "read_transcripts"]
+__all__ = [
+    "TranscriptFormat",
+    "check_ids",
+    "detect_format",
+    "read_any_transcripts",
+    "read_ctm",
+    "read_stm",
+    "read_transcripts",
+]
 
 TranscriptFormat = Literal["trn", "kaldi"]
 
@@ -278,3 +290,79 @@ def read_conditions(path: str | os.PathLike[str], refs: Mapping[str, str]) -> di
             )
         labels[utt_id] = label
     return {utt_id: labels.get(utt_id, "unlabelled") for utt_id in refs}
+
+
+# --------------------------------------------------------------------------- CTM and STM
+
+_CTM_EXAMPLE = "`utt1 A 0.000 0.500 hello` (file channel begin duration word [confidence])"
+_STM_EXAMPLE = "`utt1 A spk1 0.000 2.000 hello world` (file channel speaker begin end words)"
+
+
+def _number(path: str | os.PathLike[str], lineno: int, text: str, what: str, example: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise FormatError(path, lineno, f"{what} {text!r} is not a number", example) from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise FormatError(path, lineno, f"{what} {text!r} is not a finite number", example)
+    return value
+
+
+def read_ctm(path: str | os.PathLike[str]) -> dict[str, str]:
+    """Read a sclite CTM file into ``{file: words}``, each file's words in time order.
+
+    A line is ``<F> <C> <BT> <DUR> word [<CONF>]``; the words of one waveform
+    (all its channels) are joined by spaces in begin-time order (file order
+    breaks ties). A waveform with no word has no line, so it is not in the result:
+    the caller counts it as an empty hypothesis, as sclite does against an STM.
+    """
+    words: dict[str, list[tuple[float, int, str]]] = {}
+    for lineno, text in _decoded_lines(path):
+        fields = text.split()
+        if len(fields) not in (5, 6):
+            raise FormatError(
+                path, lineno, f"{len(fields)} fields, expected 5 or 6", f"write {_CTM_EXAMPLE}"
+            )
+        begin = _number(path, lineno, fields[2], "begin time", f"write {_CTM_EXAMPLE}")
+        _number(path, lineno, fields[3], "duration", f"write {_CTM_EXAMPLE}")
+        words.setdefault(fields[0], []).append((begin, lineno, fields[4]))
+    return {f: " ".join(w for _, _, w in sorted(ws)) for f, ws in words.items()}
+
+
+def read_stm(path: str | os.PathLike[str]) -> dict[str, str]:
+    """Read a sclite STM reference into ``{file: words}``.
+
+    A line is ``<F> <C> <S> <BT> <ET> [<LABEL>] transcript``; an optional
+    ``<...>`` label is dropped, and so is a segment whose transcript is
+    ``IGNORE_TIME_SEGMENT_IN_SCORING``. Several segments of one file are joined in
+    begin-time order: onsite pairs a CTM with its STM by file, not by time as
+    sclite does, which gives sclite's totals when each word lies in its segment
+    (as `onsite export --format ctm` writes them).
+    """
+    segments: dict[str, list[tuple[float, int, str]]] = {}
+    for lineno, text in _decoded_lines(path):
+        fields = text.split(maxsplit=5)
+        if len(fields) < 5:
+            raise FormatError(
+                path, lineno, f"{len(fields)} fields, expected at least 5", f"write {_STM_EXAMPLE}"
+            )
+        begin = _number(path, lineno, fields[3], "begin time", f"write {_STM_EXAMPLE}")
+        _number(path, lineno, fields[4], "end time", f"write {_STM_EXAMPLE}")
+        words = fields[5] if len(fields) > 5 else ""
+        if words.startswith("<"):
+            _, _, words = words.partition(">")
+        words = words.strip()
+        segment = segments.setdefault(fields[0], [])
+        if words != "IGNORE_TIME_SEGMENT_IN_SCORING":
+            segment.append((begin, lineno, words))
+    return {f: " ".join(w for _, _, w in sorted(s) if w) for f, s in segments.items()}
+
+
+def read_any_transcripts(path: str | os.PathLike[str]) -> dict[str, str]:
+    """`read_ctm` for a ``.ctm`` file, `read_stm` for ``.stm``, else `read_transcripts`."""
+    suffix = os.fspath(path).lower().rsplit(".", 1)[-1]
+    if suffix == "ctm":
+        return read_ctm(path)
+    if suffix == "stm":
+        return read_stm(path)
+    return read_transcripts(path)

@@ -7,7 +7,10 @@ embedded-device task). Conventions:
   reference exactly (see `normalize_command`); there is no partial credit.
 * Missing outputs (absent id or None) count as wrong and are also counted
   in ``missing``; outputs for ids not in the references are an error.
-* Case is kept: commands are compared case-sensitively unless asked.
+* Case is folded (``str.casefold``) unless asked to keep it: the field's
+  convention, as sclite folds case unless told otherwise, and the same live
+  (the `command` task's ``case_sensitive = false``) and offline (`onsite score
+  command`, ``--case-sensitive`` to keep case).
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ __all__ = [
 _WS = re.compile(r"\s+")
 
 
-def normalize_command(text: str, case_sensitive: bool = True) -> str:
+def normalize_command(text: str, case_sensitive: bool = False) -> str:
     """Full-width to half-width ASCII, then whitespace normalisation.
 
     Leading/trailing whitespace is dropped; a whitespace run next to a CJK
@@ -94,7 +97,18 @@ class CommandReport:
 
 
 def read_command_file(path: str | Path) -> dict[str, str]:
-    """Read JSONL lines ``{"id", "text"}`` (references or outputs) into id -> text."""
+    """Read JSONL lines ``{"id", "text"}`` (references or outputs) into id -> text.
+
+    A file whose first non-blank character is not ``{`` is a transcript file
+    (sclite ``trn`` or Kaldi ``text``, `scoring.asr_formats.read_transcripts`),
+    as a command test set's ``text`` file is.
+    """
+    with open(path, encoding="utf-8-sig") as fh:
+        head = fh.read(4096).lstrip()
+    if head and not head.startswith("{"):
+        from .asr_formats import read_transcripts
+
+        return read_transcripts(path)
     out: dict[str, str] = {}
     seen: dict[str, int] = {}
     for lineno, obj in read_jsonl(path):
@@ -117,7 +131,7 @@ def score_commands(
     refs: Mapping[str, str],
     hyps: Mapping[str, str | None],
     conditions: Mapping[str, str] | None = None,
-    case_sensitive: bool = True,
+    case_sensitive: bool = False,
 ) -> CommandReport:
     """Exact-match scoring of command outputs against references, keyed by id.
 

@@ -74,7 +74,7 @@ def test_export_refuses_what_does_not_fit(asr_run: Path) -> None:
     out = onsite("export", str(asr_run), "--task", "asr", "--system", "fake", "--format", "conll")
     assert out.returncode == 2
     assert "format 'conll' does not fit task 'asr' (kind asr)" in out.stderr
-    assert "trn, kaldi, jsonl" in out.stderr
+    assert "trn, ctm, kaldi, jsonl" in out.stderr
     out = onsite("export", str(asr_run), "--task", "nope", "--system", "fake", "--format", "trn")
     assert out.returncode == 2 and "no task 'nope'" in out.stderr and "asr" in out.stderr
     out = onsite("export", str(asr_run), "--task", "asr", "--system", "x", "--format", "trn")

@@ -139,21 +139,23 @@ def test_normalize_command() -> None:
     assert to_halfwidth("ＡＢＣ１２３　ｘ！") == "ABC123 x!"
     assert normalize_command("  打开 　文件 ") == "打开文件"
     assert normalize_command("open \t file") == "open file"
-    assert normalize_command("拨打 ＡＢＣ") == "拨打ABC"
-    assert normalize_command("Call Home", case_sensitive=False) == "call home"
+    assert normalize_command("拨打 ＡＢＣ", case_sensitive=True) == "拨打ABC"
+    assert normalize_command("Call Home") == "call home", "case folds unless asked to keep it"
 
 
 def test_score_commands() -> None:
     refs = {"c1": "打开文件", "c2": "Call Home", "c3": "拨打 ＡＢＣ", "c4": "关闭", "c5": "Stop"}
     hyps = {"c1": "打开 文件", "c2": " Call  Home", "c3": "拨打ABC", "c4": None, "c5": "stop"}
     conds = {"c1": "quiet", "c2": "quiet", "c3": "noisy", "c4": "noisy", "c5": "noisy"}
-    rep = score_commands(refs, hyps, conditions=conds)
+    rep = score_commands(refs, hyps, conditions=conds, case_sensitive=True)
     assert (rep.overall.commands, rep.overall.correct, rep.overall.missing) == (5, 3, 1)
     assert rep.overall.correct_rate == pytest.approx(0.6)
     assert rep.wrong_ids == ("c4", "c5")
     assert rep.by_condition["quiet"].correct_rate == 1.0
     assert rep.by_condition["noisy"].correct_rate == pytest.approx(1 / 3)
+    # Case is folded unless asked to keep it: the field's convention, live and offline.
     assert score_commands(refs, hyps, case_sensitive=False).overall.correct == 4
+    assert score_commands(refs, hyps).overall.correct == 4
     # An id absent from the outputs counts as wrong and missing.
     assert score_commands({"a": "x"}, {}).overall.to_dict() == {
         "commands": 1,

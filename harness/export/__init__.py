@@ -1,144 +1,144 @@
 """`onsite export`: a run's outputs (and, for organizers, references) in the fields' own formats.
 
-Items a system never answered (crash, timeout, rejected output) are written as
-empty hypotheses, as the live scoring counts them.
+One job of a run is read as the leaderboard reads it (`harness.leaderboard.scoring_inputs`):
+the items the job completed, in test-set order; the outputs of the answered ones
+(verdict ok or over_budget); every other completed item is written as an empty
+hypothesis, as the live scoring counts it. Which formats fit a kind is the kind's
+``formats`` (harness/kinds/); the writers are in harness/export/writers.py;
+docs/formats.md shows each file.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, Problem
+from ..kinds.base import TaskKind
 from ..testsets import TestSet
 
-# Verdicts whose output the live scoring uses; every other item scores as empty.
-_ANSWERED = frozenset({"ok", "late"})
+__all__ = [
+    "Job",
+    "export",
+    "export_job",
+    "formats_of",
+    "read_run",
+]
 
 
 @dataclass(frozen=True)
-class RunOutputs:
-    """One job of a run: its kind, the task's test set and the job's output lines by item."""
+class Job:
+    """One job of a run as its scorer sees it.
 
-    kind: str
+    ``testset`` holds the items the job completed (all of them once the job is
+    done); ``outputs`` the answers of the answered items; ``lines`` the run's
+    output line (docs/run-directory.md) of every completed item; ``seconds``
+    each completed item's processing seconds; ``total`` the test set's size.
+    """
+
+    run_dir: Path
+    task: str
+    system: str
+    kind: TaskKind
+    config: Any  # the site's task model (common keys and the kind's options)
     testset: TestSet
+    outputs: Mapping[str, Mapping[str, Any] | None]
     lines: Mapping[str, Mapping[str, Any]]
+    seconds: Mapping[str, float]
+    total: int
+
+    def answer(self, item: str) -> Mapping[str, Any] | None:
+        """The item's output when it was answered, else None."""
+        out = self.outputs.get(item)
+        return out if isinstance(out, Mapping) else None
 
     def text(self, item: str) -> str:
         """The item's hypothesis text, empty when the item was not answered."""
-        line = self.lines.get(item)
-        if not line or line.get("verdict") not in _ANSWERED or not line.get("output"):
-            return ""
-        text = line["output"].get("text")
+        out = self.answer(item)
+        text = out.get("text") if out else None
         return text if isinstance(text, str) else ""
 
+    @property
+    def complete(self) -> bool:
+        """Every item of the test set was completed."""
+        return len(self.testset.items) == self.total
 
-def read_run(run_dir: Path, task: str, system: str) -> RunOutputs:
-    """Read one job from a run directory (the one place export reads runs)."""
-    from ..kinds.registry import task_kind
-    from ..run_site import site_of_run
 
-    site = site_of_run(run_dir)
-    if task not in site.config.tasks:
-        raise InputError(
-            [
-                Problem(
-                    run_dir,
-                    "--task",
-                    f"no task {task!r}",
-                    f"use one of: {', '.join(site.config.tasks)}",
-                )
-            ]
-        )
-    if system not in site.config.systems:
-        raise InputError(
-            [
-                Problem(
-                    run_dir,
-                    "--system",
-                    f"no system {system!r}",
-                    f"use one of: {', '.join(site.config.systems)}",
-                )
-            ]
-        )
+def _choice(run_dir: Path, flag: str, what: str, given: str | None, names: list[str]) -> str:
+    """``given`` if it is one of ``names``; the only name when none is given."""
+    if given is None and len(names) == 1:
+        return names[0]
+    if given is None or given not in names:
+        message = f"no {what} {given!r}" if given is not None else f"which {what}?"
+        raise InputError([Problem(run_dir, flag, message, f"use one of: {', '.join(names)}")])
+    return given
+
+
+def read_run(
+    run_dir: Path, task: str | None, system: str | None, kinds: tuple[str, ...] = ()
+) -> Job:
+    """Read one job from a run directory (the one place export and `score --run` read runs).
+
+    ``task`` or ``system`` may be None when the run has one choice (of one of
+    ``kinds``, if given). Raises InputError naming the flag and the choices.
+    """
+    from ..leaderboard import scoring_inputs
+    from ..run_model import RunModel
+    from ..store import output_line
+
+    model = RunModel.open(run_dir)
+    site = model.site
+    tasks = list(site.config.tasks)
+    fitting = [t for t in tasks if not kinds or site.config.tasks[t].kind in kinds]
+    # Left out, the task is the run's only one (of the kinds asked for).
+    task = _choice(run_dir, "--task", "task", task, fitting or tasks if task is None else tasks)
+    systems = [s for s, c in site.config.systems.items() if task in c.tasks]
+    system = _choice(run_dir, "--system", "system", system, systems)
     cfg = site.config.tasks[task]
-    testset = task_kind(cfg.kind).load(site.testset_path(task), cfg)
-    path = run_dir / "outputs" / task / f"{system}.jsonl"
-    lines: dict[str, Mapping[str, Any]] = {}
-    if path.exists():
-        for n, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if raw.strip():
-                try:
-                    line = json.loads(raw)
-                except json.JSONDecodeError as exc:
-                    raise InputError([Problem(path, "", f"not JSON ({exc.msg})", line=n)]) from exc
-                lines[line["id"]] = line
-    return RunOutputs(cfg.kind, testset, lines)
+    from ..kinds.registry import task_kind
 
-
-def _clean(text: str) -> str:
-    # One item per line: a newline inside a hypothesis would split it.
-    return " ".join(text.split())
-
-
-def write_trn(run: RunOutputs, references: bool) -> str:
-    """sclite `trn`: the words, then the utterance id in parentheses."""
-    out = []
-    for item in run.testset.items:
-        text = str(item.reference) if references else run.text(item.id)
-        out.append(f"{_clean(text)} ({item.id})\n")
-    return "".join(out)
-
-
-def write_kaldi(run: RunOutputs, references: bool) -> str:
-    """Kaldi `text`: the utterance id, then the words."""
-    out = []
-    for item in run.testset.items:
-        text = _clean(str(item.reference) if references else run.text(item.id))
-        out.append(f"{item.id} {text}".rstrip() + "\n")
-    return "".join(out)
-
-
-def write_jsonl(run: RunOutputs, references: bool) -> str:
-    """The outputs with their verdicts, one JSON line per test item (unanswered ones too)."""
-    out = []
-    for item in run.testset.items:
-        if references:
-            line: Mapping[str, Any] = {"id": item.id, "reference": item.reference}
-        else:
-            line = run.lines.get(item.id) or {"id": item.id, "output": None, "verdict": None}
-        out.append(json.dumps(line, ensure_ascii=False, default=str) + "\n")
-    return "".join(out)
-
-
-Writer = Callable[[RunOutputs, bool], str]
-WRITERS: dict[str, Writer] = {"trn": write_trn, "kaldi": write_kaldi, "jsonl": write_jsonl}
-# Which formats fit each kind; jsonl fits every kind.
-_TEXT_FORMATS = ("trn", "kaldi", "jsonl")
-KIND_FORMATS: dict[str, tuple[str, ...]] = {"asr": _TEXT_FORMATS, "command": _TEXT_FORMATS}
+    kind = task_kind(cfg.kind)
+    full = model.testset(task)
+    known = {item.id for item in full.items}
+    records = [r for r in model.state.completed.get((task, system), {}).values() if r.item in known]
+    attempted, outputs, seconds = scoring_inputs(full, records)
+    lines = {r.item: output_line(r) for r in records}
+    return Job(
+        run_dir, task, system, kind, cfg, attempted, outputs, lines, seconds, len(full.items)
+    )
 
 
 def formats_of(kind: str) -> tuple[str, ...]:
-    """The export formats a kind supports."""
-    return KIND_FORMATS.get(kind, ("jsonl",))
+    """The export formats a kind supports (its ``formats``)."""
+    from ..kinds.registry import task_kind
+
+    return task_kind(kind).formats
 
 
-def export(run_dir: Path, task: str, system: str, fmt: str, references: bool = False) -> str:
+def export(
+    run_dir: Path, task: str | None, system: str | None, fmt: str, references: bool = False
+) -> str:
     """The job's outputs (or the task's references) as the text of a `fmt` file."""
-    run = read_run(run_dir, task, system)
-    allowed = formats_of(run.kind)
-    if fmt not in allowed:
+    return export_job(read_run(run_dir, task, system), fmt, references)
+
+
+def export_job(job: Job, fmt: str, references: bool = False) -> str:
+    """A job read by `read_run` as the text of a `fmt` file; InputError if `fmt` does not fit."""
+    from .writers import WRITERS
+
+    run_dir = job.run_dir
+    allowed = job.kind.formats
+    if fmt not in allowed or fmt not in WRITERS:
         raise InputError(
             [
                 Problem(
                     run_dir,
                     "--format",
-                    f"format {fmt!r} does not fit task {task!r} (kind {run.kind})",
-                    f"use one of: {', '.join(allowed)}",
+                    f"format {fmt!r} does not fit task {job.task!r} (kind {job.kind.name})",
+                    f"use one of: {', '.join(f for f in allowed if f in WRITERS)}",
                 )
             ]
         )
-    return WRITERS[fmt](run, references)
+    return WRITERS[fmt](job, references)

@@ -161,6 +161,9 @@ class TaskKind:
     score_families: Mapping[str, ScoreFamily] = field(default_factory=dict)
     # One line for the docs and the CLI: what the kind evaluates.
     summary: str = ""
+    # The `onsite export --format` names this kind's outputs can be written in
+    # (harness/export: the writers; docs/formats.md: the files). Every kind has jsonl.
+    formats: tuple[str, ...] = ("jsonl",)
 
     @property
     def speed_unit(self) -> str:

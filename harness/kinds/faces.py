@@ -296,6 +296,7 @@ FACE_DETECT = TaskKind(
     unit=MS_PER_FRAME,
     speed=_ms_per_unit,
     detail=lambda s: f"{overall(s).get('false_detections', '-')} false detections",
+    formats=("score-jsonl", "jsonl"),
 )
 
 FACE_IDENTIFY = TaskKind(
@@ -309,6 +310,7 @@ FACE_IDENTIFY = TaskKind(
     speed=_ms_per_unit,
     detail=lambda s: f"rank10 {pct(overall(s).get('rank10'))}",
     plots=_identify_plots,
+    formats=("score-jsonl", "jsonl"),
 )
 
 FACE_VERIFY = TaskKind(
@@ -325,6 +327,7 @@ FACE_VERIFY = TaskKind(
     higher_is_better=False,
     detail=lambda s: f"VR@FAR1% {pct(_rate_at(s, 0.01))}",
     plots=_verify_plots,
+    formats=("score-jsonl", "jsonl"),
 )
 
 KINDS = (FACE_DETECT, FACE_IDENTIFY, FACE_VERIFY)

@@ -334,6 +334,7 @@ LID = TaskKind(
     speed=real_time_factor,
     detail=_detail,
     plots=_plots,
+    formats=("score-jsonl", "jsonl"),
     score_families={
         "lid": ScoreFamily(
             _score_files,

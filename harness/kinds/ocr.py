@@ -82,6 +82,7 @@ OCR = TaskKind(
     unit=CHARS_PER_SECOND,
     speed=units_per_second,
     detail=lambda s: f"R10 {pct(overall(s).get('top10_rate'))}",
+    formats=("score-jsonl", "jsonl"),
 )
 
 KINDS = (OCR,)

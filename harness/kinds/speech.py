@@ -172,6 +172,7 @@ ASR = TaskKind(
     higher_is_better=False,
     detail=lambda s: f"sentences {pct(overall(s).get('sentence_correct_rate'))}",
     plots=lambda task, metric, scores: _asr_plots(task, metric, scores),
+    formats=("trn", "ctm", "kaldi", "jsonl"),
 )
 
 COMMAND = TaskKind(
@@ -186,6 +187,7 @@ COMMAND = TaskKind(
     metric_labels={"correct_rate": "correct"},
     unit=RTF,
     speed=real_time_factor,
+    formats=("trn", "kaldi", "score-jsonl", "jsonl"),
 )
 
 KWS = TaskKind(
@@ -203,6 +205,7 @@ KWS = TaskKind(
     speed=real_time_factor,
     detail=kws_detail,
     plots=kws_plots,
+    formats=("score-jsonl", "jsonl"),
 )
 
 KINDS = (ASR, COMMAND, KWS)

@@ -397,7 +397,8 @@ def _load_pos(root: Path, task: TaskConfig) -> TestSet:
     return TestSet(root, tuple(items), setup_files=setup)
 
 
-def _parse_tagged(text: str) -> list[tuple[str, str]] | None:
+def parse_tagged(text: str) -> list[tuple[str, str]] | None:
+    """A system's `word/TAG word/TAG` line as (word, tag) pairs; None if a token has no tag."""
     tokens = []
     for token in split_words(text):
         word, sep, tag = token.rpartition("/")
@@ -412,8 +413,8 @@ def _check_pos(output: Mapping[str, Any]) -> str | None:
     problem = _string_field(output, "text", example)
     if problem:
         return problem
-    if _parse_tagged(output["text"]) is None:
-        bad = next(t for t in split_words(output["text"]) if _parse_tagged(t) is None)
+    if parse_tagged(output["text"]) is None:
+        bad = next(t for t in split_words(output["text"]) if parse_tagged(t) is None)
         return f"token {bad[:40]!r} is not word/TAG; write every token as word/TAG, e.g. {example}"
     return None
 
@@ -423,7 +424,7 @@ def _score_pos(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> 
     test = []
     for item in testset.items:
         answer = _answer(outputs, item.id)
-        test.append((_parse_tagged(str(answer["text"])) or []) if answer else [])
+        test.append((parse_tagged(str(answer["text"])) or []) if answer else [])
     training = testset.items[0].reference.training if testset.items else None
     return score_pos(gold, test, training).to_dict()
 
@@ -591,6 +592,7 @@ MS_PER_QUERY = SpeedUnit("ms_per_query", "ms/query", "ms / query")
 KINDS = (
     TaskKind(
         name="mt",
+        formats=("cwmt-xml", "jsonl"),
         summary="machine translation: a source segment in, its translation out",
         max_output_bytes=4 << 20,
         load=_load_mt,
@@ -608,6 +610,7 @@ KINDS = (
     ),
     TaskKind(
         name="cws",
+        formats=("sighan", "jsonl"),
         summary="Chinese word segmentation: a sentence in, words separated by spaces out",
         max_output_bytes=4 << 20,
         load=_load_cws,
@@ -624,6 +627,7 @@ KINDS = (
     ),
     TaskKind(
         name="ner",
+        formats=("conll", "jsonl"),
         summary="named entities: tokens in, one BIOES tag per token out",
         max_output_bytes=4 << 20,
         load=_load_ner,
@@ -638,6 +642,7 @@ KINDS = (
     ),
     TaskKind(
         name="pos",
+        formats=("sighan", "jsonl"),
         summary="part-of-speech tagging: a sentence in, word/TAG tokens out",
         max_output_bytes=4 << 20,
         load=_load_pos,
@@ -654,6 +659,7 @@ KINDS = (
     ),
     TaskKind(
         name="textcat",
+        formats=("tsv", "jsonl"),
         summary="text categorization: a document in, its categories out",
         max_output_bytes=64 << 10,
         load=_load_textcat,
@@ -669,6 +675,7 @@ KINDS = (
     ),
     TaskKind(
         name="ir",
+        formats=("trec", "jsonl"),
         summary="retrieval: a query in, ranked documents out",
         max_output_bytes=8 << 20,
         load=_load_ir,

@@ -20,13 +20,18 @@ import wave
 
 
 def plan_key(inputs: dict) -> str:
-    """Audio: its frame count; a PNG: its width; other files: their size in bytes."""
+    """Audio: its frame count; a PNG: its width; other files: their size in bytes;
+    a text item (no file): its text, query, or tokens joined by spaces."""
     if "audio" in inputs:
         with wave.open(inputs["audio"], "rb") as fh:
             return str(fh.getnframes())
     if "frame" in inputs:
         return f"f{inputs['frame']}"
     path = inputs.get("image") or inputs.get("image_a") or inputs.get("ink")
+    if path is None:
+        if "tokens" in inputs:
+            return " ".join(inputs["tokens"])
+        return str(inputs.get("text", inputs.get("query", "")))
     with open(path, "rb") as fh:
         head = fh.read(24)
     if head.startswith(b"\x89PNG"):
