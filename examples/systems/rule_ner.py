@@ -8,7 +8,8 @@ Rules, in order, over runs of capitalized tokens:
 * a run listed in the place gazetteer is a LOC;
 * a run after a title (``Mr.``, ``Dr.``, ``President`` ...) or starting with a
   listed first name is a PER;
-* anything else is O (the sentence's first word is not taken for a name).
+* anything else is O; a sentence's first word (``The``, ``It`` ...) is capitalized
+  as the sentence's, not as a name's.
 
 Usage: ``python -m examples.systems.rule_ner`` (serve mode, kind ner).
 Stand-alone: imports nothing from the harness, the runners or the scorers.
@@ -36,6 +37,8 @@ PLACES = frozenset(
         "Germany", "Kenya", "England",
     }
 )  # fmt: skip
+# Capitalized only because they start the sentence: never part of a name.
+STARTERS = frozenset({"The", "A", "An", "It", "He", "She", "They", "This", "In", "On", "At"})
 FIRST_NAMES = frozenset(
     {"John", "Mary", "Anna", "David", "Tom", "Jerry", "Lucy", "Peter", "James", "Linda"}
 )
@@ -79,6 +82,10 @@ def tag(tokens: list[str]) -> list[str]:
     """One BIO tag per token."""
     tags = ["O"] * len(tokens)
     for start, end in _runs(tokens):
+        if start == 0 and tokens[0] in STARTERS:
+            start += 1
+            if start == end:
+                continue
         if start == 0 and end - start == 1 and tokens[0] not in PLACES | FIRST_NAMES:
             # A lone capital at the start is the sentence's capital, not a name.
             continue
