@@ -245,7 +245,9 @@ def test_lead_summarizer_on_the_demo_set_equals_onsite_score(tmp_path: Path) -> 
     assert row.metric == "rouge2_f" and row.score == pytest.approx(offline["rouge2_f"])
     for key in ("rouge1_f", "rouge2_recall", "rougeL_f", "rougeL_precision"):
         assert row.scores[key] == pytest.approx(offline[key]), key
-    cesta = score_json("cesta", "--hyp", str(hyp), "--ref", str(DEMO / "ref1.jsonl"), "--lang", "zh")
+    cesta = score_json(
+        "cesta", "--hyp", str(hyp), "--ref", str(DEMO / "ref1.jsonl"), "--lang", "zh"
+    )
     assert row.scores["cesta_ou"] == pytest.approx(cesta["ou"])
     assert row.scores["cesta_o"] == pytest.approx(cesta["o"])
     assert row.speed_unit == "kchars_per_second" and row.speed_mean

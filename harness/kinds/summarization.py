@@ -24,13 +24,13 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 from pydantic import Field
 
 from scoring.cesta import score_significant_words
 from scoring.errors import FormatError
-from scoring.rouge import read_summaries, score_rouge
+from scoring.rouge import Lang, read_summaries, score_rouge
 
 from ..errors import Problem, TestSetError
 from ..testsets import InvalidItem, TestItem, TestSet
@@ -117,7 +117,9 @@ def _read_refs(root: Path) -> dict[str, list[str]]:
         try:
             found = read_summaries(path, several=True)
         except FormatError as exc:
-            raise TestSetError([Problem(Path(exc.path), "", exc.problem, exc.fix, exc.line)]) from exc
+            raise TestSetError(
+                [Problem(Path(exc.path), "", exc.problem, exc.fix, exc.line)]
+            ) from exc
         except UnicodeDecodeError as exc:
             reason = f"not UTF-8 (byte {exc.start})"
             raise TestSetError([Problem(path, "", reason, "convert it to UTF-8")]) from exc
@@ -202,7 +204,7 @@ def scored_summary(item: TestItem, output: Mapping[str, Any]) -> str:
 
 def _score(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
     items = testset.items
-    lang = items[0].reference.lang if items else "en"
+    lang = cast(Lang, items[0].reference.lang if items else "en")
     summaries = {
         item.id: scored_summary(item, answer) for item in items if (answer := outputs.get(item.id))
     }
@@ -224,13 +226,13 @@ def _score(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict
 
 
 def _cesta(
-    summaries: Mapping[str, str], references: Mapping[str, list[str]], lang: str
+    summaries: Mapping[str, str], references: Mapping[str, list[str]], lang: Lang
 ) -> dict[str, Any]:
     """CESTA o, u, o&u against the first reference; None when fewer than two documents."""
     mt = {doc: summaries.get(doc, "") for doc in references}
     first = {doc: refs[0] for doc, refs in references.items()}
     try:
-        cesta = score_significant_words(mt, first, lang)  # type: ignore[arg-type]
+        cesta = score_significant_words(mt, first, lang)
     except ValueError:
         return {"cesta_o": None, "cesta_u": None, "cesta_ou": None}
     return {"cesta_o": cesta["o"], "cesta_u": cesta["u"], "cesta_ou": cesta["ou"]}
@@ -268,9 +270,7 @@ KINDS = (
         metric=_headline,
         metric_labels={f"{k}_f": v for k, v in HEADLINES.items()},
         unit=KCHARS_PER_SECOND,
-        speed=lambda item, seconds: (
-            (item.units or 1.0) / seconds / 1000.0 if seconds > 0 else None
-        ),
+        speed=lambda item, seconds: (item.units or 1.0) / seconds / 1000.0 if seconds > 0 else None,
         detail=_detail,
     ),
 )
