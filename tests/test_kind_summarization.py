@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from harness import TestSetError, leaderboard, load_site
+from harness.judge.material import load_material
 from harness.kinds import task_kind
 from harness.kinds.summarization import SummarizationOptions, summary_length, truncate
 from tests.helpers import REPO, onsite, read_outputs, run_site, write_site
@@ -252,6 +253,11 @@ def test_lead_summarizer_on_the_demo_set_equals_onsite_score(tmp_path: Path) -> 
     assert row.scores["cesta_o"] == pytest.approx(cesta["o"])
     assert row.speed_unit == "kchars_per_second" and row.speed_mean
     assert "R-L" in row.detail and "CESTA o&u" in row.detail
+    # Expert scores: the judging station's summary test shows the document and summary.
+    material = load_material(run_dir, "summ", "summary")
+    assert material.items == tuple(f"s{n:02d}" for n in range(1, 11)) and not material.warnings
+    assert material.texts["s04"].startswith("国家足球队")
+    assert material.outputs[("lead", "s04")].text == s04
 
 
 def hostile_set(root: Path) -> Path:
