@@ -17,7 +17,8 @@ import pytest
 from harness import TestSetError, leaderboard, load_site
 from harness.judge.material import load_material
 from harness.kinds import task_kind
-from harness.kinds.summarization import SummarizationOptions, summary_length, truncate
+from harness.kinds.summarization import SummarizationOptions
+from scoring.rouge import summary_length, truncate_summary
 from tests.helpers import REPO, onsite, read_outputs, run_site, write_site
 
 KIND = task_kind("summarization")
@@ -131,9 +132,9 @@ def test_site_file_needs_a_limit_and_a_known_unit(tmp_path: Path) -> None:
 def test_length_counts_non_space_characters_or_words() -> None:
     assert summary_length("北京 发布\n计划。", "char") == 7  # the full stop counts, spaces not
     assert summary_length(" The cat  sat.\nOn it ", "word") == 5
-    assert truncate("北京发布\n新的计划。", 6, "char") == "北京发布\n新的"
-    assert truncate("one two\nthree four", 3, "word") == "one two\nthree"
-    assert truncate("short", 10, "char") == "short"
+    assert truncate_summary("北京发布\n新的计划。", 6, "char") == "北京发布\n新的"
+    assert truncate_summary("one two\nthree four", 3, "word") == "one two\nthree"
+    assert truncate_summary("short", 10, "char") == "short"
 
 
 def test_over_the_limit_is_invalid_output_exactly_at_it_is_not(tmp_path: Path) -> None:
@@ -305,11 +306,10 @@ def test_hostile_summarizer(tmp_path: Path, over_limit: str) -> None:
     [row] = leaderboard(load_site(site_path).run_dir)
     assert row.invalid_outputs == (3 if over_limit == "invalid" else 2)
     # The live figures equal `onsite score rouge` on the summaries as scored.
-    scored = [dict(r) for r in rows.values() if r["verdict"] == "ok"]
-    for r in scored:
-        r["output"] = {"text": truncate(r["output"]["text"], 10, "word")}
-    hyp = hyp_file(scored, tmp_path / "hyp.jsonl")
-    offline = score_json("rouge", "--hyp", str(hyp), "--ref", str(root / "ref1.jsonl"))
+    # (`--length-limit` cuts as the truncate rule does; under "invalid" nothing is over it.)
+    hyp = hyp_file(list(rows.values()), tmp_path / "hyp.jsonl")
+    limit = ("--length-limit", "10", "--length-unit", "word")
+    offline = score_json("rouge", "--hyp", str(hyp), "--ref", str(root / "ref1.jsonl"), *limit)
     assert row.score == pytest.approx(offline["rouge2_f"])
     assert row.scores["rouge1_f"] == pytest.approx(offline["rouge1_f"])
     # "ok" answers its first line, the reference word for word (F 1); the other four

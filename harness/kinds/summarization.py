@@ -30,7 +30,14 @@ from pydantic import Field
 
 from scoring.cesta import score_significant_words
 from scoring.errors import FormatError
-from scoring.rouge import Lang, read_summaries, score_rouge
+from scoring.rouge import (
+    Lang,
+    LengthUnit,
+    read_summaries,
+    score_rouge,
+    summary_length,
+    truncate_summary,
+)
 
 from ..errors import Problem, TestSetError
 from ..testsets import InvalidItem, TestItem, TestSet
@@ -57,35 +64,10 @@ class SummaryReference:
     """One document's reference summaries, the language and the task's length rule."""
 
     refs: tuple[str, ...]
-    lang: str
+    lang: Lang
     limit: int
-    unit: str
+    unit: LengthUnit
     over_limit: str
-
-
-def summary_length(text: str, unit: str) -> int:
-    """A summary's length as the limit counts it: non-space characters, or words."""
-    if unit == "word":
-        return len(text.split())
-    return sum(1 for ch in text if not ch.isspace())
-
-
-def truncate(text: str, limit: int, unit: str) -> str:
-    """The text up to and including its `limit`-th unit; line breaks before it are kept."""
-    counted = 0
-    in_word = False
-    for i, ch in enumerate(text):
-        if ch.isspace():
-            in_word = False
-            continue
-        if unit == "word":
-            if in_word:
-                continue
-            in_word = True
-        counted += 1
-        if counted > limit:
-            return text[:i].rstrip()
-    return text
 
 
 def _option(task: TaskConfig, name: str, default: Any) -> Any:
@@ -93,7 +75,7 @@ def _option(task: TaskConfig, name: str, default: Any) -> Any:
     return getattr(task, name, default) if task is not None else default
 
 
-def _read_lang(root: Path) -> str:
+def _read_lang(root: Path) -> Lang:
     path = root / "lang"
     fix = 'write one code: "zh" (scored at character level) or "en"'
     if not path.is_file():
@@ -104,7 +86,7 @@ def _read_lang(root: Path) -> str:
         words = []
     if len(words) != 1 or words[0].lower() not in LANGS:
         raise TestSetError([Problem(path, "", f"expected zh or en, found {words[:3]}", fix)])
-    return words[0].lower()
+    return cast(Lang, words[0].lower())
 
 
 def _read_refs(root: Path) -> dict[str, list[str]]:
@@ -136,7 +118,7 @@ def _load(root: Path, task: TaskConfig) -> TestSet:
     lang = _read_lang(root)
     refs = _read_refs(root)
     limit = int(_option(task, "length_limit", 0)) or 1 << 30
-    unit = str(_option(task, "length_unit", "char"))
+    unit = cast(LengthUnit, _option(task, "length_unit", "char"))
     over = str(_option(task, "over_limit", "invalid"))
     docs = root / "docs"
     items: list[TestItem] = []
@@ -198,13 +180,13 @@ def scored_summary(item: TestItem, output: Mapping[str, Any]) -> str:
     ref: SummaryReference = item.reference
     text = str(output["text"])
     if ref.over_limit == "truncate":
-        return truncate(text, ref.limit, ref.unit)
+        return truncate_summary(text, ref.limit, ref.unit)
     return text
 
 
 def _score(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
     items = testset.items
-    lang = cast(Lang, items[0].reference.lang if items else "en")
+    lang: Lang = items[0].reference.lang if items else "en"
     summaries = {
         item.id: scored_summary(item, answer) for item in items if (answer := outputs.get(item.id))
     }
