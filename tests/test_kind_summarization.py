@@ -99,6 +99,11 @@ def test_bad_documents_are_invalid_items_and_the_run_goes_on(tmp_path: Path) -> 
             "ref1.jsonl",
             "empty reference",
         ),
+        (
+            lambda r: (r / "ref1.jsonl").write_text('{"id": "../../etc/passwd", "text": "x"}\n'),
+            "ref1.jsonl",
+            "not a plain file name",
+        ),
     ],
 )
 def test_bad_test_set_names_the_file(tmp_path: Path, change: Any, file: str, says: str) -> None:

@@ -106,6 +106,10 @@ def _read_refs(root: Path) -> dict[str, list[str]]:
             reason = f"not UTF-8 (byte {exc.start})"
             raise TestSetError([Problem(path, "", reason, "convert it to UTF-8")]) from exc
         for doc, texts in found.items():
+            if "/" in doc or "\\" in doc or doc.startswith("."):
+                # The id names docs/<id>.txt: it must not reach outside docs/.
+                problem = f"document id {doc!r} is not a plain file name"
+                raise TestSetError([Problem(path, "", problem, "use ids like doc07")])
             if not all(t.strip() for t in texts):
                 raise TestSetError(
                     [Problem(path, "", f"document {doc!r} has an empty reference summary", fix)]
