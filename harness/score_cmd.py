@@ -616,6 +616,8 @@ _FAMILIES: dict[str, _Family] = {
             _arg("--lang", choices=("en", "zh"), default="en", help="zh: character level"),
             _arg("--formula", choices=("A", "B"), default="A", help="A pools references, B best"),
             _arg("--alpha", type=float, default=0.5, help="F weight of precision (default 0.5)"),
+            _arg("--length-limit", type=int, help="cut each summary after this many units"),
+            _arg("--length-unit", choices=("char", "word"), default="char", help="of the limit"),
             _arg("--details", action="store_true", help="per-document scores too"),
         ),
     ),

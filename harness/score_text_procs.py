@@ -18,7 +18,13 @@ def score_rouge(args: argparse.Namespace) -> dict[str, Any]:
     from scoring.rouge import score_rouge_files
 
     result = score_rouge_files(
-        args.hyp, args.ref, lang=args.lang, formula=args.formula, alpha=args.alpha
+        args.hyp,
+        args.ref,
+        lang=args.lang,
+        formula=args.formula,
+        alpha=args.alpha,
+        length_limit=args.length_limit,
+        length_unit=args.length_unit,
     )
     if not args.details:
         result.pop("per_document")

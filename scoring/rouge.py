@@ -32,6 +32,10 @@ so what is done here:
   jackknifing since version 1.4, and neither is it done here.
 * **Averages**: the system score is the mean over documents of each
   document's R, P and F (ROUGE's default ``-t 0``), not pooled counts.
+* **Length limit** (optional, ROUGE's ``-l`` for words): a summary is cut
+  after its `limit`-th unit before scoring; the units are words
+  (whitespace-separated) or characters (non-space characters, for Chinese,
+  where ``-b`` bytes would cut characters in half).
 """
 
 from __future__ import annotations
@@ -56,11 +60,14 @@ __all__ = [
     "rouge_document",
     "score_rouge",
     "score_rouge_files",
+    "summary_length",
     "tokenize",
+    "truncate_summary",
 ]
 
 Lang = Literal["en", "zh"]
 Formula = Literal["A", "B"]
+LengthUnit = Literal["char", "word"]
 ROUGE_METRICS = ("rouge1", "rouge2", "rougeL")
 
 _NOT_ROUGE = re.compile(r"[^a-z0-9\-]")
@@ -91,6 +98,31 @@ def tokenize(text: str, lang: Lang = "en") -> list[str]:
     # ASCII lower case only, as Perl's tr/A-Z/a-z/: non-ASCII text is deleted below anyway.
     lowered = text.translate(_ASCII_LOWER).replace("-", " - ")
     return _NOT_ROUGE.sub(" ", lowered).split()
+
+
+def summary_length(text: str, unit: LengthUnit = "char") -> int:
+    """A summary's length: its non-space characters, or its whitespace-separated words."""
+    if unit == "word":
+        return len(text.split())
+    return sum(1 for ch in text if not ch.isspace())
+
+
+def truncate_summary(text: str, limit: int, unit: LengthUnit = "char") -> str:
+    """The text up to and including its `limit`-th unit (line breaks before it kept)."""
+    counted = 0
+    in_word = False
+    for i, ch in enumerate(text):
+        if ch.isspace():
+            in_word = False
+            continue
+        if unit == "word":
+            if in_word:
+                continue
+            in_word = True
+        counted += 1
+        if counted > limit:
+            return text[:i].rstrip()
+    return text
 
 
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
@@ -309,9 +341,18 @@ def score_rouge_files(
     lang: Lang = "en",
     formula: Formula = "A",
     alpha: float = 0.5,
+    length_limit: int | None = None,
+    length_unit: LengthUnit = "char",
 ) -> dict[str, Any]:
-    """`onsite score rouge`: a system's summaries against one or more reference files."""
+    """`onsite score rouge`: a system's summaries against one or more reference files.
+
+    With `length_limit` each summary is cut at the limit first (`truncate_summary`).
+    """
     summaries = {d: texts[0] for d, texts in read_summaries(hyp).items()}
+    if length_limit is not None:
+        summaries = {
+            d: truncate_summary(t, length_limit, length_unit) for d, t in summaries.items()
+        }
     references: dict[str, list[str]] = {}
     for path in ref:
         for doc, texts in read_summaries(path, several=True).items():

@@ -25,6 +25,13 @@ def test_demo_site_is_valid_and_its_data_is_complete() -> None:
         ("face-video", "cascade"),
         ("face-identify", "lbp"),
         ("face-verify", "lbp"),
+        ("mt", "word-mt"),
+        ("cws", "fmm"),
+        ("pos", "rule-tagger"),
+        ("ner", "rule-ner"),
+        ("textcat", "tfidf"),
+        ("ir", "tfidf"),
+        ("summarization", "lead"),
         ("tts", "espeak"),
         ("tts", "espeak-slow"),
         ("kws", "sphinx-kws"),
@@ -70,5 +77,9 @@ def test_demo_runs_with_real_pocketsphinx(tmp_path: Path) -> None:
     assert by_task["face-video"]["late_rate"] is not None
     # The keyword list reached the spotter and its scored proposals give a DET curve.
     assert by_task["kws"]["score"] is not None and "EER" in by_task["kws"]["detail"]
+    # Every text kind is in the demo, each with a number from its first items.
+    for task in ("mt", "cws", "pos", "ner", "textcat", "ir", "summarization"):
+        assert isinstance(by_task[task]["score"], float), by_task[task]
+        assert by_task[task]["completed"] == 3 and by_task[task]["speed_mean"], task
     sphinx = next(r for r in report if r["system"] == "sphinx" and r["task"] == "asr-2x")
     assert 0 <= sphinx["wer"] < 1 and sphinx["setup_seconds"] > 0

@@ -26,8 +26,8 @@ TEST_KINDS: dict[str, tuple[str, ...]] = {
     "pair": ("tts",),
     "mos": ("tts",),
     "mt-adequacy-fluency": ("mt",),
-    # Summaries: documents in, text out; no summarization kind exists yet, mt has the shape.
-    "summary": ("mt",),
+    # Summaries of a summarization task; an mt task has the same shape (text in, text out).
+    "summary": ("summarization", "mt"),
     "cws-review": ("cws",),
 }
 

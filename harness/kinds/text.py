@@ -179,7 +179,11 @@ def _load_mt(root: Path, task: TaskConfig) -> TestSet:
         )
     if not items:
         raise _no_items(source_path, fix)
-    return TestSet(root, tuple(items))
+    # The organizer's bilingual dictionary (closed-track training material): handed to
+    # the system in hello, never read by onsite.
+    dictionary = root / "dictionary.txt"
+    setup = {"dictionary": dictionary} if dictionary.is_file() else {}
+    return TestSet(root, tuple(items), setup_files=setup)
 
 
 def _check_mt(output: Mapping[str, Any]) -> str | None:
