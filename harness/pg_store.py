@@ -31,6 +31,18 @@ import orjson
 import psycopg
 from psycopg import sql
 
+from .errors import LeaseLost
+
+__all__ = [
+    "Claim",
+    "LeaseLost",
+    "PgRunStore",
+    "PgStoreError",
+    "Retry",
+    "run_exists",
+    "safe_dsn",
+]
+
 JobKey = tuple[str, str]  # (task, system)
 T = TypeVar("T")
 
@@ -257,12 +269,23 @@ class PgRunStore:
 
         return self._with_retry("read the site file", read)
 
-    def append(self, record: dict[str, Any], record_id: uuid.UUID | None = None) -> int:
+    def append(
+        self,
+        record: dict[str, Any],
+        record_id: uuid.UUID | None = None,
+        holder: str | None = None,
+    ) -> int:
         """Commit one journal record and return its sequence number in the run.
 
         Idempotent per ``record_id`` (one is made when not given, and kept across
         retries): a record whose commit was lost with the connection is not written
         again. Returns the existing record's number in that case.
+
+        With ``holder``, the record (about the job its task and system name) is written
+        only while that station holds the job, checked in the same transaction with the
+        job's row locked against a claim; otherwise LeaseLost is raised and nothing is
+        written. A station cut off past its lease can then never add to a job another
+        station has taken over.
         """
         rid = record_id or uuid.uuid4()
         body = orjson.dumps(record).decode()
@@ -270,6 +293,19 @@ class PgRunStore:
         task, system = record.get("task"), record.get("system")
 
         def write(conn: psycopg.Connection[Any]) -> int:
+            if holder is not None:
+                held = conn.execute(
+                    "SELECT station = %s AND NOT finished FROM onsite_jobs "
+                    "WHERE run = %s AND task = %s AND system = %s FOR SHARE",
+                    [holder, self.run, _text(task), _text(system)],
+                ).fetchone()
+                if held is None or not held[0]:
+                    done = conn.execute(
+                        "SELECT 1 FROM onsite_records WHERE run = %s AND rid = %s",
+                        [self.run, rid],
+                    ).fetchone()
+                    if done is None:
+                        raise LeaseLost(holder, str(task), str(system))
             # The counter row stays locked until commit, so numbers follow commit order.
             row = conn.execute(
                 "UPDATE onsite_runs SET last_seq = last_seq + 1 WHERE run = %s RETURNING last_seq",
@@ -410,6 +446,76 @@ class PgRunStore:
             return Claim(task, system, int(claims[0]), previous)
 
         return self._with_retry(f"claim a job for station {station}", take)
+
+    def claim_in(
+        self,
+        station: str,
+        lease_seconds: float,
+        candidates: Iterable[JobKey],
+        group: Iterable[JobKey],
+    ) -> Claim | None:
+        """Lease one of ``candidates`` to ``station`` unless another live station holds a
+        job of ``group`` (the jobs sharing one device), so a device runs one job at a time
+        across stations.
+
+        Every row of the group is locked (``FOR UPDATE SKIP LOCKED``) while deciding; a
+        row another station is locking at this instant makes the answer None, to be asked
+        again later. A job held by ``station`` itself (a restarted station of the same
+        name) may be claimed again at once.
+        """
+        _check_lease(lease_seconds)
+        wanted = sorted(set(candidates))
+        members = sorted(set(group) | set(wanted))
+
+        def take(conn: psycopg.Connection[Any]) -> Claim | None:
+            tasks, systems = [t for t, _ in members], [s for _, s in members]
+            pick = (
+                "FROM onsite_jobs WHERE run = %s AND (task, system) IN "
+                "(SELECT * FROM unnest(%s::text[], %s::text[]))"
+            )
+            present = conn.execute("SELECT count(*) " + pick, [self.run, tasks, systems]).fetchone()
+            rows = conn.execute(
+                "SELECT task, system, finished, station, "
+                "lease_until IS NOT NULL AND lease_until >= clock_timestamp() "
+                + pick
+                + " ORDER BY task, system FOR UPDATE SKIP LOCKED",
+                [self.run, tasks, systems],
+            ).fetchall()
+            if present is None or len(rows) < int(present[0]):
+                return None  # another station is claiming or writing in this group now
+            if any(holder not in (None, station) and live for _, _, _, holder, live in rows):
+                return None
+            free = [
+                (t, s, holder)
+                for t, s, finished, holder, live in rows
+                if (t, s) in wanted and not finished
+            ]
+            if not free:
+                return None
+            task, system, previous = free[0]
+            claims = conn.execute(
+                "UPDATE onsite_jobs SET station = %s, lease_seconds = %s, "
+                "lease_until = clock_timestamp() + make_interval(secs => %s), "
+                "claims = claims + 1 WHERE run = %s AND task = %s AND system = %s "
+                "RETURNING claims",
+                [station, lease_seconds, lease_seconds, self.run, task, system],
+            ).fetchone()
+            assert claims is not None
+            return Claim(task, system, int(claims[0]), previous)
+
+        return self._with_retry(f"claim a job for station {station}", take)
+
+    def first_record(self, event: str) -> dict[str, Any] | None:
+        """The run's first record of one event type (None when there is none)."""
+        row = self._with_retry(
+            "read the journal",
+            lambda conn: conn.execute(
+                "SELECT body::text FROM onsite_records WHERE run = %s AND event = %s "
+                "ORDER BY seq LIMIT 1",
+                [self.run, event],
+            ).fetchone(),
+        )
+        return orjson.loads(row[0]) if row else None
 
     def heartbeat(self, station: str) -> list[JobKey]:
         """Extend every lease ``station`` holds; return the jobs it still holds.
