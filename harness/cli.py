@@ -550,7 +550,9 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     run.set_defaults(handler=cmd_run)
 
     con = sub.add_parser("console", help="serve a read-only live console of a run directory")
-    con.add_argument("run_dir")
+    con.add_argument(
+        "run_dir", help="a run directory, or a run in PostgreSQL: postgresql://HOST/DB?run=NAME"
+    )
     con.add_argument(
         "--listen", default="127.0.0.1:8765", help="HOST:PORT (default 127.0.0.1:8765)"
     )
@@ -562,7 +564,9 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     check.set_defaults(handler=cmd_check)
 
     status = sub.add_parser("status", help="where a run stands")
-    status.add_argument("run_dir")
+    status.add_argument(
+        "run_dir", help="a run directory, or a run in PostgreSQL: postgresql://HOST/DB?run=NAME"
+    )
     status.add_argument("--watch", action="store_true", help="refresh in place until Ctrl-C")
     status.add_argument(
         "--interval", type=float, default=1.0, help="seconds between refreshes (default 1)"
@@ -575,7 +579,9 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     status.set_defaults(handler=cmd_status)
 
     report = sub.add_parser("report", help="the leaderboard of a run")
-    report.add_argument("run_dir")
+    report.add_argument(
+        "run_dir", help="a run directory, or a run in PostgreSQL: postgresql://HOST/DB?run=NAME"
+    )
     report.add_argument("--json", action="store_true", help="one JSON array of rows")
     report.add_argument(
         "--full", action="store_true", help="with --json: include every score breakdown"
@@ -588,7 +594,9 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     report.set_defaults(handler=cmd_report)
 
     exp = sub.add_parser("export", help="a job's outputs in a field's own format (trn, kaldi ...)")
-    exp.add_argument("run_dir", help="the run directory")
+    exp.add_argument(
+        "run_dir", help="a run directory, or a run in PostgreSQL: postgresql://HOST/DB?run=NAME"
+    )
     exp.add_argument("--task", required=True, help="the task")
     exp.add_argument("--system", required=True, help="the system")
     exp.add_argument("--format", required=True, help="trn, kaldi or jsonl (what fits the kind)")

@@ -179,17 +179,30 @@ class PgRunStore:
             self._conn = psycopg.connect(self.dsn, connect_timeout=5, autocommit=True)
         return self._conn
 
-    def _with_retry(self, what: str, operation: Callable[[psycopg.Connection[Any]], T]) -> T:
-        """Run ``operation`` in one transaction; reconnect and retry while the server is away."""
+    def _with_retry(
+        self,
+        what: str,
+        operation: Callable[[psycopg.Connection[Any]], T],
+        transaction: bool = True,
+    ) -> T:
+        """Run ``operation`` in one transaction (or, without ``transaction``, as the one
+        statement it makes); reconnect and retry while the server is away."""
         with self._lock:
-            return self._retrying(what, operation)
+            return self._retrying(what, operation, transaction)
 
-    def _retrying(self, what: str, operation: Callable[[psycopg.Connection[Any]], T]) -> T:
+    def _retrying(
+        self,
+        what: str,
+        operation: Callable[[psycopg.Connection[Any]], T],
+        transaction: bool = True,
+    ) -> T:
         started = time.monotonic()
         delay = self.retry.first_delay
         while True:
             try:
                 conn = self._connection()
+                if not transaction:
+                    return operation(conn)
                 with conn.transaction():
                     return operation(conn)
             except psycopg.Error as exc:
@@ -292,44 +305,35 @@ class PgRunStore:
         event = str(record.get("event", ""))
         task, system = record.get("task"), record.get("system")
 
+        params = {
+            "run": self.run,
+            "rid": rid,
+            "event": event,
+            "task": _text(task),
+            "system": _text(system),
+            "body": body,
+            "holder": holder,
+        }
+
         def write(conn: psycopg.Connection[Any]) -> int:
-            if holder is not None:
-                held = conn.execute(
-                    "SELECT station = %s AND NOT finished FROM onsite_jobs "
-                    "WHERE run = %s AND task = %s AND system = %s FOR SHARE",
-                    [holder, self.run, _text(task), _text(system)],
-                ).fetchone()
-                if held is None or not held[0]:
-                    done = conn.execute(
-                        "SELECT 1 FROM onsite_records WHERE run = %s AND rid = %s",
-                        [self.run, rid],
-                    ).fetchone()
-                    if done is None:
-                        raise LeaseLost(holder, str(task), str(system))
-            # The counter row stays locked until commit, so numbers follow commit order.
-            row = conn.execute(
-                "UPDATE onsite_runs SET last_seq = last_seq + 1 WHERE run = %s RETURNING last_seq",
-                [self.run],
-            ).fetchone()
-            assert row is not None  # the run row is made when the store opens
-            inserted = conn.execute(
-                "INSERT INTO onsite_records (run, seq, rid, event, task, system, body) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s::json) "
-                "ON CONFLICT (run, rid) DO NOTHING RETURNING seq",
-                [self.run, row[0], rid, event, _text(task), _text(system), body],
-            ).fetchone()
-            if inserted is not None:
-                return int(inserted[0])
-            # Written before the connection was lost: undo the counter, report the original.
+            # One statement, so one round trip that commits on its own (autocommit). The
+            # counter row stays locked until that commit, so numbers follow commit order;
+            # the job's row is share-locked against a claim while the lease is checked.
+            row = conn.execute(_APPEND, params).fetchone()
+            if row is not None:
+                return int(row[0])
+            # Nothing written: either this record was written before the connection was
+            # lost (its commit acknowledgement with it), or the lease is gone.
             existing = conn.execute(
                 "SELECT seq FROM onsite_records WHERE run = %s AND rid = %s", [self.run, rid]
             ).fetchone()
-            raise _AlreadyWritten(int(existing[0]) if existing else -1)
+            if existing is not None:
+                return int(existing[0])
+            if holder is not None:
+                raise LeaseLost(holder, str(task), str(system))
+            raise PgStoreError(f"run {self.run!r} is missing from the database")
 
-        try:
-            return self._with_retry("append a journal record", write)
-        except _AlreadyWritten as done:
-            return done.seq
+        return self._with_retry("append a journal record", write, transaction=False)
 
     def import_records(self, records: Callable[[], Iterable[dict[str, Any]]]) -> int:
         """Copy records into this run, which must be empty, in one transaction.
@@ -579,12 +583,22 @@ class PgRunStore:
         return self._with_retry("read the jobs", read)
 
 
-class _AlreadyWritten(Exception):
-    """Raised inside an append transaction to roll it back when the record exists."""
-
-    def __init__(self, seq: int) -> None:
-        super().__init__(seq)
-        self.seq = seq
+_APPEND = """
+WITH counter AS (
+    UPDATE onsite_runs SET last_seq = last_seq + 1
+    WHERE run = %(run)s
+    AND NOT EXISTS (SELECT 1 FROM onsite_records WHERE run = %(run)s AND rid = %(rid)s)
+    AND (%(holder)s::text IS NULL OR EXISTS (
+        SELECT 1 FROM onsite_jobs
+        WHERE run = %(run)s AND task = %(task)s AND system = %(system)s
+        AND station = %(holder)s AND NOT finished
+        FOR SHARE))
+    RETURNING last_seq
+)
+INSERT INTO onsite_records (run, seq, rid, event, task, system, body)
+SELECT %(run)s, last_seq, %(rid)s, %(event)s, %(task)s, %(system)s, %(body)s::json FROM counter
+RETURNING seq
+"""
 
 
 def _text(value: Any) -> str | None:

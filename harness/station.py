@@ -180,9 +180,7 @@ class Station:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.lost: set[JobKey] = set()
-        self._slots = (
-            threading.BoundedSemaphore(settings.max_jobs) if settings.max_jobs else None
-        )
+        self._slots = threading.BoundedSemaphore(settings.max_jobs) if settings.max_jobs else None
 
     def register(self, jobs: Iterable[JobKey]) -> None:
         """Make the site's jobs known to the database (jobs already there keep their state)."""
@@ -216,8 +214,6 @@ class Station:
     ) -> JobKey | None:
         """Claim the next job of ``candidates``, waiting while other live stations hold
         them (one may die); None once every candidate is finished or stopping is set."""
-        pg = self.store.pg
-        name = self.settings.name
         slot = False
         try:
             while not stopping.is_set() and not self._stop.is_set():
