@@ -207,6 +207,7 @@ def test_two_stations_share_a_run_each_item_once_with_the_results_of_one_directo
     status = onsite("status", f"{dsn}?run=venue")
     assert status.returncode == 0, status.stderr
     assert "s4" in status.stdout
+    assert "no controller is running" in status.stdout  # no station holds a lease now
 
 
 def test_a_station_killed_mid_item_has_its_jobs_finished_by_the_other_after_the_lease(
