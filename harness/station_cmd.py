@@ -93,14 +93,15 @@ def run_station(
             f"serve it from any machine: onsite console '{safe_dsn(dsn)}?run={site.name}'",
         )
 
+    local = run_dir / "stations" / name
     try:
         pg = PgRunStore(dsn, site.name, on_wait=_to_stderr)
         beat = PgRunStore(dsn, site.name, on_wait=_to_stderr)
+        # Reads the run's records so far (the state every claim starts from).
+        store = StationStore(local, f"{name}-{secrets.token_hex(6)}", pg, name)
     except PgStoreError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 1
-    local = run_dir / "stations" / name
-    store = StationStore(local, f"{name}-{secrets.token_hex(6)}", pg, name)
     station = Station(
         store,
         StationSettings(name, args.lease_seconds, max_jobs=args.max_jobs),

@@ -133,11 +133,11 @@ def _wait_for(dsn: str, count: int, what: str = "completed") -> None:
     raise AssertionError(f"fewer than {count} {what} records after {TIMEOUT} s")
 
 
-def _exactly_once(dsn: str, items: int) -> list[dict[str, Any]]:
+def _exactly_once(dsn: str, items: int, systems: int = len(SYSTEMS)) -> list[dict[str, Any]]:
     done = _completed(dsn)
     counts = Counter((r["task"], r["system"], r["item"]) for r in done)
     assert set(counts.values()) == {1}, [k for k, n in counts.items() if n > 1]
-    assert len(counts) == items * len(SYSTEMS)
+    assert len(counts) == items * systems
     return done
 
 
@@ -243,6 +243,35 @@ def test_a_station_killed_mid_item_has_its_jobs_finished_by_the_other_after_the_
     assert all(claims[job] >= 2 for job in held)
 
 
+def test_a_frozen_station_whose_job_was_taken_over_writes_nothing_more_when_it_wakes(
+    pg: Postgres, tmp_path: Path
+) -> None:
+    dsn = pg.new_database()
+    items = 12
+    site = _site(tmp_path, items, delay=0.3, store=dsn, systems=("s1",))
+    a = _station(site, "A", lease=2.0)
+    _wait_for(dsn, 3)
+    os.killpg(a.pid, signal.SIGSTOP)  # frozen mid-item: no heartbeat, no progress
+    try:
+        b = _station(site, "B", lease=2.0)
+        rc_b, out_b, err_b = _finish(b)
+    finally:
+        os.killpg(a.pid, signal.SIGCONT)
+    assert rc_b == 0, out_b + err_b
+    assert "takes over asr/s1 from station A" in out_b
+    rc_a, out_a, err_a = _finish(a)
+    # A wakes with its item answered: the record is refused, A stops the job and says so.
+    assert rc_a == 0, out_a + err_a
+    assert "no longer holds job asr/s1" in out_a, out_a
+    _exactly_once(dsn, items, systems=1)
+    records = _records(dsn)
+    first_b = next(i for i, r in enumerate(records) if r["session"].startswith("B-"))
+    late = [
+        r for r in records[first_b:] if r["session"].startswith("A-") and r.get("system") == "s1"
+    ]
+    assert late == []
+
+
 def test_both_stations_killed_and_restarted_finish_each_item_once(
     pg: Postgres, tmp_path: Path
 ) -> None:
@@ -302,7 +331,9 @@ def test_a_station_that_lost_its_lease_writes_nothing_more_about_the_job(pg: Pos
         assert again is not None and again.system == "s2"
 
 
-def test_a_bad_store_is_refused_naming_the_key_without_the_password(tmp_path: Path) -> None:
+def test_a_bad_store_is_refused_naming_the_key_without_the_password(
+    pg: Postgres, tmp_path: Path
+) -> None:
     site = _site(tmp_path, 2, delay=0.0, store="mysql://u:s3cret@db/x")
     out = onsite("run", str(site), "--station", "A")
     assert out.returncode == 2
@@ -313,3 +344,12 @@ def test_a_bad_store_is_refused_naming_the_key_without_the_password(tmp_path: Pa
     assert refused.returncode == 2 and "need the run in a PostgreSQL store" in refused.stderr
     bad_run = onsite("report", "postgresql://127.0.0.1:1/x")
     assert bad_run.returncode == 2 and "?run=" in bad_run.stderr
+    # A database that does not exist is reported at once, not waited for.
+    missing_db = pg.dsn("nosuchdb").replace("postgres@", "postgres:s3cret@")
+    nodb = _site(tmp_path, 2, delay=0.0, store=missing_db, name="nodb")
+    out = onsite("run", str(nodb), "--station", "A")
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "nosuchdb" in out.stderr and "does not exist" in out.stderr
+    assert "s3cret" not in out.stdout + out.stderr
+    no_run = onsite("report", f"{pg.dsn()}?run=nothing")
+    assert no_run.returncode == 2 and "no run named 'nothing'" in no_run.stderr
