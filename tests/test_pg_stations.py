@@ -204,6 +204,14 @@ def test_two_stations_share_a_run_each_item_once_with_the_results_of_one_directo
     assert from_db.returncode == 0, from_db.stderr
     from_dir = onsite("report", str(single_run), "--json")
     assert _quality(json.loads(from_db.stdout)) == _quality(json.loads(from_dir.stdout))
+    exported_trn = onsite(
+        "export", f"{dsn}?run=venue", "--task", "asr", "--system", "s2", "--format", "trn"
+    )
+    single_trn = onsite(
+        "export", str(single_run), "--task", "asr", "--system", "s2", "--format", "trn"
+    )
+    assert exported_trn.returncode == 0, exported_trn.stderr
+    assert exported_trn.stdout == single_trn.stdout and "word" in single_trn.stdout
     status = onsite("status", f"{dsn}?run=venue")
     assert status.returncode == 0, status.stderr
     assert "s4" in status.stdout
