@@ -367,3 +367,25 @@ def test_a_bad_store_is_refused_naming_the_key_without_the_password(
     assert "s3cret" not in out.stdout + out.stderr
     no_run = onsite("report", f"{pg.dsn()}?run=nothing")
     assert no_run.returncode == 2 and "no run named 'nothing'" in no_run.stderr
+
+
+def test_stations_starting_together_use_the_first_audit_seed_journaled(
+    pg: Postgres, tmp_path: Path
+) -> None:
+    from harness.events import AuditSeed
+    from harness.station import StationStore
+
+    dsn = pg.new_database()
+    with PgRunStore(dsn, "venue") as pa, PgRunStore(dsn, "venue") as pb:
+        # Both read the run before either drew a seed, as two stations starting at once.
+        a = StationStore(tmp_path / "a", "A-1", pa, "A")
+        b = StationStore(tmp_path / "b", "B-1", pb, "B")
+        try:
+            assert a.state.audit_seed is None and b.state.audit_seed is None
+            first = a.emit(AuditSeed(seed=111)).seed
+            second = b.emit(AuditSeed(seed=222)).seed
+        finally:
+            a.close()
+            b.close()
+    assert first == second == 111
+    assert b.state.audit_seed == 111
