@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from .budgets import VERDICTS, Verdict, hang_seconds, item_budget_seconds, judge
     from .controller import Controller, Dispatch, Job, JobResult
     from .dryrun import CheckResult, dry_run
-    from .errors import InputError, Problem, SiteError, TestSetError
+    from .errors import InputError, LeaseLost, Problem, SiteError, TestSetError
     from .events import (
         Completed,
         Event,
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from .leaderboard import LeaderboardRow, leaderboard
     from .run_site import site_of_run
     from .site import Budget, Site, load_site
+    from .station import Station, StationSettings, StationStore
     from .store import RunLocked, RunState, RunStore, RunStoreError, lock_run_dir
     from .testsets import InvalidItem, TestItem, TestSet, load_asr_testset
 
@@ -60,6 +61,7 @@ _EXPORTS: dict[str, str] = {
     "CheckResult": "dryrun",
     "dry_run": "dryrun",
     "InputError": "errors",
+    "LeaseLost": "errors",
     "Problem": "errors",
     "SiteError": "errors",
     "TestSetError": "errors",
@@ -81,6 +83,9 @@ _EXPORTS: dict[str, str] = {
     "Budget": "site",
     "Site": "site",
     "load_site": "site",
+    "Station": "station",
+    "StationSettings": "station",
+    "StationStore": "station",
     "RunLocked": "store",
     "RunState": "store",
     "RunStore": "store",
@@ -143,6 +148,7 @@ __all__ = [
     "Event",
     "Headline",
     "InputError",
+    "LeaseLost",
     "InvalidItem",
     "Completed",
     "Dispatch",
@@ -164,6 +170,9 @@ __all__ = [
     "Scored",
     "Site",
     "SiteError",
+    "Station",
+    "StationSettings",
+    "StationStore",
     "SpeedUnit",
     "SystemLost",
     "SystemStarted",

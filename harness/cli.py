@@ -75,6 +75,12 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
 
     site = load_site(args.site)
     run_dir = (Path(args.runs).resolve() / site.name) if args.runs else site.run_dir
+    if site.config.site.store is not None or args.station is not None or args.max_jobs:
+        from .station_cmd import run_station
+
+        return run_station(
+            args, site, run_dir, _selected_jobs(site, args.task, args.system), console
+        )
     lock_fd = _fresh_run_dir(run_dir, console) if args.fresh else None
     jobs = _selected_jobs(site, args.task, args.system)
     # Bound before anything starts, so a port in use is refused with nothing changed.
@@ -224,13 +230,23 @@ def cmd_console(args: argparse.Namespace, console: Console) -> int:
     from .console.server import serve
     from .console.view import RunView
 
-    run_dir = Path(args.run_dir)
+    run_dir = _run_dir_of(args.run_dir, follow=True)
     view = RunView(run_dir)  # checks it is a run directory before listening
     host, sock = _listen(args.listen)
     tokens = Tokens.for_bind(host, controls=False)
     _announce(console, sock, tokens)
     serve(ConsoleApp(view, tokens), sock)
     return EXIT_OK
+
+
+def _run_dir_of(text: str, follow: bool) -> Path:
+    """A run directory, or a PostgreSQL run (postgresql://.../db?run=NAME) copied to a
+    temporary one that this process keeps following when ``follow``."""
+    if not text.startswith(("postgresql://", "postgres://")):
+        return Path(text)
+    from .station_cmd import mirror_of
+
+    return mirror_of(text, follow)
 
 
 def _quietly_record(store: RunStore, event: str, **fields: object) -> None:
@@ -319,7 +335,7 @@ def cmd_status(args: argparse.Namespace, console: Console) -> int:
     from .console.view import RunView  # the read model only: no web stack
     from .render import status_table
 
-    run_dir = Path(args.run_dir)
+    run_dir = _run_dir_of(args.run_dir, follow=args.watch)
     view = RunView(run_dir)
     if not args.watch:
         view.refresh()
@@ -343,7 +359,7 @@ def cmd_report(args: argparse.Namespace, console: Console) -> int:
     from .render import leaderboard_table
     from .run_model import RunModel
 
-    run_dir = Path(args.run_dir)
+    run_dir = _run_dir_of(args.run_dir, follow=False)
     # Read once: the site, the journal and the test sets serve the report and the table.
     run = RunModel.open(run_dir)
     if args.html or args.csv or args.json_file:
@@ -384,7 +400,7 @@ def cmd_export(args: argparse.Namespace, console: Console) -> int:
     """One job's outputs (or, for the organizer, its task's references) in a field format."""
     from .export import export_job, read_run
 
-    job = read_run(Path(args.run_dir), args.task, args.system)
+    job = read_run(_run_dir_of(args.run_dir, follow=False), args.task, args.system)
     text = export_job(job, args.format, args.references)
     if not job.complete:
         sys.stderr.write(
@@ -511,10 +527,32 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         metavar="HOST:PORT",
         help="serve the live console with operator controls there (e.g. 127.0.0.1:8765)",
     )
+    run.add_argument(
+        "--station",
+        metavar="NAME",
+        help="with [site] store = postgresql://...: this operator station's name "
+        "(default: the host name); stations share the run's jobs (docs/scale.md)",
+    )
+    run.add_argument(
+        "--lease-seconds",
+        type=float,
+        default=30.0,
+        help="with a PostgreSQL store: how long a station's job lease lasts without a "
+        "heartbeat (default 30)",
+    )
+    run.add_argument(
+        "--max-jobs",
+        type=int,
+        metavar="N",
+        help="with a PostgreSQL store: at most N jobs at once on this station "
+        "(default: one per device), leaving the others to the other stations",
+    )
     run.set_defaults(handler=cmd_run)
 
     con = sub.add_parser("console", help="serve a read-only live console of a run directory")
-    con.add_argument("run_dir")
+    con.add_argument(
+        "run_dir", help="a run directory, or a run in PostgreSQL: postgresql://HOST/DB?run=NAME"
+    )
     con.add_argument(
         "--listen", default="127.0.0.1:8765", help="HOST:PORT (default 127.0.0.1:8765)"
     )
@@ -526,7 +564,9 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     check.set_defaults(handler=cmd_check)
 
     status = sub.add_parser("status", help="where a run stands")
-    status.add_argument("run_dir")
+    status.add_argument(
+        "run_dir", help="a run directory, or a run in PostgreSQL: postgresql://HOST/DB?run=NAME"
+    )
     status.add_argument("--watch", action="store_true", help="refresh in place until Ctrl-C")
     status.add_argument(
         "--interval", type=float, default=1.0, help="seconds between refreshes (default 1)"
@@ -539,7 +579,9 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     status.set_defaults(handler=cmd_status)
 
     report = sub.add_parser("report", help="the leaderboard of a run")
-    report.add_argument("run_dir")
+    report.add_argument(
+        "run_dir", help="a run directory, or a run in PostgreSQL: postgresql://HOST/DB?run=NAME"
+    )
     report.add_argument("--json", action="store_true", help="one JSON array of rows")
     report.add_argument(
         "--full", action="store_true", help="with --json: include every score breakdown"
@@ -552,7 +594,9 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     report.set_defaults(handler=cmd_report)
 
     exp = sub.add_parser("export", help="a job's outputs in a field's own format (trn, kaldi ...)")
-    exp.add_argument("run_dir", help="the run directory")
+    exp.add_argument(
+        "run_dir", help="a run directory, or a run in PostgreSQL: postgresql://HOST/DB?run=NAME"
+    )
     exp.add_argument("--task", help="the task (may be left out when the run has one)")
     exp.add_argument("--system", help="the system (may be left out when the task has one)")
     exp.add_argument(

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal, Protocol, cast
 
 from runners import (
     DeviceSettings,
@@ -28,7 +28,7 @@ from runners import (
 
 from .audits import audit_of, plan
 from .budgets import hang_seconds, item_budget_seconds, judge
-from .errors import ControlConflict, Problem
+from .errors import ControlConflict, LeaseLost, Problem
 from .events import (
     AuditSeed,
     Completed,
@@ -128,12 +128,35 @@ class Dispatch:
 _Action = Literal["pause", "resume", "skip", "retry", "stop"]
 
 
+class JobSource(Protocol):
+    """Hands out jobs one at a time (operator stations sharing a run: harness/station.py).
+
+    Without one, the controller runs every wanted job itself.
+    """
+
+    def next_job(
+        self,
+        candidates: Sequence[tuple[str, str]],
+        device_jobs: Sequence[tuple[str, str]],
+        stopping: threading.Event,
+    ) -> tuple[str, str] | None:
+        """The next job of ``candidates`` to run (its records already read into the
+        store's state), waiting while another holds one; None once none is left."""
+        ...
+
+    def job_ended(self, key: tuple[str, str], result: JobResult | None) -> None:
+        """Give the job back: ``result`` None when it was lost to another."""
+        ...
+
+
 def _ignore(_: object) -> None:
     return None
 
 
 # What _feed returns when the operator skipped the job's device.
 SKIPPED = "skipped by the operator"
+# How a job ends on a station whose lease ran out and another station took the job over.
+TAKEN_OVER = "taken over by another station (its lease ran out)"
 # What _start returns when the device stayed down longer than device_wait_seconds.
 DEVICE_DOWN = "skipped: its device did not answer (device_wait_seconds)"
 
@@ -156,9 +179,11 @@ class Controller:
         listener: Listener | None = None,
         limit: int | None = None,
         accept_site_change: bool = False,
+        jobs_source: JobSource | None = None,
     ) -> None:
         self.site = site
         self.store = store
+        self.jobs_source = jobs_source
         self.listener = listener or _ignore
         self.limit = limit
         self.accept_site_change = accept_site_change
@@ -286,15 +311,12 @@ class Controller:
         wanted = [self.job(task, system) for task, system in (jobs or self.site.jobs())]
         groups = self._by_device(wanted)
         if len(groups) == 1:
-            results = [self._take_turn(job) for job in groups[0]]
+            results = self._run_group(groups[0])
         else:
             # One thread per device: participant machines work at the same time, while
             # the systems sharing one device (and its CPUs) still take turns.
             with ThreadPoolExecutor(len(groups), thread_name_prefix="device") as pool:
-                futures = [
-                    pool.submit(lambda group: [self._take_turn(job) for job in group], group)
-                    for group in groups
-                ]
+                futures = [pool.submit(self._run_group, group) for group in groups]
                 try:
                     done = [f.result() for f in futures]
                 except BaseException:
@@ -311,6 +333,35 @@ class Controller:
             raise KeyboardInterrupt("stopped")
         self._emit(SessionFinished())
         self.store.journal.sync()
+        return results
+
+    def _run_group(self, group: list[Job]) -> list[JobResult]:
+        """One device's jobs in turn; with a job source, the ones it hands to this controller."""
+        if self.jobs_source is None:
+            return [self._take_turn(job) for job in group]
+        device = group[0].device_name
+        device_jobs = [
+            k for k in self.site.jobs() if self.site.config.systems[k[1]].device == device
+        ]
+        tried: set[tuple[str, str]] = set()
+        results: list[JobResult] = []
+        while not self._stopping.is_set():
+            left = [job.key for job in group if job.key not in tried]
+            key = self.jobs_source.next_job(left, device_jobs, self._stopping) if left else None
+            if key is None:
+                break
+            tried.add(key)
+            try:
+                result = self._take_turn(self.job(*key))
+            except LeaseLost as lost:
+                # Another station has the job now; this one writes nothing more about it.
+                self.listener(Notice(key[0], str(lost)))
+                self.jobs_source.job_ended(key, None)
+                done = len(self.store.state.completed.get(key, {}))
+                results.append(JobResult(*key, done, len(self._plan(self.job(*key))), TAKEN_OVER))
+                continue
+            self.jobs_source.job_ended(key, result)
+            results.append(result)
         return results
 
     def _take_turn(self, job: Job) -> JobResult:
@@ -507,6 +558,11 @@ class Controller:
     def _start_retry(self, task: str, system: str, actor: str) -> dict[str, Any]:
         """Journal the operator's retry and run the failed job again on a thread of its own."""
         with self._retry_lock:
+            if self.jobs_source is not None:
+                raise ControlConflict(
+                    "a station of a shared run retries a job by running `onsite run` again "
+                    f"(--task {task} --system {system} selects it)"
+                )
             if not self._accepting_retries or self._stopping.is_set():
                 raise ControlConflict(
                     "the run is ending: run the same `onsite run` again to retry "

@@ -27,6 +27,19 @@ class ControlConflict(Exception):
     """An operator control that the run's present state does not allow (say why and what to do)."""
 
 
+class LeaseLost(RuntimeError):
+    """A station wrote about a job it no longer holds (its lease ran out and another
+    station claimed it): nothing was written, and the station must stop that job."""
+
+    def __init__(self, station: str, task: str, system: str) -> None:
+        super().__init__(
+            f"station {station} no longer holds job {task}/{system}: its lease ran out "
+            "and another station took the job over"
+        )
+        self.task = task
+        self.system = system
+
+
 class InputError(Exception):
     """Bad operator input (a site file, a test set): nothing was started."""
 

@@ -31,6 +31,18 @@ import orjson
 import psycopg
 from psycopg import sql
 
+from .errors import LeaseLost
+
+__all__ = [
+    "Claim",
+    "LeaseLost",
+    "PgRunStore",
+    "PgStoreError",
+    "Retry",
+    "run_exists",
+    "safe_dsn",
+]
+
 JobKey = tuple[str, str]  # (task, system)
 T = TypeVar("T")
 
@@ -167,17 +179,30 @@ class PgRunStore:
             self._conn = psycopg.connect(self.dsn, connect_timeout=5, autocommit=True)
         return self._conn
 
-    def _with_retry(self, what: str, operation: Callable[[psycopg.Connection[Any]], T]) -> T:
-        """Run ``operation`` in one transaction; reconnect and retry while the server is away."""
+    def _with_retry(
+        self,
+        what: str,
+        operation: Callable[[psycopg.Connection[Any]], T],
+        transaction: bool = True,
+    ) -> T:
+        """Run ``operation`` in one transaction (or, without ``transaction``, as the one
+        statement it makes); reconnect and retry while the server is away."""
         with self._lock:
-            return self._retrying(what, operation)
+            return self._retrying(what, operation, transaction)
 
-    def _retrying(self, what: str, operation: Callable[[psycopg.Connection[Any]], T]) -> T:
+    def _retrying(
+        self,
+        what: str,
+        operation: Callable[[psycopg.Connection[Any]], T],
+        transaction: bool = True,
+    ) -> T:
         started = time.monotonic()
         delay = self.retry.first_delay
         while True:
             try:
                 conn = self._connection()
+                if not transaction:
+                    return operation(conn)
                 with conn.transaction():
                     return operation(conn)
             except psycopg.Error as exc:
@@ -257,43 +282,58 @@ class PgRunStore:
 
         return self._with_retry("read the site file", read)
 
-    def append(self, record: dict[str, Any], record_id: uuid.UUID | None = None) -> int:
+    def append(
+        self,
+        record: dict[str, Any],
+        record_id: uuid.UUID | None = None,
+        holder: str | None = None,
+    ) -> int:
         """Commit one journal record and return its sequence number in the run.
 
         Idempotent per ``record_id`` (one is made when not given, and kept across
         retries): a record whose commit was lost with the connection is not written
         again. Returns the existing record's number in that case.
+
+        With ``holder``, the record (about the job its task and system name) is written
+        only while that station holds the job, checked in the same transaction with the
+        job's row locked against a claim; otherwise LeaseLost is raised and nothing is
+        written. A station cut off past its lease can then never add to a job another
+        station has taken over.
         """
         rid = record_id or uuid.uuid4()
         body = orjson.dumps(record).decode()
         event = str(record.get("event", ""))
         task, system = record.get("task"), record.get("system")
 
+        params = {
+            "run": self.run,
+            "rid": rid,
+            "event": event,
+            "task": _text(task),
+            "system": _text(system),
+            "body": body,
+            "holder": holder,
+        }
+
         def write(conn: psycopg.Connection[Any]) -> int:
-            # The counter row stays locked until commit, so numbers follow commit order.
-            row = conn.execute(
-                "UPDATE onsite_runs SET last_seq = last_seq + 1 WHERE run = %s RETURNING last_seq",
-                [self.run],
-            ).fetchone()
-            assert row is not None  # the run row is made when the store opens
-            inserted = conn.execute(
-                "INSERT INTO onsite_records (run, seq, rid, event, task, system, body) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s::json) "
-                "ON CONFLICT (run, rid) DO NOTHING RETURNING seq",
-                [self.run, row[0], rid, event, _text(task), _text(system), body],
-            ).fetchone()
-            if inserted is not None:
-                return int(inserted[0])
-            # Written before the connection was lost: undo the counter, report the original.
+            # One statement, so one round trip that commits on its own (autocommit). The
+            # counter row stays locked until that commit, so numbers follow commit order;
+            # the job's row is share-locked against a claim while the lease is checked.
+            row = conn.execute(_APPEND, params).fetchone()
+            if row is not None:
+                return int(row[0])
+            # Nothing written: either this record was written before the connection was
+            # lost (its commit acknowledgement with it), or the lease is gone.
             existing = conn.execute(
                 "SELECT seq FROM onsite_records WHERE run = %s AND rid = %s", [self.run, rid]
             ).fetchone()
-            raise _AlreadyWritten(int(existing[0]) if existing else -1)
+            if existing is not None:
+                return int(existing[0])
+            if holder is not None:
+                raise LeaseLost(holder, str(task), str(system))
+            raise PgStoreError(f"run {self.run!r} is missing from the database")
 
-        try:
-            return self._with_retry("append a journal record", write)
-        except _AlreadyWritten as done:
-            return done.seq
+        return self._with_retry("append a journal record", write, transaction=False)
 
     def import_records(self, records: Callable[[], Iterable[dict[str, Any]]]) -> int:
         """Copy records into this run, which must be empty, in one transaction.
@@ -411,6 +451,76 @@ class PgRunStore:
 
         return self._with_retry(f"claim a job for station {station}", take)
 
+    def claim_in(
+        self,
+        station: str,
+        lease_seconds: float,
+        candidates: Iterable[JobKey],
+        group: Iterable[JobKey],
+    ) -> Claim | None:
+        """Lease one of ``candidates`` to ``station`` unless another live station holds a
+        job of ``group`` (the jobs sharing one device), so a device runs one job at a time
+        across stations.
+
+        Every row of the group is locked (``FOR UPDATE SKIP LOCKED``) while deciding; a
+        row another station is locking at this instant makes the answer None, to be asked
+        again later. A job held by ``station`` itself (a restarted station of the same
+        name) may be claimed again at once.
+        """
+        _check_lease(lease_seconds)
+        wanted = sorted(set(candidates))
+        members = sorted(set(group) | set(wanted))
+
+        def take(conn: psycopg.Connection[Any]) -> Claim | None:
+            tasks, systems = [t for t, _ in members], [s for _, s in members]
+            pick = (
+                "FROM onsite_jobs WHERE run = %s AND (task, system) IN "
+                "(SELECT * FROM unnest(%s::text[], %s::text[]))"
+            )
+            present = conn.execute("SELECT count(*) " + pick, [self.run, tasks, systems]).fetchone()
+            rows = conn.execute(
+                "SELECT task, system, finished, station, "
+                "lease_until IS NOT NULL AND lease_until >= clock_timestamp() "
+                + pick
+                + " ORDER BY task, system FOR UPDATE SKIP LOCKED",
+                [self.run, tasks, systems],
+            ).fetchall()
+            if present is None or len(rows) < int(present[0]):
+                return None  # another station is claiming or writing in this group now
+            if any(holder not in (None, station) and live for _, _, _, holder, live in rows):
+                return None
+            free = [
+                (t, s, holder)
+                for t, s, finished, holder, live in rows
+                if (t, s) in wanted and not finished
+            ]
+            if not free:
+                return None
+            task, system, previous = free[0]
+            claims = conn.execute(
+                "UPDATE onsite_jobs SET station = %s, lease_seconds = %s, "
+                "lease_until = clock_timestamp() + make_interval(secs => %s), "
+                "claims = claims + 1 WHERE run = %s AND task = %s AND system = %s "
+                "RETURNING claims",
+                [station, lease_seconds, lease_seconds, self.run, task, system],
+            ).fetchone()
+            assert claims is not None
+            return Claim(task, system, int(claims[0]), previous)
+
+        return self._with_retry(f"claim a job for station {station}", take)
+
+    def first_record(self, event: str) -> dict[str, Any] | None:
+        """The run's first record of one event type (None when there is none)."""
+        row = self._with_retry(
+            "read the journal",
+            lambda conn: conn.execute(
+                "SELECT body::text FROM onsite_records WHERE run = %s AND event = %s "
+                "ORDER BY seq LIMIT 1",
+                [self.run, event],
+            ).fetchone(),
+        )
+        return orjson.loads(row[0]) if row else None
+
     def heartbeat(self, station: str) -> list[JobKey]:
         """Extend every lease ``station`` holds; return the jobs it still holds.
 
@@ -473,12 +583,22 @@ class PgRunStore:
         return self._with_retry("read the jobs", read)
 
 
-class _AlreadyWritten(Exception):
-    """Raised inside an append transaction to roll it back when the record exists."""
-
-    def __init__(self, seq: int) -> None:
-        super().__init__(seq)
-        self.seq = seq
+_APPEND = """
+WITH counter AS (
+    UPDATE onsite_runs SET last_seq = last_seq + 1
+    WHERE run = %(run)s
+    AND NOT EXISTS (SELECT 1 FROM onsite_records WHERE run = %(run)s AND rid = %(rid)s)
+    AND (%(holder)s::text IS NULL OR EXISTS (
+        SELECT 1 FROM onsite_jobs
+        WHERE run = %(run)s AND task = %(task)s AND system = %(system)s
+        AND station = %(holder)s AND NOT finished
+        FOR SHARE))
+    RETURNING last_seq
+)
+INSERT INTO onsite_records (run, seq, rid, event, task, system, body)
+SELECT %(run)s, last_seq, %(rid)s, %(event)s, %(task)s, %(system)s, %(body)s::json FROM counter
+RETURNING seq
+"""
 
 
 def _text(value: Any) -> str | None:

@@ -814,7 +814,12 @@ def _reads_run(args: argparse.Namespace) -> bool:
     run = getattr(args, "run", None)
     if run is None or args.family not in RUN_FAMILIES:
         return False
-    return args.family != "ir" or Path(run).is_dir()
+    return args.family != "ir" or _is_pg_run(run) or Path(run).is_dir()
+
+
+def _is_pg_run(text: str) -> bool:
+    """A run kept in PostgreSQL (postgresql://HOST/DB?run=NAME), not a directory."""
+    return text.startswith(("postgresql://", "postgres://"))
 
 
 def _files_or_run(args: argparse.Namespace) -> str | None:
@@ -856,7 +861,12 @@ def _score_run(args: argparse.Namespace, family: _Family, console: Console, tmp:
     """`--run`: the job's files written to ``tmp``, then scored as files are."""
     from .export.rescore import run_arguments
 
-    job, values = run_arguments(args.family, Path(args.run), args.task, args.system, tmp)
+    run_dir = Path(args.run)
+    if _is_pg_run(args.run):
+        from .station_cmd import mirror_of  # psycopg only for a run in PostgreSQL
+
+        run_dir = mirror_of(args.run, follow=False)
+    job, values = run_arguments(args.family, run_dir, args.task, args.system, tmp)
     vars(args).update(values)
     if not job.complete:
         sys.stderr.write(

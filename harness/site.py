@@ -78,6 +78,30 @@ class SiteSection(_Strict):
     # this session (left not done, never charged to the participant).
     device_wait_seconds: Annotated[float, Field(ge=0)] = 600.0
     running_score: RunningScoreWeights = RunningScoreWeights()
+    # Where the run's records go: absent, the run directory's journal; a
+    # postgresql:// DSN, a database that several operator stations share (docs/scale.md).
+    store: str | None = None
+
+    @field_validator("store")
+    @classmethod
+    def _postgresql_dsn(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        from urllib.parse import urlsplit
+
+        try:
+            parts = urlsplit(value)
+            parts.port  # noqa: B018 - raises for a port that is not a number
+        except ValueError as exc:
+            raise ValueError(f"not a valid postgresql:// URL ({exc})") from None
+        if parts.scheme not in ("postgresql", "postgres") or not parts.path.strip("/"):
+            # The DSN itself is not repeated: it may carry a password.
+            raise ValueError(
+                "store must be a postgresql:// URL naming a database, e.g. "
+                '"postgresql://onsite@db-host:5432/onsite" (leave the key out for the '
+                "run directory's own journal)"
+            )
+        return value
 
 
 class Audit(_Strict):

@@ -296,7 +296,7 @@ class RunStore:
                 files[(task, system)] = open(path.with_suffix(".jsonl.tmp"), "wb")
             try:
                 seen: set[tuple[str, str, str]] = set()
-                for record in read_events(self.journal_path):
+                for record in self._events(wanted):
                     if not isinstance(record, Completed):
                         continue
                     job = (record.task, record.system)
@@ -315,6 +315,10 @@ class RunStore:
                 os.replace(path.with_suffix(".jsonl.tmp"), path)
         except OSError as exc:
             raise _store_error(exc, self.dir) from exc
+
+    def _events(self, jobs: set[JobKey]) -> Iterable[JournalEvent]:
+        """The journal's records, read for rebuilding the outputs of ``jobs``."""
+        return read_events(self.journal_path)
 
     def open_outputs(self, task: str, system: str) -> None:
         """Keep a job's outputs file open for appends (rebuild_outputs wrote it at start)."""
