@@ -101,19 +101,24 @@ class Transport(Generic[S]):
 
 
 _TRANSPORTS: dict[str, Transport[Any]] = {}
-_DEVICE_MODULES_LOADED = False
+# The kinds of runners/*_device.py in module-name order, once they are loaded: listed
+# first, in that order, whichever of them some caller happened to import first.
+_DEVICE_MODULE_KINDS: list[str] | None = None
 
 
 def _load_device_modules() -> None:
     """Import every runners/*_device.py once: each registers its transport."""
-    global _DEVICE_MODULES_LOADED
-    if _DEVICE_MODULES_LOADED:
+    global _DEVICE_MODULE_KINDS
+    if _DEVICE_MODULE_KINDS is not None:
         return
     here = str(Path(__file__).parent)
     names = sorted(m.name for m in pkgutil.iter_modules([here]) if m.name.endswith("_device"))
+    kinds = []
     for name in names:
-        import_module(f"{__package__}.{name}")
-    _DEVICE_MODULES_LOADED = True
+        found = getattr(import_module(f"{__package__}.{name}"), "TRANSPORT", None)
+        if isinstance(found, Transport):
+            kinds.append(found.kind)
+    _DEVICE_MODULE_KINDS = kinds
 
 
 def register(transport: Transport[Any]) -> Transport[Any]:
@@ -131,9 +136,11 @@ def unregister(kind: str) -> None:
 
 
 def transports() -> list[Transport[Any]]:
-    """Every registered transport, in registration order."""
+    """Every registered transport: runners/*_device.py's in module-name order, then the
+    others in registration order."""
     _load_device_modules()
-    return list(_TRANSPORTS.values())
+    first = [_TRANSPORTS[k] for k in _DEVICE_MODULE_KINDS or () if k in _TRANSPORTS]
+    return first + [t for t in _TRANSPORTS.values() if t not in first]
 
 
 def device_kinds() -> list[str]:
