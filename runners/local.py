@@ -2,7 +2,8 @@
 
 Both run sealed in a bubblewrap sandbox unless the device says ``sandbox = false``
 (runners/sandbox.py, docs/security.md); either way a system gets a clean environment,
-copies of its inputs, and a stderr log capped at ``max_log_bytes``.
+copies of its inputs, and a stderr log capped at ``max_log_bytes``. The device's settings
+(``LocalDevice``) and the transport's registration are in runners/local_device.py.
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ stage_seconds, and the processing clock starts when the input had reached the
 device (whatever frame then confirmed it; the attempt's ``clock_start`` names
 it). A device that stops answering is reset (soft, then hard), and one that
 lost its setup is given HELLO and SETUP again; either way the attempt comes
-back with link_lost, so the controller sends the item again.
+back with link_lost, so the controller sends the item again. The device's settings
+(``SerialDevice``) and the transport's registration are in runners/serial_device.py.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
-"""The SSH link to a participant's machine: settings, host key checks, connecting, remote commands.
+"""The SSH link to a participant's machine: host key checks, connecting, remote commands.
 
 Kept apart from the runner so that ``onsite check`` can probe a machine with
-the same checks without starting a system.
+the same checks without starting a system. The device's settings (``SshDevice``) are in
+runners/ssh_device.py, which reading a site file imports without paramiko.
 """
 
 from __future__ import annotations

@@ -192,6 +192,7 @@ def test_the_registries_load_nothing_heavy(tmp_path: Path) -> None:
         "from harness.kinds.registry import task_kinds, score_families\n"
         "from harness.site import TASK_MODELS\n"
         "import runners\n"
+        "from runners import LocalDevice, SerialDevice, SshDevice, DeviceSettings\n"
         "kinds = task_kinds(); score_families()\n"
         "assert set(TASK_MODELS) == set(kinds)\n"
         "assert {'local', 'ssh', 'serial'} <= set(runners.device_kinds())\n"

@@ -65,7 +65,9 @@ def _riff(*chunks: tuple[bytes, bytes], size_delta: int = 0) -> bytes:
     return b"RIFF" + struct.pack("<I", len(body) + size_delta) + body
 
 
-def _fmt(tag: int = 1, channels: int = 1, rate: int = 16000, bits: int = 16, align: int = 0):
+def _fmt(
+    tag: int = 1, channels: int = 1, rate: int = 16000, bits: int = 16, align: int = 0
+) -> tuple[bytes, bytes]:
     align = align or channels * bits // 8
     return b"fmt ", struct.pack("<HHIIHH", tag, channels, rate, rate * align, align, bits)
 
