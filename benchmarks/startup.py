@@ -109,7 +109,7 @@ def main() -> int:
         }
         if args.tree is not None:
             other = {**env, "PYTHONPATH": str(args.tree.resolve())}
-            for name in ("onsite --help", "onsite status RUN", "onsite report RUN --json"):
+            for name in [n for n in commands if n.startswith("onsite")]:
                 commands[f"{name} [--tree]"] = (commands[name][0], other)
         for argv, cmd_env in commands.values():  # warm the page cache (and the bytecode)
             timed(argv, cmd_env)
