@@ -66,11 +66,17 @@ def make_run(work: Path, items: int) -> Path:
     return site.run_dir
 
 
-def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
-    """Wall and CPU seconds of one process; its exit status must be 0."""
+def timed(argv: list[str], tree: Path, env: dict[str, str]) -> tuple[float, float]:
+    """Wall and CPU seconds of one process run from ``tree``; its exit status must be 0.
+
+    The tree is the working directory as well as PYTHONPATH: ``python -m`` puts the
+    working directory first on sys.path.
+    """
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    proc = subprocess.run(argv, env=env, cwd=REPO, capture_output=True, timeout=300)
+    proc = subprocess.run(
+        argv, env={**env, "PYTHONPATH": str(tree)}, cwd=tree, capture_output=True, timeout=300
+    )
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
@@ -92,27 +98,37 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="onsite-bench-startup-") as tmp:
         work = Path(tmp)
         run_dir = make_run(work, args.items)
-        env = {**os.environ, "CI": "1", "PYTHONPATH": str(REPO)}
+        env = {**os.environ, "CI": "1"}
         if args.no_bytecode:
             env["PYTHONDONTWRITEBYTECODE"] = "1"
         else:
             env.pop("PYTHONDONTWRITEBYTECODE", None)
             env["PYTHONPYCACHEPREFIX"] = str(work / "pycache")
         onsite = [py, "-m", "harness.cli"]
-        commands: dict[str, tuple[list[str], dict[str, str]]] = {
-            "python -c pass": ([py, "-c", "pass"], env),
-            "python -c 'import harness'": ([py, "-c", "import harness"], env),
-            "onsite --help": ([*onsite, "--help"], env),
-            "onsite status RUN": ([*onsite, "status", str(run_dir)], env),
-            "onsite report RUN --json": ([*onsite, "report", str(run_dir), "--json"], env),
-            "onsite score asr --help": ([*onsite, "score", "asr", "--help"], env),
+        commands: dict[str, tuple[list[str], Path, dict[str, str]]] = {
+            "python -c pass": ([py, "-c", "pass"], REPO, env),
+            "python -c 'import harness'": ([py, "-c", "import harness"], REPO, env),
+            "onsite --help": ([*onsite, "--help"], REPO, env),
+            "onsite status RUN": ([*onsite, "status", str(run_dir)], REPO, env),
+            "onsite report RUN --json": ([*onsite, "report", str(run_dir), "--json"], REPO, env),
+            "onsite score asr --help": ([*onsite, "score", "asr", "--help"], REPO, env),
         }
         if args.tree is not None:
-            other = {**env, "PYTHONPATH": str(args.tree.resolve())}
             for name in [n for n in commands if n.startswith("onsite")]:
-                commands[f"{name} [--tree]"] = (commands[name][0], other)
-        for argv, cmd_env in commands.values():  # warm the page cache (and the bytecode)
-            timed(argv, cmd_env)
+                commands[f"{name} [--tree]"] = (commands[name][0], args.tree.resolve(), env)
+        for tree in {REPO, *([args.tree.resolve()] if args.tree else [])}:
+            where = subprocess.run(
+                [py, "-c", "import harness; print(harness.__file__)"],
+                env={**env, "PYTHONPATH": str(tree)},
+                cwd=tree,
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout.strip()
+            if not Path(where).is_relative_to(tree):
+                raise SystemExit(f"from {tree}, harness is imported from {where}")
+        for command in commands.values():  # warm the page cache (and the bytecode)
+            timed(*command)
         walls: dict[str, list[float]] = {name: [] for name in commands}
         cpus: dict[str, list[float]] = {name: [] for name in commands}
         names = list(commands)
