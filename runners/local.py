@@ -2,7 +2,8 @@
 
 Both run sealed in a bubblewrap sandbox unless the device says ``sandbox = false``
 (runners/sandbox.py, docs/security.md); either way a system gets a clean environment,
-copies of its inputs, and a stderr log capped at ``max_log_bytes``.
+copies of its inputs, and a stderr log capped at ``max_log_bytes``. The device's settings
+(``LocalDevice``) and the transport's registration are in runners/local_device.py.
 """
 
 from __future__ import annotations
@@ -17,12 +18,11 @@ import stat
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any
 
 import psutil
-from pydantic import Field
 
 from . import protocol
 from .base import (
@@ -38,7 +38,6 @@ from .exchange import AttemptBuilder
 from .lines import LineReader, LineTooLong
 from .logcap import LogCap
 from .proctree import TreeMeter, kill_tree
-from .registry import DeviceProblem, DeviceSettings, HostFacts, Transport, register
 from .sandbox import (
     HOME_DIR,
     IN_DIR,
@@ -58,35 +57,6 @@ from .spawn import spawn, wait_exit
 
 _BYE_GRACE_SECONDS = 2.0
 _SPAWNER = Path(__file__).with_name("spawner.py")
-
-
-class LocalDevice(DeviceSettings):
-    """A process on the controller's own machine: the site file's ``[devices.NAME]`` with
-    ``kind = "local"``."""
-
-    kind: Literal["local"] = "local"
-    cpus: list[Annotated[int, Field(ge=0)]] | None = None
-    # Sealing (docs/security.md): off only for a system that needs what the sandbox hides;
-    # the report then marks the system unsealed.
-    sandbox: bool = True
-    network: bool = False
-    user: Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_-]*$")] = "nobody"
-
-    def problems(self) -> list[DeviceProblem]:
-        """CPUs to pin to that this machine does not have (or this process may not use)."""
-        if not self.cpus:
-            return []
-        available = os.sched_getaffinity(0)
-        missing = sorted(set(self.cpus) - available)
-        if not missing:
-            return []
-        return [
-            DeviceProblem(
-                "cpus",
-                f"CPUs {missing} are not available here (have {sorted(available)})",
-                "list only CPUs this machine has",
-            )
-        ]
 
 
 def stage_file(source: Path, stage_dir: Path, anon_id: str, key: str) -> Path:
@@ -689,35 +659,3 @@ class LocalExecRunner(_LocalRunner):
         proc = self._spawner
         if proc is not None:
             kill_tree(proc.pid)
-
-
-def _open_local(spec: SystemSpec, device: LocalDevice) -> Runner:
-    if spec.mode == "exec":
-        return LocalExecRunner(spec, device.cpus)
-    return LocalServeRunner(spec, device.cpus)
-
-
-def _controller_facts(device: LocalDevice, host: Mapping[str, Any]) -> HostFacts:
-    # The system runs here: the controller describes the machine, and the CPUs it may use.
-    cpus = list(device.cpus) if device.cpus else None
-    return HostFacts(
-        {
-            "collected": "automatically, on the controller",
-            "os": host["os"],
-            "cpu_model": host["cpu_model"],
-            "cpu_count": len(cpus) if cpus else host["cpu_count"],
-            "cpus": cpus,
-            "memory_bytes": host["memory_bytes"],
-        },
-        files_on_controller=True,
-    )
-
-
-TRANSPORT = register(
-    Transport(
-        settings=LocalDevice,
-        open=_open_local,
-        modes=frozenset({"serve", "exec"}),
-        host_facts=_controller_facts,
-    )
-)

@@ -5,12 +5,20 @@ A transport owns its device settings (a pydantic model whose ``kind`` field is t
 the site file writes), how a runner is opened on such a device, how ``onsite check``
 probes it, what the manifest says about where its systems run, and which modes it
 drives. The site validator builds its ``[devices]`` union from :func:`transports`.
+
+A transport's device model and registration live in a small module named
+``runners/<name>_device.py`` that imports neither its runner nor what the runner needs
+(paramiko, pyserial, psutil): the registry imports every such module on the first look-up,
+so that reading a site file or a run directory stays cheap, and the runner is imported by
+``open`` (and ``probe``) when a system is started.
 """
 
 from __future__ import annotations
 
+import pkgutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from importlib import import_module
 from pathlib import Path
 from typing import Any, Generic, Self, TypeVar
 
@@ -93,6 +101,24 @@ class Transport(Generic[S]):
 
 
 _TRANSPORTS: dict[str, Transport[Any]] = {}
+# The kinds of runners/*_device.py in module-name order, once they are loaded: listed
+# first, in that order, whichever of them some caller happened to import first.
+_DEVICE_MODULE_KINDS: list[str] | None = None
+
+
+def _load_device_modules() -> None:
+    """Import every runners/*_device.py once: each registers its transport."""
+    global _DEVICE_MODULE_KINDS
+    if _DEVICE_MODULE_KINDS is not None:
+        return
+    here = str(Path(__file__).parent)
+    names = sorted(m.name for m in pkgutil.iter_modules([here]) if m.name.endswith("_device"))
+    kinds = []
+    for name in names:
+        found = getattr(import_module(f"{__package__}.{name}"), "TRANSPORT", None)
+        if isinstance(found, Transport):
+            kinds.append(found.kind)
+    _DEVICE_MODULE_KINDS = kinds
 
 
 def register(transport: Transport[Any]) -> Transport[Any]:
@@ -110,17 +136,22 @@ def unregister(kind: str) -> None:
 
 
 def transports() -> list[Transport[Any]]:
-    """Every registered transport, in registration order."""
-    return list(_TRANSPORTS.values())
+    """Every registered transport: runners/*_device.py's in module-name order, then the
+    others in registration order."""
+    _load_device_modules()
+    first = [_TRANSPORTS[k] for k in _DEVICE_MODULE_KINDS or () if k in _TRANSPORTS]
+    return first + [t for t in _TRANSPORTS.values() if t not in first]
 
 
 def device_kinds() -> list[str]:
     """The device kinds this installation can drive."""
+    _load_device_modules()
     return sorted(_TRANSPORTS)
 
 
 def transport(kind: str) -> Transport[Any]:
     """The transport registered under ``kind``; ValueError naming the known kinds otherwise."""
+    _load_device_modules()
     try:
         return _TRANSPORTS[kind]
     except KeyError:

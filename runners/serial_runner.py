@@ -6,7 +6,8 @@ stage_seconds, and the processing clock starts when the input had reached the
 device (whatever frame then confirmed it; the attempt's ``clock_start`` names
 it). A device that stops answering is reset (soft, then hard), and one that
 lost its setup is given HELLO and SETUP again; either way the attempt comes
-back with link_lost, so the controller sends the item again.
+back with link_lost, so the controller sends the item again. The device's settings
+(``SerialDevice``) and the transport's registration are in runners/serial_device.py.
 """
 
 from __future__ import annotations
@@ -21,11 +22,10 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any
 
 import serial
 import soundfile as sf
-from pydantic import Field, PositiveFloat, model_validator
 
 from devices import wire
 from devices.host import (
@@ -38,44 +38,11 @@ from devices.host import (
 
 from .base import ItemAttempt, ItemRequest, Outcome, Runner, StartError, StartInfo, SystemSpec
 from .exchange import AttemptBuilder
-from .registry import DeviceSettings, HostFacts, Transport, register, settings_from
+from .registry import settings_from
+from .serial_device import SerialDevice
 
-ResetLine = Literal["dtr", "rts", "none"]
 _RESET_PULSE_SECONDS = 0.1
 _SOFT_RESET_SECONDS = 2.0
-
-
-class SerialDevice(DeviceSettings):
-    """A PDA or embedded board on a serial line (docs/device-protocol.md): the site file's
-    ``[devices.NAME]`` with ``kind = "serial"``."""
-
-    kind: Literal["serial"] = "serial"
-    port: str = ""  # a path such as /dev/ttyUSB0, or a pyserial URL
-    baud: Annotated[int, Field(gt=0)] = 115200
-    reset: ResetLine = "dtr"  # the line pulsed for a hard reset
-    boot_timeout: PositiveFloat = 10.0
-    # Run this device-agent module under the pty emulator instead of opening a port.
-    emulate: str | None = None
-    emulate_args: list[str] = []
-    # Or run this device program (with "{port}" for its tty) behind the emulated line.
-    emulate_command: list[str] = []
-    # No frame at all from a working device for this long means the link is lost.
-    silence_seconds: PositiveFloat = 3.0
-    ping_seconds: PositiveFloat = 0.5
-    max_window: Annotated[int, Field(ge=1)] = 3
-
-    @model_validator(mode="after")
-    def _port_or_emulator(self) -> SerialDevice:
-        if not self.port and not self.emulate and not self.emulate_command:
-            raise ValueError(
-                'give port = "/dev/ttyUSB0" (or emulate = "<agent module>", or '
-                'emulate_command = ["./mydevice", "{port}"])'
-            )
-        if self.emulate and self.emulate_command:
-            raise ValueError("give emulate or emulate_command, not both")
-        if self.emulate_command and not any("{port}" in a for a in self.emulate_command):
-            raise ValueError('emulate_command must name the device\'s tty as "{port}"')
-        return self
 
 
 def read_pcm(path: Path) -> tuple[bytes, int]:
@@ -455,22 +422,3 @@ def _describe(counts: LinkCounters) -> str:
     )
     text = ", ".join(f"{n} {label}" for n, label in parts if n)
     return f"link: {text}" if text else ""
-
-
-def _device_facts(device: SerialDevice, host: Mapping[str, Any]) -> HostFacts:
-    # The device runs its own agent: what it is, is the participant's to describe.
-    return HostFacts({"collected": "not collected (remote device)"}, files_on_controller=False)
-
-
-TRANSPORT = register(
-    Transport(
-        settings=SerialDevice,
-        open=SerialRunner,
-        modes=frozenset({"serve"}),
-        host_facts=_device_facts,
-        # The device's agent is the system: the site names no command to start.
-        needs_command=False,
-        # The device protocol has no frames for a file going upstream.
-        returns_files=False,
-    )
-)

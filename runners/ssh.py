@@ -40,7 +40,7 @@ from .base import (
 from .exchange import AttemptBuilder
 from .lines import LineBuffer, LineTooLong
 from .logcap import CappedLog
-from .registry import HostFacts, ProbeResult, Transport, register, settings_from
+from .registry import ProbeResult, settings_from
 from .serve import StreamServeRunner, log_note, log_tail
 from .ssh_fetch import FetchRefused, LocalWriteError, fetch_file
 from .ssh_link import (
@@ -799,19 +799,3 @@ def _probe_remote(client: paramiko.SSHClient, opts: SshDevice, results: list[Pro
     if free < _MIN_FREE_BYTES:
         detail += f" (need at least {_MIN_FREE_BYTES / 1e9:.1f} GB)"
     results.append(ProbeResult("free disk", free >= _MIN_FREE_BYTES, detail))
-
-
-def _remote_facts(device: SshDevice, host: Mapping[str, Any]) -> HostFacts:
-    # A participant's own machine: what it runs is theirs to describe.
-    return HostFacts({"collected": "not collected (remote device)"}, files_on_controller=False)
-
-
-TRANSPORT = register(
-    Transport(
-        settings=SshDevice,
-        open=SshServeRunner,
-        modes=frozenset({"serve"}),
-        host_facts=_remote_facts,
-        probe=probe,
-    )
-)

@@ -35,9 +35,12 @@ integers here and floats in sclite; with weights 0/3/4 both are exact.
 Speed: the table is filled by numpy over integer-coded tokens, many
 utterances per operation, all utterances of a corpus in one call
 (`align_all`, ``scoring._fast_align``); the per-token `AlignedPair` objects
-are built only when ``Alignment.pairs`` is first read. The plain-Python
-version of the same steps is kept in tests/test_scoring_fast_align.py as the
-reference the batched one is checked against.
+are built only when ``Alignment.pairs`` is first read. A corpus small enough
+that loading numpy would cost more than the alignment itself (a few dozen
+utterances: a live status, one item) is aligned by the same steps in plain
+Python (``_align_counts_small``), with the same result. The cell-by-cell
+version is kept in tests/test_scoring_fast_align.py as the reference both
+are checked against.
 
 Tokenisation (`tokenize`) follows sclite ``-e utf-8`` (``-c NOASCII`` for
 characters) by default; ``unicode=True`` is the documented Unicode-aware
@@ -345,17 +348,85 @@ def align_all(refs: Sequence[Sequence[str]], hyps: Sequence[Sequence[str]]) -> l
 _Counts = tuple[list[list[int]], bytes, list[int], list[int]]
 
 
+# Up to this many table cells in all, a corpus is aligned in plain Python: about as long
+# as importing numpy takes, which a small corpus would otherwise pay for every process.
+_SMALL_CELLS = 1 << 14
+
+
 def _align_counts(refs: Sequence[Sequence[str]], hyps: Sequence[Sequence[str]]) -> _Counts:
     """Per-utterance ``[C, S, D, I]``, the operations, and each one's start and length in them.
 
     What `align_all` is made from, for callers that need the counts only
     (see ``scoring._fast_align.align_coded``).
     """
+    cells = 0
+    for ref, hyp in zip(refs, hyps, strict=True):
+        cells += (len(ref) + 1) * (len(hyp) + 1)
+        if cells > _SMALL_CELLS:
+            break
+    else:
+        return _align_counts_small(refs, hyps)
     # Imported here so that importing `scoring` does not load numpy; only
     # aligning does.
     from ._fast_align import align_coded, encode
 
     return align_coded(*encode(refs, hyps), SUBSTITUTION_COST, INSERTION_COST, DELETION_COST)
+
+
+_OPS = {"C": ord("C"), "S": ord("S"), "D": ord("D"), "I": ord("I")}
+
+
+def _align_counts_small(refs: Sequence[Sequence[str]], hyps: Sequence[Sequence[str]]) -> _Counts:
+    """`_align_counts` in plain Python, one utterance at a time: the table front to back,
+    then the back-trace from the end taking the diagonal, else the insertion, else the
+    deletion (the module docstring says why), giving the same operations and counts."""
+    sub, ins, dele = SUBSTITUTION_COST, INSERTION_COST, DELETION_COST
+    op_c, op_s, op_d, op_i = _OPS["C"], _OPS["S"], _OPS["D"], _OPS["I"]
+    counts: list[list[int]] = []
+    ops = bytearray()
+    starts: list[int] = []
+    lengths: list[int] = []
+    for ref, hyp in zip(refs, hyps, strict=True):
+        n, m = len(ref), len(hyp)
+        table = [[j * ins for j in range(m + 1)]]
+        for i in range(1, n + 1):
+            above = table[-1]
+            token = ref[i - 1]
+            row = [i * dele]
+            left = row[0]
+            for j in range(1, m + 1):
+                best = above[j - 1] + (0 if token == hyp[j - 1] else sub)
+                best = min(best, above[j] + dele, left + ins)
+                row.append(best)
+                left = best
+            table.append(row)
+        path = bytearray()
+        c = s = d = k = 0
+        i, j = n, m
+        while i > 0 or j > 0:
+            here = table[i][j]
+            if i > 0 and j > 0:
+                same = ref[i - 1] == hyp[j - 1]
+                if here == table[i - 1][j - 1] + (0 if same else sub):
+                    path.append(op_c if same else op_s)
+                    c += same
+                    s += not same
+                    i, j = i - 1, j - 1
+                    continue
+            if j > 0 and here == table[i][j - 1] + ins:
+                path.append(op_i)
+                k += 1
+                j -= 1
+            else:
+                path.append(op_d)
+                d += 1
+                i -= 1
+        path.reverse()
+        starts.append(len(ops))
+        lengths.append(len(path))
+        ops += path
+        counts.append([c, s, d, k])
+    return counts, bytes(ops), starts, lengths
 
 
 def _alignments(

@@ -341,8 +341,12 @@ def test_commands_load_only_what_they_use(tmp_path: Path) -> None:
         "scoring.mt",
     }
     trn = _trec(tmp_path / "ref.trn", ["a b c (u1)"])
-    # The sclite aligner is numpy: numba's load would cost more than a corpus's alignment.
-    assert _loaded("score", "asr", "--ref", str(trn), "--hyp", str(trn)) == {
+    # The sclite aligner is numpy (numba's load would cost more than a corpus's alignment),
+    # and a corpus smaller than numpy's load is aligned in plain Python.
+    assert _loaded("score", "asr", "--ref", str(trn), "--hyp", str(trn)) == {"scoring.asr"}
+    big = [" ".join("abcd"[(i * j) % 4] for j in range(30)) + f" (u{i})" for i in range(40)]
+    trn_big = _trec(tmp_path / "big.trn", big)
+    assert _loaded("score", "asr", "--ref", str(trn_big), "--hyp", str(trn_big)) == {
         "numpy",
         "scoring.asr",
     }

@@ -15,7 +15,7 @@ import random
 import numpy as np
 import pytest
 
-from scoring import _fast_align, score_asr
+from scoring import _fast_align, asr_align, score_asr
 from scoring._fast_align import encode
 from scoring.asr_align import (
     DELETION_COST,
@@ -29,6 +29,37 @@ from scoring.asr_align import (
     is_cjk_char,
     tokenize,
 )
+
+
+@pytest.fixture(autouse=True, params=["numpy", "python"])
+def aligner(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test twice: through the batched numpy aligner, and through the plain-Python
+    one that small corpora take (scoring.asr_align._SMALL_CELLS)."""
+    monkeypatch.setattr(asr_align, "_SMALL_CELLS", 0 if request.param == "numpy" else 1 << 40)
+    return str(request.param)
+
+
+def test_small_corpora_take_the_plain_python_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The default threshold: one short utterance is aligned without the numpy aligner,
+    # a corpus past the threshold with it; both give the reference's answer.
+    monkeypatch.undo()
+    called: list[int] = []
+    real = _fast_align.align_coded
+
+    def spy(*args: object) -> object:
+        called.append(1)
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_fast_align, "align_coded", spy)
+    assert align(["a", "b"], ["a", "c"]) == reference_align(["a", "b"], ["a", "c"])
+    assert called == []
+    rng = random.Random(3)
+    cases = random_pairs(rng, 400, ["a", "b", "c"], 12)
+    cells = sum((len(r) + 1) * (len(h) + 1) for r, h in cases)
+    assert cells > asr_align._SMALL_CELLS
+    got = align_all([r for r, _ in cases], [h for _, h in cases])
+    assert called == [1]
+    assert got == [reference_align(r, h) for r, h in cases]
 
 
 def reference_align(ref: list[str], hyp: list[str]) -> Alignment:

@@ -9,17 +9,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, cast
-
-from scoring import (
-    read_face_references,
-    read_identification_truth,
-    read_verification_truth,
-    score_detection,
-    score_identification,
-    score_verification_pairs,
-)
-from scoring.faces import Box, FaceLandmarks, ImageReference
+from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import Problem, TestSetError
 from ..media import VIDEO_SUFFIXES, check_image, extract_frames
@@ -36,6 +26,12 @@ from .base import (
     overall,
     pct,
 )
+
+if TYPE_CHECKING:
+    from scoring.faces import ImageReference
+
+# The face scorers (numpy) are imported inside the functions that use them: reading a
+# site file or a run directory imports every kind module, and must stay cheap.
 
 MS_PER_PAIR = SpeedUnit("ms_per_pair", "ms/pair", "ms / pair")
 
@@ -91,6 +87,8 @@ def _check_score(output: Mapping[str, Any]) -> str | None:
 
 def _read_frame_faces(path: Path) -> dict[int, ImageReference]:
     """frames.jsonl: {"frame": n, "subset"?: ..., "faces": [{left_eye, right_eye, mouth}]}."""
+    from scoring.faces import FaceLandmarks, ImageReference
+
     out: dict[int, ImageReference] = {}
     example = '{"frame": 0, "faces": [{"left_eye": [x, y], "right_eye": [x, y], "mouth": [x, y]}]}'
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
@@ -138,6 +136,8 @@ def _load_video(root: Path, video: Path) -> TestSet:
 
 
 def _load_faces(root: Path, task: TaskConfig) -> TestSet:
+    from scoring import read_face_references
+
     videos = [p for p in sorted(root.iterdir()) if p.suffix.lower() in VIDEO_SUFFIXES]
     if (root / "frames.jsonl").is_file() and videos:
         return _load_video(root, videos[0])
@@ -156,6 +156,9 @@ def _load_faces(root: Path, task: TaskConfig) -> TestSet:
 def _score_faces(
     testset: TestSet, task: TaskConfig, outputs: Outputs, seconds: Mapping[str, float]
 ) -> dict[str, Any]:
+    from scoring import score_detection
+    from scoring.faces import Box
+
     refs = testset.references()
     references = {k: ref for k, ref in refs.items()}
     detections = {
@@ -185,6 +188,8 @@ def _check_ranked(output: Mapping[str, Any]) -> str | None:
 
 
 def _load_identify(root: Path, task: TaskConfig) -> TestSet:
+    from scoring import read_identification_truth
+
     truth = read_truth(
         root / "probes.jsonl",
         read_identification_truth,
@@ -217,6 +222,8 @@ def _load_identify(root: Path, task: TaskConfig) -> TestSet:
 
 
 def _score_identify(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
+    from scoring import score_identification
+
     refs = testset.references()
     truth = {t.probe: t for t in refs.values()}
     candidates = {
@@ -232,6 +239,8 @@ def _pair_id(a: str, b: str) -> str:
 
 
 def _load_pairs(root: Path, task: TaskConfig) -> TestSet:
+    from scoring import read_verification_truth
+
     truth = read_truth(
         root / "pairs.jsonl",
         read_verification_truth,
@@ -243,6 +252,8 @@ def _load_pairs(root: Path, task: TaskConfig) -> TestSet:
 
 
 def _score_pairs(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
+    from scoring import score_verification_pairs
+
     refs = testset.references()
     truth = {pair: genuine for pair, genuine in refs.values()}
     scores = {

@@ -9,8 +9,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from scoring import read_ocr_truth, score_ocr
-
 from ..media import check_image, check_ink
 from ..testsets import TestSet, file_testset, read_truth
 from .base import (
@@ -37,6 +35,10 @@ def _check_candidates(output: Mapping[str, Any]) -> str | None:
 
 
 def _load_ocr(root: Path, task: TaskConfig) -> TestSet:
+    # Scoring modules are imported where used: every kind module is imported by whatever
+    # reads a site file, which must stay cheap (docs/task-kinds.md).
+    from scoring import read_ocr_truth
+
     truth = read_truth(
         root / "truth.jsonl",
         read_ocr_truth,
@@ -60,6 +62,8 @@ def _check_input(key: str, path: Path) -> str | None:
 def _score_ocr(
     testset: TestSet, task: TaskConfig, outputs: Outputs, seconds: Mapping[str, float]
 ) -> dict[str, Any]:
+    from scoring import score_ocr
+
     refs = testset.references()
     candidates = {
         k: (tuple(v["candidates"]) if v is not None else None)

@@ -13,9 +13,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from scoring import read_slot_file
-from scoring.kws import SlotFrame
-
 from ..testsets import (
     TestSet,
     audio_testset,
@@ -107,6 +104,8 @@ def _score_command(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any)
 
 
 def _load_kws(root: Path, task: TaskConfig) -> TestSet:
+    from scoring import read_slot_file
+
     frames = read_truth(
         root / "slots.jsonl",
         read_slot_file,
@@ -118,6 +117,8 @@ def _load_kws(root: Path, task: TaskConfig) -> TestSet:
 
 
 def _score_kws(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
+    from scoring.kws import SlotFrame
+
     refs: dict[str, SlotFrame] = testset.references()
     hyps = {
         k: SlotFrame(k, refs[k].setting, {n: tuple(w) for n, w in (v or {})["slots"].items()})

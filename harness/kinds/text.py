@@ -13,23 +13,23 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from scoring import tokenize
-from scoring.cwmt_xml import MtFile, load_mt_file, require_mirror
-from scoring.cws import read_lines, read_segmentation, read_word_list, score_cws, split_words
 from scoring.errors import FormatError
-from scoring.ir import Topic, read_qrels, read_topics, score_ir
-from scoring.mt import MtSegment, as_sgml_text
-from scoring.mt_batch import score_mt_batch
-from scoring.ner import parse_tag, score_ner
-from scoring.pos import PosTraining, read_tagged, score_pos
-from scoring.textcat import MAX_CATEGORIES, read_category_file, score_textcat
 
 from ..errors import Problem, TestSetError
 from ..testsets import InvalidItem, TestItem, TestSet
 from .base import Outputs, SpeedUnit, TaskConfig, TaskKind, pct
 from .nbest import check_nbest
+
+if TYPE_CHECKING:
+    from scoring.cwmt_xml import MtFile
+    from scoring.ir import Topic
+    from scoring.pos import PosTraining
+
+# The scorers and readers are imported inside the functions that use them: every kind
+# module is imported by whatever reads a site file (`onsite status` too), and the MT
+# scorers load numpy (docs/task-kinds.md).
 
 MAX_REFERENCES = 4
 # trec_eval's default -M: documents past this rank are not scored, so not accepted.
@@ -110,6 +110,8 @@ def _one_file(root: Path, names: Sequence[str], fix: str) -> Path:
 
 
 def _mt_lang(root: Path, source: MtFile) -> str:
+    from scoring.cws import read_lines
+
     lang_file = root / "lang"
     if lang_file.is_file():
         lines = [ln.strip() for ln in read_lines(lang_file) if ln.strip()]
@@ -122,10 +124,14 @@ def _mt_lang(root: Path, source: MtFile) -> str:
 
 
 def _mirror(source: MtFile, ref: MtFile, path: Path) -> None:
+    from scoring.cwmt_xml import require_mirror
+
     require_mirror(source, ref)
 
 
 def _load_mt(root: Path, task: TaskConfig) -> TestSet:
+    from scoring.cwmt_xml import load_mt_file
+
     fix = "give source.txt (one segment per line) or a CWMT source.xml"
     source_path = _one_file(root, ("source.txt", "source.xml"), fix)
     source = _read(source_path, lambda p: load_mt_file(p, "source"), fix)
@@ -191,6 +197,9 @@ def _check_mt(output: Mapping[str, Any]) -> str | None:
 
 
 def _score_mt(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
+    from scoring.mt import MtSegment, as_sgml_text
+    from scoring.mt_batch import score_mt_batch
+
     segments = []
     for item in testset.items:
         ref: MtReference = item.reference
@@ -207,6 +216,8 @@ def _score_mt(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> d
 
 
 def _source_words(item: TestItem) -> float:
+    from scoring import tokenize
+
     # CJK characters count one each, other runs are whitespace words: no segmenter needed.
     return float(len(tokenize(str(item.fields["text"]), "char", case_sensitive=True, unicode=True)))
 
@@ -230,6 +241,8 @@ class Segmented:
 
 
 def _load_cws(root: Path, task: TaskConfig) -> TestSet:
+    from scoring.cws import read_segmentation, read_word_list
+
     fix = "give gold.txt: one segmented sentence per line, words separated by spaces"
     gold_path = root / "gold.txt"
     gold = _read(gold_path, read_segmentation, fix)
@@ -259,6 +272,8 @@ def _check_segmented(output: Mapping[str, Any]) -> str | None:
 
 
 def _score_cws(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
+    from scoring.cws import score_cws, split_words
+
     gold = [list(item.reference.words) for item in testset.items]
     test = []
     for item in testset.items:
@@ -273,6 +288,9 @@ def _score_cws(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> 
 
 def _read_gold_conll(path: Path) -> list[tuple[int, list[str], list[str]]]:
     """Sentences of (first line, tokens, gold tags): token first, gold tag last column."""
+    from scoring.cws import read_lines
+    from scoring.ner import parse_tag
+
     sentences: list[tuple[int, list[str], list[str]]] = []
     tokens: list[str] = []
     tags: list[str] = []
@@ -325,6 +343,8 @@ def _load_ner(root: Path, task: TaskConfig) -> TestSet:
 
 
 def _check_tags(output: Mapping[str, Any]) -> str | None:
+    from scoring.ner import parse_tag
+
     tags = output.get("tags")
     example = 'e.g. {"tags": ["B-PER", "I-PER", "O"]}, one tag per input token'
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
@@ -344,6 +364,8 @@ def check_ner_length(item: TestItem, output: Mapping[str, Any]) -> str | None:
 
 
 def _score_ner(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
+    from scoring.ner import score_ner
+
     gold: list[list[str]] = []
     predicted: list[list[str | None]] = []
     unanswered = wrong_length = 0
@@ -376,6 +398,8 @@ class Tagged:
 
 
 def _load_pos(root: Path, task: TaskConfig) -> TestSet:
+    from scoring.pos import PosTraining, read_tagged
+
     fix = "give gold.pos: one sentence per line, tokens word/TAG separated by spaces"
     gold_path = root / "gold.pos"
     gold = _read(gold_path, read_tagged, fix)
@@ -403,6 +427,8 @@ def _load_pos(root: Path, task: TaskConfig) -> TestSet:
 
 def parse_tagged(text: str) -> list[tuple[str, str]] | None:
     """A system's `word/TAG word/TAG` line as (word, tag) pairs; None if a token has no tag."""
+    from scoring.cws import split_words
+
     tokens = []
     for token in split_words(text):
         word, sep, tag = token.rpartition("/")
@@ -413,6 +439,8 @@ def parse_tagged(text: str) -> list[tuple[str, str]] | None:
 
 
 def _check_pos(output: Mapping[str, Any]) -> str | None:
+    from scoring.cws import split_words
+
     example = '{"text": "我们/r 在/p 北京/ns"}'
     problem = _string_field(output, "text", example)
     if problem:
@@ -424,6 +452,8 @@ def _check_pos(output: Mapping[str, Any]) -> str | None:
 
 
 def _score_pos(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
+    from scoring.pos import score_pos
+
     gold = [list(item.reference.tokens) for item in testset.items]
     test = []
     for item in testset.items:
@@ -437,6 +467,8 @@ def _score_pos(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> 
 
 
 def _load_textcat(root: Path, task: TaskConfig) -> TestSet:
+    from scoring.textcat import read_category_file
+
     fix = "give gold.tsv: one 'doc_id<TAB>category[,category2]' line per document"
     gold_path = root / "gold.tsv"
     gold: dict[str, tuple[str, ...]] = _read(gold_path, read_category_file, fix)
@@ -473,6 +505,8 @@ def _load_textcat(root: Path, task: TaskConfig) -> TestSet:
 
 
 def _check_categories(output: Mapping[str, Any]) -> str | None:
+    from scoring.textcat import MAX_CATEGORIES
+
     cats = output.get("categories")
     if (
         not isinstance(cats, list)
@@ -490,6 +524,8 @@ def _check_categories(output: Mapping[str, Any]) -> str | None:
 def _score_textcat(
     testset: TestSet, task: TaskConfig, outputs: Outputs, seconds: Mapping[str, float]
 ) -> dict[str, Any]:
+    from scoring.textcat import score_textcat
+
     gold = {item.id: item.reference for item in testset.items}
     pred = {
         item.id: tuple(str(c).strip() for c in answer["categories"])
@@ -512,6 +548,8 @@ class IrReference:
 
 
 def _load_ir(root: Path, task: TaskConfig) -> TestSet:
+    from scoring.ir import read_qrels, read_topics
+
     topics_fix = "give topics: TREC-style <top> <num> <title> <desc> <narr> </top> blocks"
     qrels_fix = "give qrels: one 'topic iter docno relevance' line per judgement"
     topics_path = root / "topics"
@@ -574,6 +612,8 @@ def _check_results(output: Mapping[str, Any]) -> str | None:
 
 
 def _score_ir(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
+    from scoring.ir import score_ir
+
     qrels = {item.id: item.reference.judgements for item in testset.items}
     run = {
         item.id: {str(d): float(s) for d, s in answer["results"]}

@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import soundfile
+# soundfile (and numpy under it) is imported where audio is read: every kind module is
+# imported by whatever reads a site file, which must stay cheap (docs/task-kinds.md).
 
 if TYPE_CHECKING:
     # Only for annotations: runners (and paramiko) load only where systems run.
@@ -204,6 +205,8 @@ def keep_audio(
     if problem:
         tmp.unlink()
         return dict(output), problem
+    import soundfile
+
     info = soundfile.info(str(tmp))
     os.replace(tmp, target)
     kept = {
@@ -215,6 +218,8 @@ def keep_audio(
 
 
 def _check_wav(path: Path, item: TestItem) -> str | None:
+    import soundfile
+
     try:
         info = soundfile.info(str(path))
     except (RuntimeError, soundfile.LibsndfileError) as exc:

@@ -8,36 +8,66 @@
 docs/report.md defines the verdict rules and the running score.
 """
 
-from typing import Any
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
-from .build import (
-    Failure,
-    ItemTiming,
-    JobReport,
-    ReportData,
-    Session,
-    SystemReport,
-    TaskReport,
-    build_report,
-)
-from .export import CSV_COLUMNS, write_csv, write_json
-from .manifest import MANIFEST_NAME, build_manifest, read_manifest, write_manifest
+# Loaded at once: it is small, and the function of that name must win over the
+# submodule's name on this package (as every name did when all were loaded eagerly).
 from .running_score import DEFAULT_WEIGHTS, USAGE_CAP, RunningScore, running_score
-from .verdicts import DEFAULT_LIMITS, JobVerdict, RuleLine, judge_job
 
-# The HTML writer loads matplotlib for its figures: only when it is asked for (PEP 562),
-# so reading a verdict or a running score does not pay for it.
-_LAZY = {"html_text", "write_html"}
+if TYPE_CHECKING:
+    from .build import (
+        Failure,
+        ItemTiming,
+        JobReport,
+        ReportData,
+        Session,
+        SystemReport,
+        TaskReport,
+        build_report,
+    )
+    from .export import CSV_COLUMNS, write_csv, write_json
+    from .html import html_text, write_html
+    from .manifest import MANIFEST_NAME, build_manifest, read_manifest, write_manifest
+    from .verdicts import DEFAULT_LIMITS, JobVerdict, RuleLine, judge_job
+
+# Where each public name lives. A module loads when one of its names is first used
+# (PEP 562): the live status reads a running score without the report builder, and
+# only the HTML writer loads matplotlib.
+_EXPORTS: dict[str, str] = {
+    **dict.fromkeys(
+        (
+            "Failure",
+            "ItemTiming",
+            "JobReport",
+            "ReportData",
+            "Session",
+            "SystemReport",
+            "TaskReport",
+            "build_report",
+        ),
+        "build",
+    ),
+    **dict.fromkeys(("CSV_COLUMNS", "write_csv", "write_json"), "export"),
+    **dict.fromkeys(("html_text", "write_html"), "html"),
+    **dict.fromkeys(
+        ("MANIFEST_NAME", "build_manifest", "read_manifest", "write_manifest"), "manifest"
+    ),
+    **dict.fromkeys(("DEFAULT_LIMITS", "JobVerdict", "RuleLine", "judge_job"), "verdicts"),
+}
 
 
 def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
+    module = _EXPORTS.get(name)
+    if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from . import html
-
-    value = getattr(html, name)
+    value = getattr(import_module(f".{module}", __name__), name)
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])
 
 
 __all__ = [
