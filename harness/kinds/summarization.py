@@ -28,7 +28,6 @@ from typing import Annotated, Any, Literal, cast
 
 from pydantic import Field
 
-from scoring.cesta import score_significant_words
 from scoring.errors import FormatError
 from scoring.rouge import (
     Lang,
@@ -218,6 +217,8 @@ def _cesta(
     mt = {doc: summaries.get(doc, "") for doc in references}
     first = {doc: refs[0] for doc, refs in references.items()}
     try:
+        from scoring.cesta import score_significant_words  # numpy: only when scoring
+
         cesta = score_significant_words(mt, first, lang)
     except ValueError:
         return {"cesta_o": None, "cesta_u": None, "cesta_ou": None}
