@@ -254,11 +254,22 @@ class SshServeRunner(StreamServeRunner):
         lost, code = self._ended()
         if lost:
             return f"link lost: {lost}"
+        if self._pgid is None:
+            # The wrapper never said its first line: the account's shell ended before it.
+            return f"{self._shell_ended(code)}; stderr: {self._log_tail()}"
         return f"exited with code {code} before ready; stderr: {self._log_tail()}"
 
     def _on_ready(self, ready_at: float) -> None:
         self._sampled_at = float("-inf")
         self._cpu_mark, self._peak = None, None
+
+    def _shell_ended(self, code: int | None) -> str:
+        return (
+            f"the login shell of {self.options.address} ended (exit code {code}) before "
+            "onsite's command ran: sshd runs every command through it, so its "
+            "non-interactive start-up files (~/.bashrc under bash, $BASH_ENV, ~/.zshenv) "
+            "must not exit or read stdin"
+        )
 
     def run_item(self, request: ItemRequest) -> ItemAttempt:
         if self._chan is None or self._reader is None:
@@ -413,6 +424,9 @@ class SshServeRunner(StreamServeRunner):
                     self._orphaned = False
                     self._staged.clear()
         self._unstage(list(self._staged))
+        note = self._meter.summary() if self._meter is not None else None
+        if note:
+            self._mark_log(note)
         self._drop_connection()
         self._reset_fetched()
         self._close_log()
@@ -544,6 +558,9 @@ class SshServeRunner(StreamServeRunner):
             ) from exc
         text = out.decode(errors="replace")
         found = [ln for ln in text.splitlines() if ln.startswith(_WORKDIR_PREFIX)]
+        if status != 0 and b"remote workdir" not in err:
+            why = err.decode(errors="replace").strip()
+            raise StartError(self._shell_ended(status) + (f"; stderr: {why}" if why else ""))
         if status != 0 or not found:
             why = err.decode(errors="replace").strip() or f"exit status {status}"
             raise StartError(
