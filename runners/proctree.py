@@ -153,9 +153,9 @@ class TreeMeter:
             if pid not in pids or _cpu_seconds(fd) is None:
                 os.close(self._fds.pop(pid))
         for pid in pids - set(self._fds):
-            fd = _stat_fd(pid)
-            if fd is not None:
-                self._fds[pid] = fd
+            opened = _stat_fd(pid)
+            if opened is not None:
+                self._fds[pid] = opened
         peak = sum(_hwm_bytes(pid) or 0 for pid in pids)
         self._peak = max(self._peak, peak)
 

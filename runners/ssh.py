@@ -86,6 +86,20 @@ class _ChannelLines(LineBuffer):
         super().__init__()
         self._chan = chan
         self.max_bytes = max_bytes
+        # When bytes reached the controller: stamped by paramiko's transport thread as it
+        # hands them to the channel, not when this reader's thread next gets to run (with
+        # dozens of devices, a wait for the interpreter lock the system must not be
+        # charged for). The stamp is taken before the bytes enter the buffer, so a read
+        # never sees bytes newer than the stamp it reads after them.
+        self._fed_at = 0.0
+        pipe = chan.in_buffer
+        feed = pipe.feed
+
+        def stamped(data: bytes) -> None:
+            self._fed_at = time.monotonic()
+            feed(data)
+
+        pipe.feed = stamped  # type: ignore[method-assign]
 
     def readline(self, deadline: float) -> bytes | None:
         line = super().readline(deadline)
@@ -108,7 +122,7 @@ class _ChannelLines(LineBuffer):
             data = self._chan.in_buffer.read(1 << 16, max(timeout, 0.0))
         except PipeTimeout:
             return
-        self.arrived = time.monotonic()
+        self.arrived = self._fed_at or time.monotonic()
         if data:
             self._buf += data
         else:

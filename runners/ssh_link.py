@@ -462,7 +462,8 @@ while read -r op sid; do
       done <"$P/$p/status"; } 2>/dev/null
     echo "$p ${12} ${13} ${14} ${15} $h"
   done
-  { read -r l <"$P/$$/stat"; } 2>/dev/null && { set -- ${l##*) }; echo "self ${12} ${13} ${14} ${15}"; }
+  { read -r l <"$P/$$/stat"; } 2>/dev/null &&
+    { set -- ${l##*) }; echo "self ${12} ${13} ${14} ${15}"; }
   echo onsite-end
 done
 """
@@ -516,7 +517,9 @@ class RemoteMeter:
         self._opened_at = 0.0
         self._scanned_at = float("-inf")
         self._own_ticks = 0
+        self._start_ticks: int | None = None  # as of the first answer: start-up, first look
         self._used_seconds = 0.0  # of samplers this meter opened and closed before
+        self._start_seconds = 0.0
         self._samples = 0
         self._scans = 0
         self._walks: bool | None = None
@@ -526,6 +529,13 @@ class RemoteMeter:
     def own_cpu_seconds(self) -> float:
         """CPU seconds the sampler (and what it forked) used on the machine, as last reported."""
         return self._used_seconds + self._own_ticks / self._ticks
+
+    @property
+    def start_cpu_seconds(self) -> float:
+        """Of :attr:`own_cpu_seconds`, what starting the sampler and its first answer cost
+        (the account's shell and its start-up files included)."""
+        ticks = self._start_ticks or 0
+        return self._start_seconds + ticks / self._ticks
 
     @property
     def samples(self) -> int:
@@ -553,8 +563,9 @@ class RemoteMeter:
             return None
         how = "children lists" if self._walks else "scans of /proc"
         return (
-            f"resource sampler on the machine: {self.own_cpu_seconds:.2f} s of CPU for "
-            f"{self._samples} samples, {self._scans} of them {how}"
+            f"resource sampler on the machine: {self.own_cpu_seconds:.3f} s of CPU for "
+            f"{self._samples} samples ({self.start_cpu_seconds:.3f} s of it to start), "
+            f"{self._scans} of them {how}"
         )
 
     def _open(self) -> paramiko.Channel:
@@ -575,6 +586,7 @@ class RemoteMeter:
         self._opened_at = time.monotonic()
         self._scanned_at = float("-inf")
         self._own_ticks = 0
+        self._start_ticks = None
         self._sid = None
         return chan
 
@@ -624,6 +636,8 @@ class RemoteMeter:
             try:
                 if len(fields) == 5 and fields[0] == b"self":
                     self._own_ticks = sum(int(f) for f in fields[1:5])
+                    if self._start_ticks is None:
+                        self._start_ticks = self._own_ticks
                     continue
                 if len(fields) != 6:
                     continue
@@ -653,7 +667,9 @@ class RemoteMeter:
         """Close the meter's channel; the next sample opens a new one."""
         if self._chan is not None:
             self._used_seconds += self._own_ticks / self._ticks
+            self._start_seconds += (self._start_ticks or 0) / self._ticks
             self._own_ticks = 0
+            self._start_ticks = None
             with contextlib.suppress(Exception):
                 self._chan.close()
         self._chan = None

@@ -4,6 +4,7 @@ start-up files misbehave: against a real sshd on 127.0.0.1 (the "remote" machine
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -17,7 +18,7 @@ import pytest
 
 from runners import ItemRequest, SshServeRunner, StartError, SystemSpec
 from runners.proctree import TreeMeter
-from runners.ssh_link import RemoteMeter, SshDevice, connect
+from runners.ssh_link import RemoteMeter, SshDevice, connect, meter_command
 from tests.helpers import FAKE_SERVE, make_testset
 from tests.sshd import Sshd, start_sshd
 
@@ -118,7 +119,9 @@ def test_sampler_counts_the_systems_grandchild_not_a_neighbour(
     wait_for(burners.neighbour_done)
     client, _ = connect(SshDevice(**sshd.options()), 0.0)
     try:
-        meter = RemoteMeter(client.get_transport(), children=children, scan_seconds=3600.0)  # type: ignore[arg-type]
+        transport = client.get_transport()
+        assert transport is not None
+        meter = RemoteMeter(transport, children=children, scan_seconds=3600.0)
         cpu, peak = meter.sample(burners.leader.pid)
         assert meter.walks_children is (children and os.path.exists("/proc/self/task"))
         assert cpu is not None and peak is not None
@@ -188,7 +191,9 @@ def test_sampler_answers_nothing_for_a_session_that_is_gone(sshd: Sshd) -> None:
     proc.wait()
     client, _ = connect(SshDevice(**sshd.options()), 0.0)
     try:
-        meter = RemoteMeter(client.get_transport())  # type: ignore[arg-type]
+        transport = client.get_transport()
+        assert transport is not None
+        meter = RemoteMeter(transport)
         assert meter.sample(proc.pid) == (None, None)
         assert meter.ping() is not None
         meter.close()
@@ -303,3 +308,37 @@ def test_start_up_files_that_exit_are_named(tmp_path: Path, noisy_sshd: tuple[Ss
         runner.stop()
     finally:
         (home / "exit-now").unlink()
+
+
+BUSYBOX = "/usr/bin/busybox"
+
+
+@pytest.mark.skipif(
+    not os.path.exists(BUSYBOX), reason="busybox is not installed (apt-get install busybox)"
+)
+@pytest.mark.parametrize("how", ["walk", "scan"])
+def test_the_sampler_runs_on_busybox(tmp_path: Path, burners: Burners, how: str) -> None:
+    """Small boards often have only busybox: its sh, cat and awk do (run here directly, as the
+    board's sshd would run the sampler's command)."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    for applet in ("sh", "cat", "awk"):
+        (bindir / applet).symlink_to(BUSYBOX)
+    wait_for(burners.grandchild_done)
+    argv = shlex.split(meter_command("/proc", children=how == "walk"))
+    assert argv[:2] == ["sh", "-c"]
+    out = subprocess.run(
+        [str(bindir / "sh"), *argv[1:]],
+        input=f"s {burners.leader.pid}\nping\n",
+        env={"PATH": str(bindir)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    lines = out.stdout.splitlines()
+    banner = lines[0].split()
+    assert banner[:2] == ["onsite-meter", "100"], out
+    rows = [line.split() for line in lines[1:] if len(line.split()) == 6]
+    ticks = sum(int(f) for row in rows for f in row[1:5])
+    assert Burners.SECONDS - 0.05 <= ticks / 100 < 2 * Burners.SECONDS - 0.1, lines
+    assert lines[-2:] == ["onsite-end", "onsite-end"]
