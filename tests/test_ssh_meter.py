@@ -16,7 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from runners import ItemRequest, SshServeRunner, StartError, SystemSpec
+from runners import ItemRequest, SshServeRunner, StartError, SystemSpec, proctree
 from runners.proctree import TreeMeter
 from runners.ssh_link import RemoteMeter, SshDevice, connect, meter_command
 from tests.helpers import FAKE_SERVE, make_testset
@@ -201,7 +201,13 @@ def test_sampler_answers_nothing_for_a_session_that_is_gone(sshd: Sshd) -> None:
         client.close()
 
 
-def test_local_meter_counts_the_grandchild_not_the_neighbour(burners: Burners) -> None:
+@pytest.mark.parametrize("children", [True, False], ids=["children-lists", "proc-scan"])
+def test_local_meter_counts_the_grandchild_not_the_neighbour(
+    burners: Burners, children: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Both ways of finding the tree run on this kernel; the scan is what kernels without
+    # children lists get.
+    monkeypatch.setattr(proctree, "_CHILDREN_FILES", children and proctree._CHILDREN_FILES)
     wait_for(burners.grandchild_done)
     wait_for(burners.neighbour_done)
     meter = TreeMeter(burners.leader.pid)
