@@ -560,7 +560,9 @@ class SshServeRunner(StreamServeRunner):
         """Kill what earlier starts of this system left, empty its remote directory, and
         make the stage directory of the start with this token."""
         transport = self._transport
-        assert transport is not None
+        if transport is None:
+            # Preparing after a reconnect failed and dropped the connection.
+            raise StartError(f"the connection to {self.options.address} was lost while starting")
         script = prepare_command(self.options.workdir, self._slug, token or "none")
         try:
             status, out, err = run_remote(transport, script, _REMOTE_OP_SECONDS)
