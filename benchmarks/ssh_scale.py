@@ -28,8 +28,12 @@ The load average is printed with each case: on a shared machine the figures move
 Sessions log in with an empty home (sshd's ``SetEnv HOME``), so that the account's own
 start-up files (run by its shell at every exec) do not count; ``--own-home`` keeps them.
 
+`--sampler-cost [N ...]` measures instead what one request to the sampler costs (run
+directly, with N more idle processes on the machine) against the sampler it replaced,
+which read every process's stat file at every sample.
+
 Run: `.venv/bin/python benchmarks/ssh_scale.py [--systems 8 32 64] [--items 200]`
-(needs openssh-server).
+(needs openssh-server), or `... --sampler-cost 0 600`.
 """
 
 from __future__ import annotations
@@ -39,7 +43,10 @@ import base64
 import json
 import os
 import re
+import resource
+import shlex
 import signal
+import subprocess
 import sys
 import tempfile
 import textwrap
@@ -55,6 +62,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from harness import Controller, RunStore, load_site, read_journal  # noqa: E402
+from runners.ssh_link import meter_command  # noqa: E402
 from tests.sshd import Sshd, start_sshd  # noqa: E402
 
 SYSTEM = textwrap.dedent(
@@ -78,6 +86,26 @@ SYSTEM = textwrap.dedent(
         out.flush()
     """
 )
+# The sampler this one replaced (onsite before issue 18), the peer of --sampler-cost: it read
+# every /proc/*/stat with shell builtins at every sample, to find the session's processes.
+OLD_SAMPLER = r"""
+getconf CLK_TCK 2>/dev/null || echo 100
+while read -r sid; do
+  for f in /proc/[0-9]*/stat; do
+    { read -r line < "$f"; } 2>/dev/null || continue
+    rest=${line##*) }
+    set -- $rest
+    [ "$4" = "$sid" ] || continue
+    pid=${f#/proc/}; pid=${pid%/stat}
+    hwm=0
+    { while read -r k v u; do
+        if [ "$k" = "VmHWM:" ]; then hwm=$v; break; fi
+      done < "/proc/$pid/status"; } 2>/dev/null
+    echo "$pid ${12} ${13} ${14} ${15} $hwm"
+  done
+  echo onsite-end
+done
+"""
 SAMPLER_LINE = re.compile(
     r"resource sampler on the machine: ([0-9.]+) s of CPU for (\d+) samples \(([0-9.]+) s of it"
 )
@@ -272,6 +300,49 @@ def case(server: Sshd, root: Path, systems: int, items: int, pause: float) -> No
         print("  remote sampler: no figures in the systems' logs")
 
 
+def sampler_cost(extra_processes: int) -> None:
+    """CPU per request of the sampler (run here directly, as sshd would run it) against the
+    one it replaced, with ``extra_processes`` more processes on the machine."""
+    sleepers = [subprocess.Popen(["sleep", "600"]) for _ in range(extra_processes)]
+    system = subprocess.Popen(["sleep", "600"], start_new_session=True)
+    total = sum(1 for name in os.listdir("/proc") if name.isdigit())
+
+    def per_request(argv: list[str], request: str, n: int) -> float:
+        proc = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1
+        )
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdout.readline()
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        for _ in range(n):
+            proc.stdin.write(request + "\n")
+            proc.stdin.flush()
+            while proc.stdout.readline().strip() != "onsite-end":
+                pass
+        proc.stdin.close()
+        proc.wait()
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        spent = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+        return spent / n * 1e3
+
+    try:
+        pid = system.pid
+        old = per_request(["sh", "-c", OLD_SAMPLER], str(pid), 10)
+        sample = per_request(shlex.split(meter_command("/proc")), f"s {pid}", 300)
+        walk = per_request(shlex.split(meter_command("/proc")), f"r {pid}", 100)
+        scan = per_request(shlex.split(meter_command("/proc", children=False)), f"r {pid}", 30)
+    finally:
+        for proc in [*sleepers, system]:
+            proc.kill()
+            proc.wait()
+    print(
+        f"sampler CPU per request with {total} processes on the machine ({load()}): "
+        f"the old per-sample scan {old:.2f} ms; now a sample {sample:.3f} ms "
+        f"({old / sample:.0f}x less), finding the processes again {walk:.3f} ms through "
+        f"children lists or {scan:.2f} ms by a /proc scan (at most 0.5% of a core)"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--systems", type=int, nargs="+", default=[8, 32, 64])
@@ -282,7 +353,19 @@ def main() -> int:
         action="store_true",
         help="log in with the account's own home (and its start-up files)",
     )
+    parser.add_argument(
+        "--sampler-cost",
+        type=int,
+        nargs="*",
+        metavar="PROCESSES",
+        help="instead: the sampler's CPU per request against the one it replaced, with this "
+        "many more processes on the machine (default 0 and 600)",
+    )
     args = parser.parse_args()
+    if args.sampler_cost is not None:
+        for extra in args.sampler_cost or [0, 600]:
+            sampler_cost(extra)
+        return 0
     # Killed by a timeout, still stop the server (its sessions end the systems).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     with tempfile.TemporaryDirectory(prefix="onsite-ssh-scale-") as tmp:
