@@ -348,3 +348,39 @@ def test_the_sampler_runs_on_busybox(tmp_path: Path, burners: Burners, how: str)
     ticks = sum(int(f) for row in rows for f in row[1:5])
     assert Burners.SECONDS - 0.05 <= ticks / 100 < 2 * Burners.SECONDS - 0.1, lines
     assert lines[-2:] == ["onsite-end", "onsite-end"]
+
+
+# Sleeps 50 ms per item and answers the span it measured itself, from reading the item's
+# line to writing the answer.
+KNOWN_SPAN = textwrap.dedent(
+    """
+    import json, sys, time
+    for line in sys.stdin:
+        t0 = time.perf_counter_ns()
+        message = json.loads(line)
+        if message["op"] == "hello":
+            print(json.dumps({"op": "ready", "name": "span", "version": "1"}), flush=True)
+        elif message["op"] == "item":
+            time.sleep(0.05)
+            span = time.perf_counter_ns() - t0
+            answer = {"op": "result", "id": message["id"], "output": {"text": str(span)}}
+            print(json.dumps(answer), flush=True)
+    """
+)
+
+
+def test_an_answer_is_timed_when_its_bytes_arrive_never_before(tmp_path: Path, sshd: Sshd) -> None:
+    """Answers are stamped by the SSH transport's thread as their bytes come in: the recorded
+    time is never shorter than the system's own span (a stale stamp would be)."""
+    system = tmp_path / "span.py"
+    system.write_text(KNOWN_SPAN)
+    spec = spec_for(tmp_path, (sys.executable, str(system)), {})
+    with SshServeRunner(spec, sshd.options(workdir=str(tmp_path / "remote"))) as runner:
+        runner.start()
+        for n in range(5):
+            attempt = runner.run_item(ItemRequest(f"k{n}", {}, {"text": "x"}, 30.0))
+            assert attempt.outcome == "result", attempt.message
+            assert attempt.output is not None
+            span = int(attempt.output["text"]) / 1e9
+            assert span >= 0.05
+            assert attempt.seconds >= span, (attempt.seconds, span)
