@@ -119,12 +119,16 @@ class Side:
     wall_seconds: float
     items: int
     errors: np.ndarray  # recorded minus the system's own span, seconds
+    steady: np.ndarray  # the same, of items sent once every system had started
 
     def cpu_per_item_ms(self) -> float:
         return self.cpu_seconds / self.items * 1e3
 
     def error_ms(self, q: float) -> float:
         return float(np.percentile(self.errors, q) * 1e3)
+
+    def steady_ms(self, q: float) -> float:
+        return float(np.percentile(self.steady, q) * 1e3) if len(self.steady) else float("nan")
 
 
 def load() -> str:
@@ -181,13 +185,18 @@ def run_onsite(site_path: Path) -> tuple[Side, list[tuple[float, float]], int]:
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - t0
     store.close()
     errors = []
+    sent = []
+    started = 0.0
     verdicts: dict[str, int] = {}
     for record in read_journal(site.run_dir / "journal.jsonl"):
+        if record["event"] == "system_started":
+            started = max(started, record["mono"])
         if record["event"] != "completed":
             continue
         verdicts[record["verdict"]] = verdicts.get(record["verdict"], 0) + 1
         if record["verdict"] == "ok":
             errors.append(record["seconds"] - int(record["output"]["text"]) / 1e9)
+            sent.append(record["sent"])
     if set(verdicts) != {"ok"}:
         print(f"  onsite verdicts: {verdicts}")
     sampler = []
@@ -195,7 +204,8 @@ def run_onsite(site_path: Path) -> tuple[Side, list[tuple[float, float]], int]:
         found = SAMPLER_LINE.findall(log.read_text(errors="replace"))
         if found:
             sampler.append((float(found[-1][0]), float(found[-1][2])))
-    side = Side(cpu, wall, len(errors), np.array(errors))
+    steady = np.array(errors)[np.array(sent) >= started]
+    side = Side(cpu, wall, len(errors), np.array(errors), steady)
     return side, sampler, sum(verdicts.values())
 
 
@@ -204,6 +214,8 @@ def run_bare(server: Sshd, work: Path, systems: int, items: int, pause: float) -
     system = work / "known_span.py"
     command = f"exec {sys.executable} {system} {pause}"
     errors: list[list[float]] = [[] for _ in range(systems)]
+    sent_at: list[list[float]] = [[] for _ in range(systems)]
+    ready_at = [0.0] * systems
     failures: list[BaseException] = []
     host_key = paramiko.Ed25519Key(data=base64.b64decode(server.host_key_line.split()[1]))
 
@@ -229,6 +241,7 @@ def run_bare(server: Sshd, work: Path, systems: int, items: int, pause: float) -
             stdout = chan.makefile("rb")
             chan.sendall(b'{"op": "hello", "protocol": 1, "task": "cws", "kind": "cws"}\n')
             stdout.readline()
+            ready_at[n] = time.monotonic()
             for i in range(items):
                 line = json.dumps(
                     {"op": "item", "id": f"{n:02d}{i:014x}", "input": {"text": "句"}}
@@ -239,6 +252,7 @@ def run_bare(server: Sshd, work: Path, systems: int, items: int, pause: float) -
                 done = time.monotonic()
                 span = int(json.loads(answer)["output"]["text"]) / 1e9
                 errors[n].append(done - sent - span)
+                sent_at[n].append(sent)
             chan.sendall(b'{"op": "bye"}\n')
             chan.shutdown_write()
             chan.status_event.wait(10)
@@ -256,7 +270,8 @@ def run_bare(server: Sshd, work: Path, systems: int, items: int, pause: float) -
     if failures:
         raise RuntimeError(f"bare loop: {len(failures)} systems failed: {failures[0]!r}")
     flat = np.array([e for per in errors for e in per])
-    return Side(cpu, wall, len(flat), flat)
+    when = np.array([t for per in sent_at for t in per])
+    return Side(cpu, wall, len(flat), flat, flat[when >= max(ready_at)])
 
 
 def case(server: Sshd, root: Path, systems: int, items: int, pause: float) -> None:
@@ -271,7 +286,9 @@ def case(server: Sshd, root: Path, systems: int, items: int, pause: float) -> No
         print(
             f"  {name:>13}: {side.items} items in {side.wall_seconds:.1f} s; controller CPU "
             f"{side.cpu_per_item_ms():.3f} ms/item; recorded-time error p50 "
-            f"{side.error_ms(50):.2f} ms, p99 {side.error_ms(99):.2f} ms"
+            f"{side.error_ms(50):.2f} ms, p99 {side.error_ms(99):.2f} ms; once all had "
+            f"started ({len(side.steady)} items) p50 {side.steady_ms(50):.2f} ms, "
+            f"p99 {side.steady_ms(99):.2f} ms"
         )
     cpu_ratio = onsite.cpu_per_item_ms() / bare.cpu_per_item_ms()
     p99 = onsite.error_ms(99)
