@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import time
 
 import psutil
 
@@ -63,6 +64,43 @@ def _cpu_seconds(fd: int) -> float | None:
         return None
 
 
+def _has_children_files() -> bool:
+    me = os.getpid()
+    return os.path.exists(f"/proc/{me}/task/{me}/children")
+
+
+# Kernels built without CONFIG_PROC_CHILDREN have no children lists: descendants are then
+# found by psutil, which reads every process's stat file on the machine.
+_CHILDREN_FILES = _has_children_files()
+
+
+def descendants(pid: int) -> set[int] | None:
+    """``pid`` and every live descendant, from the kernel's children lists
+    (``/proc/PID/task/*/children``): as many files read as the tree has processes and
+    threads, however many processes the machine runs. None where the kernel has no such
+    lists."""
+    if not _CHILDREN_FILES:
+        return None
+    found: set[int] = set()
+    queue = [pid]
+    while queue and len(found) < 65536:
+        current = queue.pop()
+        if current in found:
+            continue
+        try:
+            tids = os.listdir(f"/proc/{current}/task")
+        except OSError:
+            continue  # gone since its parent listed it
+        found.add(current)
+        for tid in tids:
+            try:
+                with open(f"/proc/{current}/task/{tid}/children", "rb") as fh:
+                    queue.extend(int(kid) for kid in fh.read().split())
+            except (OSError, ValueError):
+                continue
+    return found
+
+
 class TreeMeter:
     """CPU seconds and peak resident memory of a process and its descendants.
 
@@ -72,9 +110,16 @@ class TreeMeter:
     simultaneous peak that needs no sampling thread; since the kernel keeps
     the mark, reading it (and the list of descendants) at most every
     ``refresh_seconds`` loses nothing but freshness on very fast items.
+
+    A sample reads only the stat files of the processes already known. The
+    descendants are found again from the kernel's children lists; on a kernel
+    without them, psutil reads every process on the machine, so that scan is
+    spaced out until it costs at most ``budget`` of one core (a process that
+    starts and ends between two scans is still counted through its parent's
+    reaped-children time).
     """
 
-    def __init__(self, pid: int, refresh_seconds: float = 0.25) -> None:
+    def __init__(self, pid: int, refresh_seconds: float = 0.25, budget: float = 0.005) -> None:
         self._root = psutil.Process(pid)
         self._fds: dict[int, int] = {}
         root_fd = _stat_fd(pid)
@@ -82,26 +127,41 @@ class TreeMeter:
             self._fds[pid] = root_fd
         self._refreshed = -1.0
         self._refresh_seconds = refresh_seconds
+        self._budget = budget
+        self._interval = refresh_seconds
         self._peak = 0
+        self.refreshes = 0
 
-    def _refresh(self) -> None:
+    def _tree(self) -> set[int]:
+        pids = descendants(self._root.pid)
+        if pids is not None:
+            return pids | {self._root.pid}
+        spent = time.thread_time()
         try:
             pids = {self._root.pid} | {p.pid for p in self._root.children(recursive=True)}
         except psutil.Error:
             pids = {self._root.pid}
-        for pid in list(self._fds):
-            if pid not in pids:
+        cost = time.thread_time() - spent
+        self._interval = max(self._refresh_seconds, cost / self._budget)
+        return pids
+
+    def _refresh(self) -> None:
+        self.refreshes += 1
+        pids = self._tree()
+        for pid, fd in list(self._fds.items()):
+            # A file of a process that ended reads nothing, even once its pid is reused.
+            if pid not in pids or _cpu_seconds(fd) is None:
                 os.close(self._fds.pop(pid))
         for pid in pids - set(self._fds):
-            fd = _stat_fd(pid)
-            if fd is not None:
-                self._fds[pid] = fd
+            opened = _stat_fd(pid)
+            if opened is not None:
+                self._fds[pid] = opened
         peak = sum(_hwm_bytes(pid) or 0 for pid in pids)
         self._peak = max(self._peak, peak)
 
     def sample(self, now: float) -> tuple[float | None, int | None]:
         """Total CPU seconds so far and the peak RSS in bytes so far, or None if unreadable."""
-        if now - self._refreshed >= self._refresh_seconds:
+        if now - self._refreshed >= self._interval:
             self._refreshed = now
             self._refresh()
         root_fd = self._fds.get(self._root.pid)

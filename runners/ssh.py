@@ -86,6 +86,20 @@ class _ChannelLines(LineBuffer):
         super().__init__()
         self._chan = chan
         self.max_bytes = max_bytes
+        # When bytes reached the controller: stamped by paramiko's transport thread as it
+        # hands them to the channel, not when this reader's thread next gets to run (with
+        # dozens of devices, a wait for the interpreter lock the system must not be
+        # charged for). The stamp is taken before the bytes enter the buffer, so a read
+        # never sees bytes newer than the stamp it reads after them.
+        self._fed_at = 0.0
+        pipe = chan.in_buffer
+        feed = pipe.feed
+
+        def stamped(data: bytes) -> None:
+            self._fed_at = time.monotonic()
+            feed(data)
+
+        pipe.feed = stamped  # type: ignore[method-assign]
 
     def readline(self, deadline: float) -> bytes | None:
         line = super().readline(deadline)
@@ -108,7 +122,7 @@ class _ChannelLines(LineBuffer):
             data = self._chan.in_buffer.read(1 << 16, max(timeout, 0.0))
         except PipeTimeout:
             return
-        self.arrived = time.monotonic()
+        self.arrived = self._fed_at or time.monotonic()
         if data:
             self._buf += data
         else:
@@ -254,11 +268,22 @@ class SshServeRunner(StreamServeRunner):
         lost, code = self._ended()
         if lost:
             return f"link lost: {lost}"
+        if self._pgid is None:
+            # The wrapper never said its first line: the account's shell ended before it.
+            return f"{self._shell_ended(code)}; stderr: {self._log_tail()}"
         return f"exited with code {code} before ready; stderr: {self._log_tail()}"
 
     def _on_ready(self, ready_at: float) -> None:
         self._sampled_at = float("-inf")
         self._cpu_mark, self._peak = None, None
+
+    def _shell_ended(self, code: int | None) -> str:
+        return (
+            f"the login shell of {self.options.address} ended (exit code {code}) before "
+            "onsite's command ran: sshd runs every command through it, so its "
+            "non-interactive start-up files (~/.bashrc under bash, $BASH_ENV, ~/.zshenv) "
+            "must not exit or read stdin"
+        )
 
     def run_item(self, request: ItemRequest) -> ItemAttempt:
         if self._chan is None or self._reader is None:
@@ -413,6 +438,9 @@ class SshServeRunner(StreamServeRunner):
                     self._orphaned = False
                     self._staged.clear()
         self._unstage(list(self._staged))
+        note = self._meter.summary() if self._meter is not None else None
+        if note:
+            self._mark_log(note)
         self._drop_connection()
         self._reset_fetched()
         self._close_log()
@@ -532,7 +560,9 @@ class SshServeRunner(StreamServeRunner):
         """Kill what earlier starts of this system left, empty its remote directory, and
         make the stage directory of the start with this token."""
         transport = self._transport
-        assert transport is not None
+        if transport is None:
+            # Preparing after a reconnect failed and dropped the connection.
+            raise StartError(f"the connection to {self.options.address} was lost while starting")
         script = prepare_command(self.options.workdir, self._slug, token or "none")
         try:
             status, out, err = run_remote(transport, script, _REMOTE_OP_SECONDS)
@@ -544,6 +574,9 @@ class SshServeRunner(StreamServeRunner):
             ) from exc
         text = out.decode(errors="replace")
         found = [ln for ln in text.splitlines() if ln.startswith(_WORKDIR_PREFIX)]
+        if status != 0 and b"remote workdir" not in err:
+            why = err.decode(errors="replace").strip()
+            raise StartError(self._shell_ended(status) + (f"; stderr: {why}" if why else ""))
         if status != 0 or not found:
             why = err.decode(errors="replace").strip() or f"exit status {status}"
             raise StartError(

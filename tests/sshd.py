@@ -104,12 +104,17 @@ def keygen(path: Path, comment: str) -> Path:
 
 
 def start_sshd(
-    root: Path, wait_seconds: float = 10.0, sftp: bool = True, port: int | None = None
+    root: Path,
+    wait_seconds: float = 10.0,
+    sftp: bool = True,
+    port: int | None = None,
+    extra: tuple[str, ...] = (),
 ) -> Sshd:
     """Generate keys and a config under root, start sshd -D -e on a free port, wait for it.
 
     ``sftp=False`` leaves out the sftp Subsystem, as on many small boards. Started again
     on the same root with the same ``port``, it is the same machine come back: same keys.
+    ``extra`` are more sshd_config lines (``SetEnv HOME=...`` gives sessions another home).
     """
     require_sshd()
     root.mkdir(parents=True, exist_ok=True)
@@ -139,6 +144,7 @@ def start_sshd(
                 "MaxSessions 100",
                 "Subsystem sftp internal-sftp" if sftp else "",
                 "LogLevel ERROR",
+                *extra,
                 "",
             ]
         )
