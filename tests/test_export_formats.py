@@ -1132,7 +1132,8 @@ def test_kws_det_live_equals_score_run_equals_exported_files(tmp_path: Path) -> 
                       "--system", "spotter")  # fmt: skip
     hyp, ref = tmp_path / "det.jsonl", tmp_path / "counts.json"
     assert cli("export", str(run_dir), "--format", "kws-det", "-o", str(hyp))[0] == 0
-    assert cli("export", str(run_dir), "--format", "kws-det", "--references", "-o", str(ref))[0] == 0
+    exported = cli("export", str(run_dir), "--format", "kws-det", "--references", "-o", str(ref))
+    assert exported[0] == 0
     counts = json.loads(ref.read_text("utf-8"))
     assert counts == {"n_true": 4, "n_nontarget": 5}
     offline = cli_json("score", "kws-det", "--hyp", str(hyp), "--n-true", str(counts["n_true"]),
