@@ -822,6 +822,17 @@ def test_mt_bleu_is_scorings_own_and_mt_check_run_passes(tmp_path: Path) -> None
     assert json.loads(out)["ok"] is True
 
 
+def test_a_combination_job_is_checked_and_scored_by_bleu_alone(tmp_path: Path) -> None:
+    case = next(c for c in CASES if c.kind == "combination")
+    run_dir = _run(case, tmp_path)
+    row = _live(run_dir)
+    by_run = cli_json("score", "mt", "--run", str(run_dir))
+    assert by_run["bleu"] == pytest.approx(row["score"], abs=1e-12)
+    assert "nist" not in by_run and "mwer" not in by_run, "CWMT: combination by BLEU only"
+    code, out, err = cli("score", "mt-check", "--run", str(run_dir), "--json")
+    assert code == 0 and json.loads(out)["ok"] is True, out + err
+
+
 # --------------------------------------------------------------------------- hostile and odd
 
 
