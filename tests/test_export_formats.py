@@ -1065,6 +1065,9 @@ def test_summaries_export_what_was_scored_and_cesta_agrees(tmp_path: Path) -> No
         assert live is not None
         assert by_run[key] == pytest.approx(live, abs=1e-12), key
         assert offline[key] == pytest.approx(live, abs=1e-12), key
+    for family in ("rouge", "cesta"):
+        code, out, _ = cli("score", family, "--run", str(run_dir))
+        assert code == 0 and ("rouge2_f" in out if family == "rouge" else "ou" in out), out
     # A summarization task is no mt task, and mt's family says so.
     code, _, err = cli("score", "mt", "--run", str(run_dir))
     assert code == 2 and "kind summarization" in err
