@@ -602,8 +602,8 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     exp.add_argument(
         "--format",
         required=True,
-        help="trn, ctm, kaldi, cwmt-xml, trec, conll, sighan, tsv, score-jsonl or jsonl: "
-        "what fits the task's kind (docs/formats.md)",
+        help="trn, ctm, kaldi, cwmt-xml, trec, conll, sighan, tsv, score-jsonl, kws-det or "
+        "jsonl: what fits the task's kind (docs/formats.md)",
     )
     exp.add_argument("-o", "--output", help="the file to write (default: standard output)")
     exp.add_argument(

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from scoring.cwmt_write import TargetCandidate, TargetEntry, tgtset_xml
+from scoring.cwmt_write import TargetCandidate, TargetEntry, ranked, tgtset_xml
 from scoring.cwmt_xml import MtFile, load_mt_file
 from scoring.errors import FormatError
 
@@ -58,9 +58,8 @@ def _candidates(output: Mapping[str, Any]) -> tuple[TargetCandidate, ...]:
     nbest = output.get("nbest")
     if not nbest:
         return (TargetCandidate(str(output["text"])),)
-    # Sorted again (stable) so the order is the scores' even if a check was relaxed.
-    ranked = sorted(nbest, key=lambda c: -float(c["score"]))
-    return tuple(TargetCandidate(str(c["text"]), float(c["score"])) for c in ranked)
+    # Ranked again (stable) so the order is the scores' even if a check was relaxed.
+    return ranked(TargetCandidate(str(c["text"]), float(c["score"])) for c in nbest)
 
 
 def _entry(seg_place: tuple[str, str], record: Completed | None) -> TargetEntry:

@@ -805,6 +805,9 @@ RUN_FAMILIES = frozenset(
         "textcat",
         "ir",
         "lid",
+        "kws-det",
+        "rouge",
+        "cesta",
     }
 )
 

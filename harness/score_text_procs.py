@@ -34,8 +34,9 @@ def score_rouge(args: argparse.Namespace) -> dict[str, Any]:
 def _texts(path: str, role: str) -> dict[str, str]:
     """Text id -> text: JSON lines {"id", "text"}, or CWMT XML with one text per document.
 
-    A CWMT reference file holding several references gives its first: the
-    significant-word score compares with one reference corpus.
+    A reference file holding several references (CWMT XML, or JSON lines
+    repeating an id) gives its first: the significant-word score compares with
+    one reference corpus.
     """
     from scoring.rouge import read_summaries
 
@@ -49,7 +50,8 @@ def _texts(path: str, role: str) -> dict[str, str]:
         for seg in mt_file.split_references()[0].segments:
             texts.setdefault(seg.doc_id, []).append(seg.text)
         return {doc: "\n".join(lines) for doc, lines in texts.items()}
-    return {d: t[0] for d, t in read_summaries(path).items()}
+    # A reference file may repeat an id (one line per reference): its first is taken.
+    return {d: t[0] for d, t in read_summaries(path, several=role == "reference").items()}
 
 
 def score_cesta(args: argparse.Namespace) -> dict[str, Any]:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from harness import load_site, task_kind
 from tests.helpers import REPO, onsite, read_outputs
@@ -83,3 +86,50 @@ def test_demo_runs_with_real_pocketsphinx(tmp_path: Path) -> None:
         assert by_task[task]["completed"] == 3 and by_task[task]["speed_mean"], task
     sphinx = next(r for r in report if r["system"] == "sphinx" and r["task"] == "asr-2x")
     assert 0 <= sphinx["wer"] < 1 and sphinx["setup_seconds"] > 0
+    live_equals_score_run(run_dir, report)
+
+
+# The `onsite score` family giving each kind's headline from a run (tts has none: its
+# quality comes from listeners).
+HEADLINE_FAMILY = {
+    "asr": "asr",
+    "command": "command",
+    "kws": "kws",
+    "ocr": "ocr",
+    "face-detect": "faces-detect",
+    "face-identify": "faces-identify",
+    "face-verify": "faces-verify",
+    "mt": "mt",
+    "cws": "cws",
+    "pos": "pos",
+    "ner": "ner",
+    "textcat": "textcat",
+    "ir": "ir",
+    "summarization": "rouge",
+}
+
+
+def live_equals_score_run(run_dir: Path, report: list[dict[str, Any]]) -> None:
+    """Every demo job with a score: the leaderboard's headline == `onsite score --run`."""
+    from harness import leaderboard
+    from tests.test_export_formats import cli_json, find
+
+    kinds = {t: c.kind for t, c in load_site(DEMO).config.tasks.items()}
+    assert set(kinds.values()) - set(HEADLINE_FAMILY) == {"tts"}
+    checked = set()
+    for row in report:
+        kind = kinds[row["task"]]
+        if kind not in HEADLINE_FAMILY or row["score"] is None:
+            continue
+        family = HEADLINE_FAMILY[kind]
+        result = cli_json(
+            "score", family, "--run", str(run_dir), "--task", row["task"], "--system", row["system"]
+        )
+        key = "wer" if kind == "asr" else row["metric"]
+        assert find(result, key) == pytest.approx(row["score"], abs=1e-12), (row["task"], result)
+        checked.add(kind)
+    assert checked == set(HEADLINE_FAMILY)
+    # The spotter's DET curve: the live det block == `onsite score kws-det --run`.
+    [kws] = [r for r in leaderboard(run_dir) if r.task == "kws"]
+    det = cli_json("score", "kws-det", "--run", str(run_dir), "--task", "kws")
+    assert det["points"] == kws.scores["det"]["points"] and det["eer"] == kws.scores["det"]["eer"]

@@ -15,6 +15,7 @@ import io
 import json
 import re
 import signal
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -365,6 +366,85 @@ def ir_set(tmp: Path) -> tuple[Path, dict[str, Any]]:
     return root, plan
 
 
+def combination_set(tmp: Path) -> tuple[Path, dict[str, Any]]:
+    """The MT set above with two anonymous systems' candidate lists, as combination-set
+    writes them (through the same writer)."""
+    from scoring.cwmt_write import TargetCandidate, TargetEntry, tgtset_xml
+    from scoring.cwmt_xml import load_mt_file
+
+    root, _ = mt_set(tmp)
+    source = load_mt_file(root / "source.xml", "source")
+    (root / "candidates").mkdir()
+    for n, best in enumerate(("hello world & <b>", "hi world"), 1):
+        entries = [
+            TargetEntry(s.doc_id, s.seg_id, best, -1.0 * n, (TargetCandidate(best, -1.0 * n),))
+            for s in source.segments
+        ]
+        (root / "candidates" / f"sys0{n}.xml").write_text(
+            tgtset_xml(entries, setid="zh_en_news_trans", srclang="zh", tgtlang="en",
+                       site=f"sys0{n}", sysid=f"sys0{n}", description="withheld"),
+            encoding="utf-8",
+        )  # fmt: skip
+    plan = {
+        "你好世界": {"output": {"text": "hello world"}},
+        "研发": {"output": {"text": "R&D <b>"}},
+        "我们喜欢北京": {"output": {"text": "we love beijing\r"}},
+        "再见": {"do": "crash"},
+        "空": {"output": {"text": ""}},
+    }
+    return root, plan
+
+
+SUMMARY_DOCS = {
+    "a": "The cat sat on the mat. It was happy.",
+    "b": "Stocks fell today. Investors worried.",
+    "c": "Rain is coming tomorrow.",
+    "d": "A long story about nothing.",
+}
+
+
+def summaries(root: Path, lang: str, docs: dict[str, str], refs: list[dict[str, str]]) -> Path:
+    (root / "docs").mkdir(parents=True)
+    for doc, text in docs.items():
+        (root / "docs" / f"{doc}.txt").write_text(text, encoding="utf-8")
+    for n, ref in enumerate(refs, 1):
+        jsonl(root / f"ref{n}.jsonl", [{"id": d, "text": t} for d, t in ref.items()])
+    (root / "lang").write_text(lang + "\n", encoding="utf-8")
+    return root
+
+
+def summarization_set(tmp: Path) -> tuple[Path, dict[str, Any]]:
+    refs = [
+        {"a": "The cat sat on the mat.", "b": "Stocks fell.", "c": "Rain tomorrow.",
+         "d": "A story."},
+        {"a": "A cat was on a mat."},  # a second reference for one document
+    ]  # fmt: skip
+    root = summaries(tmp / "set", "en", SUMMARY_DOCS, refs)
+    plan = {
+        SUMMARY_DOCS["a"]: {"output": {"text": "The cat sat\non the mat & <b>"}},
+        # Nine words over a limit of eight: invalid_output, never scored.
+        SUMMARY_DOCS["b"]: {"output": {"text": "one two three four five six seven eight nine"}},
+        SUMMARY_DOCS["c"]: {"do": "crash"},
+        SUMMARY_DOCS["d"]: {"output": {"text": ""}},
+    }
+    return root, plan
+
+
+ZH_DOCS = {"x": "北京今天下雨。明天晴天。", "y": "上海股市上涨。", "z": "广州天气很好。"}
+
+
+def summarization_zh_set(tmp: Path) -> tuple[Path, dict[str, Any]]:
+    refs = [{"x": "北京今天下雨", "y": "上海股市上涨", "z": "广州天气好"}]
+    root = summaries(tmp / "set", "zh", ZH_DOCS, refs)
+    plan = {
+        # Over the limit of 6 characters: cut to 北京今天下雨 before scoring.
+        ZH_DOCS["x"]: {"output": {"text": "北京今天下雨了，明天晴天"}},
+        ZH_DOCS["y"]: {"output": {"text": "上海\n股市 上涨"}},
+        ZH_DOCS["z"]: {"do": "crash"},
+    }
+    return root, plan
+
+
 # --------------------------------------------------------------------------- the cases
 
 ASR_ARGS = ref_hyp("asr")
@@ -474,6 +554,35 @@ CASES = [
         -1.0,
         task_keys={"kind": "mt"},
     ),
+    # The combined translations: the mt kind's CWMT files, BLEU only.
+    Case(
+        "combination",
+        "mt",
+        combination_set,
+        (Offline("cwmt-xml", "ref.xml", "hyp.xml", ref_hyp("mt", "--metrics", "bleu")),),
+        -1.0,
+        task_keys={"kind": "combination"},
+    ),
+    # The summaries as scored: ROUGE of the answered ones; over the limit is invalid.
+    Case(
+        "summarization",
+        "rouge",
+        summarization_set,
+        (Offline("score-jsonl", "ref.jsonl", "hyp.jsonl", ref_hyp("rouge")),),
+        -1.0,
+        task_keys={"length_limit": 8, "length_unit": "word"},
+    ),
+    # truncate: the export holds the text cut at the limit, so no --length-limit offline.
+    # Characters: x cut to 北京今天下雨, the reference (1); y the reference's characters
+    # (1); z unanswered (0): ROUGE-2 F 2/3 (uncut, x would score below 1).
+    Case(
+        "summarization",
+        "rouge",
+        summarization_zh_set,
+        (Offline("score-jsonl", "ref.jsonl", "hyp.jsonl", ref_hyp("rouge", "--lang", "zh")),),
+        2 / 3,
+        task_keys={"length_limit": 6, "over_limit": "truncate"},
+    ),
     # Line 1 exact (3 of 3); line 3: 他 在 北京大学 学习 (3 of 4 test, 3 of 5 gold);
     # line 4 unanswered (3 gold words). F = 2 * 6 / (7 + 11).
     Case(
@@ -578,6 +687,8 @@ def test_every_kind_with_a_score_family_has_a_case() -> None:
     assert set(SPECS) == RUN_FAMILIES
     scored = {kind for spec in SPECS.values() for kind in spec.kinds}
     assert {case.kind for case in CASES} == scored
+    # The families no case names have their own equality tests below.
+    assert set(SPECS) - {case.family for case in CASES} == {"mt-check", "kws-det", "cesta"}
     # Each kind's formats have a writer, and every writer is some kind's format.
     from harness.export.writers import WRITERS
 
@@ -664,7 +775,8 @@ def check_format(kind: str, fmt: str, ref: Path, hyp: Path, tmp: Path) -> None:
             assert channel == "A" and spans[name][0] <= mid <= spans[name][1]
         assert "u3" not in {line.split()[0] for line in hyp_text.splitlines()}
     if fmt == "cwmt-xml" and "zh_en_news_trans" in hyp_text:
-        assert '<cand score="0.9">hello world</cand><cand score="0.4">' in hyp_text
+        if kind == "mt":
+            assert '<cand score="0.9">hello world</cand><cand score="0.4">' in hyp_text
         assert "R&amp;D &lt;b&gt;" in hyp_text and "&#13;" in hyp_text
         # The CWMT checker takes the file under the naming rule, against the source.
         named = tmp / "zh_en_news_trans-fake-primary-fake.xml"
@@ -708,6 +820,17 @@ def test_mt_bleu_is_scorings_own_and_mt_check_run_passes(tmp_path: Path) -> None
     code, out, err = cli("score", "mt-check", "--run", str(run_dir), "--json")
     assert code == 0, out + err
     assert json.loads(out)["ok"] is True
+
+
+def test_a_combination_job_is_checked_and_scored_by_bleu_alone(tmp_path: Path) -> None:
+    case = next(c for c in CASES if c.kind == "combination")
+    run_dir = _run(case, tmp_path)
+    row = _live(run_dir)
+    by_run = cli_json("score", "mt", "--run", str(run_dir))
+    assert by_run["bleu"] == pytest.approx(row["score"], abs=1e-12)
+    assert "nist" not in by_run and "mwer" not in by_run, "CWMT: combination by BLEU only"
+    code, out, err = cli("score", "mt-check", "--run", str(run_dir), "--json")
+    assert code == 0 and json.loads(out)["ok"] is True, out + err
 
 
 # --------------------------------------------------------------------------- hostile and odd
@@ -906,3 +1029,146 @@ def test_score_run_gives_the_live_figures_per_condition(tmp_path: Path) -> None:
     live = {c: s["wer"] for c, s in row.scores["by_condition"].items()}
     assert live == {"quiet": 0.0, "noisy": 0.5}
     assert {c: s["wer"] for c, s in by_run["by_condition"].items()} == live
+
+
+# --------------------------------------------------------------------------- summaries: cut, CESTA
+
+
+def test_summaries_export_what_was_scored_and_cesta_agrees(tmp_path: Path) -> None:
+    case = next(c for c in CASES if c.build is summarization_zh_set)
+    run_dir = _run(case, tmp_path)
+    from harness import leaderboard
+
+    [row] = leaderboard(run_dir)
+    hyp, ref = tmp_path / "hyp.jsonl", tmp_path / "ref.jsonl"
+    assert cli("export", str(run_dir), "--format", "score-jsonl", "-o", str(hyp))[0] == 0
+    assert cli("export", str(run_dir), "--format", "score-jsonl", "--references",
+               "-o", str(ref))[0] == 0  # fmt: skip
+    # The summary as scored (cut at the limit); the run's own line keeps what was sent.
+    rows = [json.loads(line) for line in hyp.read_text("utf-8").splitlines()]
+    assert rows == [
+        {"id": "x", "text": "北京今天下雨"},
+        {"id": "y", "text": "上海\n股市 上涨"},
+        {"id": "z", "text": ""},  # unanswered: empty, as live counts it
+    ]
+    code, out, _ = cli("export", str(run_dir), "--format", "jsonl")
+    assert json.loads(out.splitlines()[0])["output"]["text"] == "北京今天下雨了，明天晴天"
+    # Cutting again changes nothing: --length-limit may be given or not.
+    again = cli_json("score", "rouge", "--ref", str(ref), "--hyp", str(hyp), "--lang", "zh",
+                     "--length-limit", "6")  # fmt: skip
+    assert again["rouge2_f"] == pytest.approx(row.score, abs=1e-12)
+    # CESTA o, u, o&u: live == --run == the exported files.
+    by_run = cli_json("score", "cesta", "--run", str(run_dir))
+    offline = cli_json("score", "cesta", "--ref", str(ref), "--hyp", str(hyp), "--lang", "zh")
+    for key in ("o", "u", "ou"):
+        live = row.scores[f"cesta_{key}"]
+        assert live is not None
+        assert by_run[key] == pytest.approx(live, abs=1e-12), key
+        assert offline[key] == pytest.approx(live, abs=1e-12), key
+    for family in ("rouge", "cesta"):
+        code, out, _ = cli("score", family, "--run", str(run_dir))
+        assert code == 0 and ("rouge2_f" in out if family == "rouge" else "ou" in out), out
+    # A summarization task is no mt task, and mt's family says so.
+    code, _, err = cli("score", "mt", "--run", str(run_dir))
+    assert code == 2 and "kind summarization" in err
+
+
+def test_two_references_per_document_score_as_live(tmp_path: Path) -> None:
+    case = next(c for c in CASES if c.build is summarization_set)
+    run_dir = _run(case, tmp_path)
+    code, out, err = cli("export", str(run_dir), "--format", "score-jsonl", "--references")
+    assert code == 0, err
+    # One line per reference, the id repeated, the first reference first.
+    assert [json.loads(line)["id"] for line in out.splitlines()] == ["a", "a", "b", "c", "d"]
+    from harness import leaderboard
+
+    [row] = leaderboard(run_dir)
+    by_run = cli_json("score", "cesta", "--run", str(run_dir))
+    assert by_run["ou"] == pytest.approx(row.scores["cesta_ou"], abs=1e-12)
+
+
+# --------------------------------------------------------------------------- kws DET
+
+KWS_FAKE = [sys.executable, str(REPO / "tests" / "systems" / "kws_fake.py")]
+CITIES = ["boston", "denver", "dallas"]
+
+
+def kws_det_run(tmp: Path, plan: dict[int, Any], keywords: bool = True) -> Path:
+    root = make_testset(tmp / "set", [("k1", 1600, ""), ("k2", 1700, ""), ("k3", 1800, "")])
+    (root / "text").unlink()
+    jsonl(
+        root / "slots.jsonl",
+        [
+            {"id": "k1", "setting": "trip", "slots": {"from": ["boston"], "to": ["denver"]}},
+            {"id": "k2", "setting": "weather", "slots": {"city": ["dallas"]}},
+            {"id": "k3", "setting": "trip", "slots": {"from": ["dallas"]}},
+        ],
+    )
+    if keywords:
+        settings = {"trip": {"from": CITIES, "to": CITIES}, "weather": {"city": CITIES}}
+        (root / "keywords.json").write_text(json.dumps({"settings": settings}), "utf-8")
+    env = {"FAKE_PLAN": json.dumps({str(k): v for k, v in plan.items()})}
+    site = write_site(
+        tmp / "site.toml",
+        root,
+        {"spotter": {"command": KWS_FAKE, "env": env}},
+        task="kws",
+        task_keys={"kind": "kws"},
+        budget={"seconds": 20.0, "hang_seconds": 20.0},
+    )
+    run_dir, results = run_site(site)
+    assert [r.failed for r in results] == [None]
+    return run_dir
+
+
+def test_kws_det_live_equals_score_run_equals_exported_files(tmp_path: Path) -> None:
+    # Every true pair proposed (so the curve crosses and has an EER); a repeated
+    # keyword's best score is the trial's; k3 crashes: its true pair is a miss.
+    plan = {
+        1600: {
+            "slots": {"from": ["boston"]},
+            "scores": {"boston": 0.9, "denver": 0.4, "dallas": 0.6},
+            "extra": [{"keyword": "denver", "score": 0.8}],
+        },
+        1700: {"slots": {"city": ["dallas"]}, "scores": {"dallas": 0.7, "boston": 0.5}},
+        1800: {"do": "crash"},
+    }
+    run_dir = kws_det_run(tmp_path, plan)
+    from harness import leaderboard
+
+    [row] = leaderboard(run_dir)
+    live = row.scores["det"]
+    # Trials: 3 keywords x 3 utterances; true pairs k1 boston, denver; k2 dallas; k3 dallas.
+    assert (live["n_true"], live["n_nontarget"]) == (4, 5)
+    assert (live["detections"], live["true_detections"]) == (5, 3)
+    assert live["eer"] is not None
+    by_run = cli_json("score", "kws-det", "--run", str(run_dir), "--task", "kws",
+                      "--system", "spotter")  # fmt: skip
+    hyp, ref = tmp_path / "det.jsonl", tmp_path / "counts.json"
+    assert cli("export", str(run_dir), "--format", "kws-det", "-o", str(hyp))[0] == 0
+    exported = cli("export", str(run_dir), "--format", "kws-det", "--references", "-o", str(ref))
+    assert exported[0] == 0
+    counts = json.loads(ref.read_text("utf-8"))
+    assert counts == {"n_true": 4, "n_nontarget": 5}
+    offline = cli_json("score", "kws-det", "--hyp", str(hyp), "--n-true", str(counts["n_true"]),
+                       "--n-nontarget", str(counts["n_nontarget"]))  # fmt: skip
+    for result in (by_run, offline):
+        assert result["eer"] == pytest.approx(live["eer"], abs=1e-12)
+        assert result["points"] == live["points"]
+        assert (result["n_true"], result["n_nontarget"]) == (4, 5)
+    lines = [json.loads(line) for line in hyp.read_text("utf-8").splitlines()]
+    assert {"keyword": "denver", "utterance": "k1", "score": 0.8, "is_true": True} in lines
+    # A table without --json.
+    code, out, _ = cli("score", "kws-det", "--run", str(run_dir))
+    assert code == 0 and "p_miss" in out
+
+
+def test_kws_det_without_a_curve_says_why(tmp_path: Path) -> None:
+    run_dir = kws_det_run(tmp_path, {1600: {"scores": {"boston": 0.9}}}, keywords=False)
+    code, _, err = cli("score", "kws-det", "--run", str(run_dir))
+    assert code == 2 and "no DET curve" in err and "keywords.json" in err
+    assert "onsite score kws" in err
+    code, _, err = cli("export", str(run_dir), "--format", "kws-det")
+    assert code == 2 and "no DET curve" in err
+    # The slots still score through kws.
+    assert cli_json("score", "kws", "--run", str(run_dir))["overall"]["slots"] == 4

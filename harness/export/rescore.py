@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..score_cmd import MT_METRICS
 from . import Job, read_run
 from .writers import WRITERS, write_cwmt_source
 
@@ -82,12 +83,14 @@ def _ocr(job: Job, directory: Path) -> dict[str, Any]:
 
 def _mt(job: Job, directory: Path) -> dict[str, Any]:
     lang = str(job.testset.items[0].reference.lang) if job.testset.items else "en"
+    # CWMT scores system combination by BLEU only, as the live combination kind does.
+    metrics = ("bleu",) if job.kind.name == "combination" else MT_METRICS
     return {
         "hyp": _write(job, directory, "cwmt-xml", "hyp.xml", False),
         "ref": [_write(job, directory, "cwmt-xml", "ref.xml", True)],
         "lang": lang,
         "src": None,
-        "metrics": ("bleu", "nist", "gtm", "mwer", "mper", "bleu_shortest"),
+        "metrics": metrics,
     }
 
 
@@ -154,6 +157,46 @@ def _lid(job: Job, directory: Path) -> dict[str, Any]:
     return values
 
 
+def _summary_lang(job: Job) -> str:
+    return str(job.testset.items[0].reference.lang) if job.testset.items else "en"
+
+
+def _rouge(job: Job, directory: Path) -> dict[str, Any]:
+    # The summaries are written as scored (cut at the limit when the task truncates):
+    # no --length-limit is needed, and none is given.
+    return {
+        "hyp": _write(job, directory, "score-jsonl", "hyp.jsonl", False),
+        "ref": [_write(job, directory, "score-jsonl", "ref.jsonl", True)],
+        "lang": _summary_lang(job),
+        "formula": "A",
+        "alpha": 0.5,
+        "length_limit": None,
+        "length_unit": "char",
+        "details": False,
+    }
+
+
+def _cesta(job: Job, directory: Path) -> dict[str, Any]:
+    return {
+        "hyp": _write(job, directory, "score-jsonl", "hyp.jsonl", False),
+        "ref": _write(job, directory, "score-jsonl", "ref.jsonl", True),
+        "lang": _summary_lang(job),
+        "threshold": 1.0,
+        "details": False,
+    }
+
+
+def _kws_det(job: Job, directory: Path) -> dict[str, Any]:
+    from .writers import kws_trial_counts
+
+    n_true, n_nontarget = kws_trial_counts(job)
+    return {
+        "hyp": _write(job, directory, "kws-det", "detections.jsonl", False),
+        "n_true": n_true,
+        "n_nontarget": n_nontarget,
+    }
+
+
 _SCORE_JSONL = _pair("score-jsonl", ".jsonl")
 
 RUN_FAMILIES: dict[str, RunFamily] = {
@@ -164,14 +207,17 @@ RUN_FAMILIES: dict[str, RunFamily] = {
     "faces-detect": RunFamily(("face-detect",), _SCORE_JSONL),
     "faces-identify": RunFamily(("face-identify",), _SCORE_JSONL),
     "faces-verify": RunFamily(("face-verify",), _SCORE_JSONL),
-    "mt": RunFamily(("mt",), _mt),
-    "mt-check": RunFamily(("mt",), _mt_check),
+    "kws-det": RunFamily(("kws",), _kws_det),
+    "mt": RunFamily(("mt", "combination"), _mt),
+    "mt-check": RunFamily(("mt", "combination"), _mt_check),
     "cws": RunFamily(("cws",), _cws),
     "ner": RunFamily(("ner",), _ner),
     "pos": RunFamily(("pos",), _pos),
     "textcat": RunFamily(("textcat",), _textcat),
     "ir": RunFamily(("ir",), _ir),
     "lid": RunFamily(("lid",), _lid),
+    "rouge": RunFamily(("summarization",), _rouge),
+    "cesta": RunFamily(("summarization",), _cesta),
 }
 
 

@@ -14,7 +14,15 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import fields, is_dataclass
 from typing import Any
-from xml.sax.saxutils import quoteattr
+
+from scoring.cwmt_write import (
+    TargetCandidate,
+    TargetEntry,
+    UnwritableText,
+    refset_xml,
+    srcset_xml,
+    tgtset_xml,
+)
 
 from ..errors import InputError, Problem
 from ..testsets import TestItem
@@ -25,8 +33,6 @@ Writer = Callable[[Job, bool], str]
 # sclite splits words at these only; other blanks (NBSP, U+3000) are part of a word.
 _SCLITE_BREAK = re.compile("[\n\r]")
 _SCLITE_WORDS = re.compile("[ \t\n\r]+")
-# What XML 1.0 cannot hold, even as a character reference.
-_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
 
 def _refuse(job: Job, item: str, problem: str, fix: str) -> InputError:
@@ -219,9 +225,24 @@ def _score_rows(job: Job, references: bool) -> list[Mapping[str, Any]]:
         elif kind == "lid":
             if not references and answer is not None:
                 rows.append({"id": item.id, "language": answer["language"]})
+        elif kind == "summarization":
+            if references:
+                # One line per reference summary, the id repeated, the first reference first.
+                rows += [{"id": item.id, "text": text} for text in ref.refs]
+            else:
+                rows.append({"id": item.id, "text": _summary(item, answer)})
         else:  # pragma: no cover - a kind listing score-jsonl must be handled above
             raise NotImplementedError(f"score-jsonl for kind {kind}")
     return rows
+
+
+def _summary(item: TestItem, answer: Mapping[str, Any] | None) -> str:
+    """The summary as scored live: cut at the limit when the task truncates; an
+    unanswered document is an empty summary (live ROUGE and CESTA count it so, and
+    `onsite score cesta` needs one text per document)."""
+    from ..kinds.summarization import scored_summary
+
+    return scored_summary(item, answer) if answer is not None else ""
 
 
 def write_score_jsonl(job: Job, references: bool) -> str:
@@ -234,20 +255,63 @@ def write_score_jsonl(job: Job, references: bool) -> str:
     return _jsonl(_score_rows(job, references))
 
 
-# --------------------------------------------------------------------------- mt
+# --------------------------------------------------------------------------- kws DET
 
 
-def _xml_text(job: Job, item: str, text: str) -> str:
-    if _NOT_XML.search(text):
-        raise _refuse(
-            job,
-            item,
-            "the text holds a control character XML 1.0 cannot carry",
-            "export with --format jsonl",
+def _trials(job: Job) -> tuple[list[Any], int, int]:
+    from ..kinds.keywords import detection_trials
+
+    trials = detection_trials(job.testset, job.outputs)
+    where = job.run_dir / "outputs" / job.task / f"{job.system}.jsonl"
+    if trials is None:
+        raise InputError(
+            [
+                Problem(
+                    where,
+                    "detections",
+                    "no DET curve: the test set has no keywords.json, or the system sent "
+                    "no scored detections",
+                    "score the slots with `onsite score kws`",
+                )
+            ]
         )
-    escaped = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    # An XML parser turns a raw CR into LF; a reference keeps it as written.
-    return escaped.replace("\r", "&#13;")
+    detections, n_true, n_nontarget = trials
+    if not detections or n_true == 0 or n_nontarget == 0:
+        what = "no detection" if not detections else "no target or no non-target trial"
+        raise InputError(
+            [Problem(where, "detections", f"no DET curve: {what}", "use --format jsonl")]
+        )
+    return trials
+
+
+def kws_trial_counts(job: Job) -> tuple[int, int]:
+    """The DET's trial counts (true, non-target) from the test set, as live."""
+    _, n_true, n_nontarget = _trials(job)
+    return n_true, n_nontarget
+
+
+def write_kws_det(job: Job, references: bool) -> str:
+    """The scored trials `onsite score kws-det --hyp` reads; with --references the counts.
+
+    One line per (keyword, utterance) pair the system proposed, with its highest
+    score and ``is_true`` from the test set's slots (so this file, like the
+    references, is the organizer's). --references: ``{"n_true", "n_nontarget"}``,
+    the values of `onsite score kws-det --n-true --n-nontarget`.
+    """
+    detections, n_true, n_nontarget = _trials(job)
+    if references:
+        return _jsonl([{"n_true": n_true, "n_nontarget": n_nontarget}])
+    return _jsonl(
+        [
+            {"keyword": d.keyword, "utterance": d.utterance, "score": d.score, "is_true": d.is_true}
+            for d in detections
+        ]
+    )
+
+
+# --------------------------------------------------------------------------- mt
+# The CWMT files are written by scoring.cwmt_write, the one CWMT writer
+# (`onsite combination-set` writes its candidate lists through it too).
 
 
 def _mt_header(job: Job) -> tuple[str, str, str, list[tuple[str, list[TestItem]]]]:
@@ -270,14 +334,6 @@ def _mt_header(job: Job) -> tuple[str, str, str, list[tuple[str, list[TestItem]]
     return setid, srclang, tgtlang, list(docs.items())
 
 
-def _attrs(setid: str, srclang: str, tgtlang: str) -> str:
-    return f"setid={quoteattr(setid)} srclang={quoteattr(srclang)} tgtlang={quoteattr(tgtlang)}"
-
-
-def _score_attr(value: Any) -> str:
-    return f" score={quoteattr(repr(float(value)))}" if _finite(value) else ""
-
-
 def _finite(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
@@ -293,6 +349,36 @@ def _description(job: Job) -> str:
     )
 
 
+def _target_entry(job: Job, item: TestItem) -> TargetEntry:
+    """The item's translation and its n-best list (as the system sent it) as a tgtset entry."""
+    answer = job.answer(item.id) or {}
+    nbest = answer.get("nbest")
+    cands = tuple(
+        TargetCandidate(
+            str(c.get("text", "")), float(c["score"]) if _finite(c.get("score")) else None
+        )
+        for c in (nbest if isinstance(nbest, list) else ())
+        if isinstance(c, Mapping)
+    )
+    ref = item.reference
+    return TargetEntry(ref.doc_id, ref.seg_id, job.text(item.id), None, cands)
+
+
+def _cwmt(job: Job, write: Callable[[], str]) -> str:
+    """``write()``, its unwritable text refused naming the item."""
+    try:
+        return write()
+    except UnwritableText as exc:
+        places = {(i.reference.doc_id, i.reference.seg_id): i.id for i in job.testset.items}
+        item = places.get((exc.doc_id or "", exc.seg_id or ""), "-")
+        raise _refuse(
+            job,
+            item,
+            f"the {exc.what} holds a control character XML 1.0 cannot carry",
+            "export with --format jsonl",
+        ) from None
+
+
 def write_cwmt_xml(job: Job, references: bool) -> str:
     """CWMT `tgtset` mirroring the source's docs and segments, n-best as `<cand>`.
 
@@ -300,62 +386,41 @@ def write_cwmt_xml(job: Job, references: bool) -> str:
     apart by `site` (r1, r2 ...), as mteval and `onsite score mt` read it.
     """
     setid, srclang, tgtlang, docs = _mt_header(job)
-    head = '<?xml version="1.0" encoding="UTF-8"?>\n'
+    items = [item for _, doc_items in docs for item in doc_items]
     if references:
-        n_refs = max((len(i.reference.refs) for i in job.testset.items), default=0)
-        body = [f"<refset {_attrs(setid, srclang, tgtlang)}>\n"]
-        for r in range(n_refs):
-            for doc_id, items in docs:
-                body.append(f"<doc docid={quoteattr(doc_id)} site={quoteattr(f'r{r + 1}')}>\n")
-                for item in items:
-                    text = _xml_text(job, item.id, item.reference.refs[r])
-                    body.append(f"<s id={quoteattr(item.reference.seg_id)}>{text}</s>\n")
-                body.append("</doc>\n")
-        body.append("</refset>\n")
-        return head + "".join(body)
-    site = quoteattr(job.system)
-    body = [
-        f"<tgtset {_attrs(setid, srclang, tgtlang)}>\n",
-        f"<system site={site} sysid={site}>{_xml_text(job, '-', _description(job))}</system>\n",
-    ]
-    for doc_id, items in docs:
-        body.append(f"<doc docid={quoteattr(doc_id)}>\n")
-        for item in items:
-            answer = job.answer(item.id) or {}
-            text = _xml_text(job, item.id, job.text(item.id))
-            cands = ""
-            nbest = answer.get("nbest")
-            if isinstance(nbest, list):
-                ranked = sorted(
-                    (c for c in nbest if isinstance(c, Mapping)),
-                    key=lambda c: -float(c["score"]) if _finite(c.get("score")) else math.inf,
-                )
-                cands = "".join(
-                    f"<cand{_score_attr(c.get('score'))}>"
-                    f"{_xml_text(job, item.id, str(c.get('text', '')))}</cand>"
-                    for c in ranked
-                )
-            body.append(f"<s id={quoteattr(item.reference.seg_id)}>{text}{cands}</s>\n")
-        body.append("</doc>\n")
-    body.append("</tgtset>\n")
-    return head + "".join(body)
+        n_refs = max((len(i.reference.refs) for i in items), default=0)
+        refs = [
+            [
+                TargetEntry(i.reference.doc_id, i.reference.seg_id, i.reference.refs[r])
+                for i in items
+            ]
+            for r in range(n_refs)
+        ]
+        return _cwmt(job, lambda: refset_xml(refs, setid=setid, srclang=srclang, tgtlang=tgtlang))
+    entries = [_target_entry(job, item) for item in items]
+    return _cwmt(
+        job,
+        lambda: tgtset_xml(
+            entries,
+            setid=setid,
+            srclang=srclang,
+            tgtlang=tgtlang,
+            site=job.system,
+            sysid=job.system,
+            description=_description(job),
+        ),
+    )
 
 
 def write_cwmt_source(job: Job) -> str:
     """The `srcset` of the job's segments (for `onsite score mt-check --run`)."""
     setid, srclang, tgtlang, docs = _mt_header(job)
-    body = [
-        '<?xml version="1.0" encoding="UTF-8"?>\n',
-        f"<srcset {_attrs(setid, srclang, tgtlang)}>\n",
+    entries = [
+        TargetEntry(i.reference.doc_id, i.reference.seg_id, str(i.fields["text"]))
+        for _, items in docs
+        for i in items
     ]
-    for doc_id, items in docs:
-        body.append(f"<doc docid={quoteattr(doc_id)}>\n")
-        for item in items:
-            text = _xml_text(job, item.id, str(item.fields["text"]))
-            body.append(f"<s id={quoteattr(item.reference.seg_id)}>{text}</s>\n")
-        body.append("</doc>\n")
-    body.append("</srcset>\n")
-    return "".join(body)
+    return _cwmt(job, lambda: srcset_xml(entries, setid=setid, srclang=srclang, tgtlang=tgtlang))
 
 
 # --------------------------------------------------------------------------- text kinds
@@ -452,5 +517,6 @@ WRITERS: dict[str, Writer] = {
     "sighan": write_sighan,
     "tsv": write_tsv,
     "score-jsonl": write_score_jsonl,
+    "kws-det": write_kws_det,
     "jsonl": write_jsonl,
 }

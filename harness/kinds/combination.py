@@ -111,6 +111,8 @@ COMBINATION = TaskKind(
     metric_labels={"bleu": "BLEU"},
     unit=WORDS_PER_SECOND,
     speed=_speed,
+    # The combined translations of the MT source: the mt kind's CWMT files.
+    formats=("cwmt-xml", "jsonl"),
 )
 
 KINDS = (COMBINATION,)

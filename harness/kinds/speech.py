@@ -206,7 +206,7 @@ KWS = TaskKind(
     speed=real_time_factor,
     detail=kws_detail,
     plots=kws_plots,
-    formats=("score-jsonl", "jsonl"),
+    formats=("score-jsonl", "kws-det", "jsonl"),
 )
 
 KINDS = (ASR, COMMAND, KWS)

@@ -259,5 +259,7 @@ KINDS = (
         unit=KCHARS_PER_SECOND,
         speed=lambda item, seconds: (item.units or 1.0) / seconds / 1000.0 if seconds > 0 else None,
         detail=_detail,
+        # score-jsonl: the summaries as scored, the files `onsite score rouge`/`cesta` read.
+        formats=("score-jsonl", "jsonl"),
     ),
 )
