@@ -7,9 +7,13 @@ wall time of a run of FEW items) / (N - FEW), so start-up, test-set loading, the
 system's start and the closing leaderboard cancel out, except for the part of them
 that grows with the items.
 
-Peer: a bare loop that pipes N item lines through the same null system, one line
-written and one line read per item: its wall time over N (the system's start is
-outside the clock).
+Peer: a bare loop that starts the same null system and pipes N item lines through
+it, one line written and one line read per item, measured the same way:
+(wall(N) - wall(FEW)) / (N - FEW).
+
+Both are also given as CPU time per item (user + system, the harness or the loop
+together with the null system it ran), the same difference: on a loaded machine
+the wall times move with the load, the CPU times much less.
 
 Goal (issue 18): harness per item at most 3x the bare per item, and at most 0.15 ms.
 
@@ -21,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -86,40 +91,50 @@ command = ["python", "-m", "examples.systems.null_system"]
     return site_path
 
 
-def onsite_run(site: Path, runs: Path, limit: int) -> float:
-    """Wall seconds of `onsite run SITE --limit N` in a fresh run directory."""
+def onsite_run(site: Path, runs: Path, limit: int) -> tuple[float, float]:
+    """Wall seconds and CPU seconds (onsite and its system) of `onsite run SITE --limit N`."""
     env = dict(os.environ, PYTHONPATH=str(REPO), COLUMNS="100")
     t0 = time.perf_counter()
-    done = subprocess.run(
+    proc = subprocess.Popen(
         [sys.executable, "-m", "harness.cli", "run", str(site), "--runs", str(runs)]
         + ["--limit", str(limit)],
         cwd=REPO,
         env=env,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
     )
+    assert proc.stdout is not None
+    out = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
-    if done.returncode != 0:
-        sys.stderr.write(done.stdout.decode() + done.stderr.decode())
-        raise SystemExit(f"onsite run failed ({done.returncode})")
-    return wall
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        sys.stderr.write(out.decode(errors="replace"))
+        raise SystemExit(f"onsite run failed ({proc.returncode})")
+    # The child's own time and that of the children it waited for (the system).
+    return wall, usage.ru_utime + usage.ru_stime
 
 
-def bare_loop(items: int, item_input: dict[str, object]) -> float:
-    """Seconds of piping N item lines through the null system (started before the clock)."""
+def bare_loop(items: int, item_input: dict[str, object]) -> tuple[float, float]:
+    """Wall and CPU seconds (this loop and the system) of piping N item lines through the
+    null system, start-up included."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu0, t0 = time.process_time(), time.perf_counter()
     proc = subprocess.Popen(NULL, cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     assert proc.stdin is not None and proc.stdout is not None
     fd, reader = proc.stdin.fileno(), proc.stdout
     os.write(fd, b'{"op":"hello","protocol":1,"task":"t","kind":"asr"}\n')
     reader.readline()
-    t0 = time.perf_counter()
     for i in range(items):
         line = {"op": "item", "id": f"{i:016x}", "input": item_input}
         os.write(fd, json.dumps(line).encode() + b"\n")
         reader.readline()
-    wall = time.perf_counter() - t0
     os.write(fd, b'{"op":"bye"}\n')
     proc.wait()
-    return wall
+    wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu += (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return wall, cpu
 
 
 def main() -> int:
@@ -135,7 +150,7 @@ def main() -> int:
     )
     args = parser.parse_args()
     n = args.items
-    harness, bare = [], []
+    harness, bare, harness_cpu, bare_cpu = [], [], [], []
     with tempfile.TemporaryDirectory(prefix=".onsite-bench-", dir=args.dir) as tmp:
         work = Path(tmp)
         site = make_site(n, work, args.kind)
@@ -146,20 +161,27 @@ def main() -> int:
         )
         # Alternate, so that load from elsewhere on the machine hits both alike.
         for round_no in range(1, args.rounds + 1):
-            few = onsite_run(site, work / f"few{round_no}", FEW)
-            full = onsite_run(site, work / f"full{round_no}", n)
-            h = (full - few) / (n - FEW)
-            b = bare_loop(n, item_input) / n
+            few, few_cpu = onsite_run(site, work / f"few{round_no}", FEW)
+            full, full_cpu = onsite_run(site, work / f"full{round_no}", n)
+            bare_few, bare_few_cpu = bare_loop(FEW, item_input)
+            bare_full, bare_full_cpu = bare_loop(n, item_input)
+            h, hc = (full - few) / (n - FEW), (full_cpu - few_cpu) / (n - FEW)
+            b, bc = (bare_full - bare_few) / (n - FEW), (bare_full_cpu - bare_few_cpu) / (n - FEW)
             harness.append(h)
             bare.append(b)
+            harness_cpu.append(hc)
+            bare_cpu.append(bc)
             print(
                 f"round {round_no}: onsite run {FEW} items {few:.2f} s, {n} items {full:.2f} s "
-                f"-> {h * 1e3:.3f} ms/item; bare pipe {b * 1e3:.3f} ms/item; ratio {h / b:.2f}x"
+                f"-> {h * 1e3:.3f} ms/item (CPU {hc * 1e3:.3f}); bare pipe {b * 1e3:.3f} ms/item "
+                f"(CPU {bc * 1e3:.3f}); ratio {h / b:.2f}x (CPU {hc / bc:.2f}x)"
             )
     h, b = statistics.median(harness), statistics.median(bare)
+    hc, bc = statistics.median(harness_cpu), statistics.median(bare_cpu)
     print(
         f"onsite run per item (median of rounds): {h * 1e3:.3f} ms (goal <= 0.15 ms); "
         f"bare pipe {b * 1e3:.3f} ms; ratio {h / b:.2f}x (goal <= 3x); "
+        f"CPU per item {hc * 1e3:.3f} ms against {bc * 1e3:.3f} ms, {hc / bc:.2f}x; "
         f"load average {os.getloadavg()[0]:.2f}"
     )
     return 0

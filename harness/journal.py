@@ -168,7 +168,7 @@ def quick_record(line: bytes) -> dict[str, Any] | None:
                 return None
     except (orjson.JSONDecodeError, KeyError, TypeError):
         return None
-    return record  # type: ignore[no-any-return]
+    return record
 
 
 def read_events(path: Path) -> Iterator[JournalEvent]:
