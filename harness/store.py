@@ -137,6 +137,7 @@ class RunState:
     testset_hashes: dict[str, dict[str, str]] = field(default_factory=dict)
     _by_job: dict[JobKey, list[JournalEvent]] = field(default_factory=dict, repr=False)
     _by_job_size: int = field(default=-1, repr=False)
+    _fields_sets: dict[int, set[str]] = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_journal(
@@ -222,6 +223,7 @@ class RunState:
                 keep = self.keep_records if self.keep_answers is None else self.keep_answers
                 if keep:
                     self.completed[(record.task, record.system)][record.item] = record
+                    self._share_fields_set(record)
                 else:
                     self.attempts.pop((record.task, record.system, record.item), None)
                     # Only a failure is kept (the job's incidents), without its answer.
@@ -253,6 +255,21 @@ class RunState:
             self.job_settings[(record.task, record.system)] = record.settings
         elif isinstance(record, TestsetHashes):
             self.testset_hashes[record.task] = record.files
+
+    def _share_fields_set(self, record: Completed) -> None:
+        """Let kept completions share one set of the names of their fields.
+
+        Each model read from JSON carries the set of the fields its line gave (about
+        2 KB for a completion: most of what it costs to keep). Completions written by one
+        version all give the same fields, and a frozen model never changes its set, so
+        one shared set serves them all.
+        """
+        fields = record.__pydantic_fields_set__
+        shared = self._fields_sets.get(len(fields))
+        if shared is None or shared != fields:
+            self._fields_sets[len(fields)] = fields
+        elif shared is not fields:
+            object.__setattr__(record, "__pydantic_fields_set__", shared)
 
     def next_attempt(self, task: str, system: str, item: str) -> int:
         """1 for a fresh item; one more than the last dispatch for an item that was in flight."""
