@@ -20,7 +20,7 @@ import os
 import shutil
 import threading
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -108,6 +108,24 @@ class SessionSummary:
     end_event: str | None = None
 
 
+@contextlib.contextmanager
+def cycle_collector_held() -> Iterator[None]:
+    """Hold Python's cycle collector off while a journal is replayed.
+
+    A replay makes objects that never form cycles, by the hundred thousand; the
+    collector, run again and again over everything kept so far, would add about 40 %
+    to a replay that keeps 100,000 answers. It is turned back on only if it was on
+    (another thread's replay may be holding it off meanwhile).
+    """
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
+
+
 @dataclass
 class RunState:
     """What the journal says has happened so far.
@@ -145,17 +163,8 @@ class RunState:
     ) -> RunState:
         """Replay a journal. The first completion of an item wins; later ones are ignored."""
         state = cls(keep_records=keep_records, keep_answers=keep_answers)
-        # The replay makes objects that never form cycles, by the hundred thousand: the
-        # cycle collector, run again and again over everything kept so far, would add
-        # about 40 % to a replay that keeps 100,000 answers. (Only turned back on if it
-        # was on: another thread's replay may hold it off meanwhile.)
-        collecting = gc.isenabled()
-        gc.disable()
-        try:
+        with cycle_collector_held():
             state._replay(path)
-        finally:
-            if collecting:
-                gc.enable()
         return state
 
     def _replay(self, path: Path) -> None:

@@ -24,7 +24,7 @@ from ..kinds.registry import task_kind
 from ..leaderboard import job_row, percentile, quality_so_far
 from ..run_site import site_of_run
 from ..site import Site
-from ..store import RunState
+from ..store import RunState, cycle_collector_held
 from ..testsets import TestSet
 
 JobKey = tuple[str, str]
@@ -151,23 +151,29 @@ class RunView:
             data = self._partial + chunk
             lines = data.split(b"\n")
             self._partial = lines.pop()  # a line still being written (or torn)
-            changed = False
-            for line in lines:
-                # None for a torn line the next writer ended with a newline, a garbled
-                # one, or a record missing its fields: shown as nothing.
-                # A dispatch is read as plain JSON (no figure keeps it): a third of
-                # the cost of its model, over a third of the journal.
-                quick = quick_record(line) if line.startswith(DISPATCHED_PREFIX) else None
-                record = quick if quick is not None else parse_record(line)
-                if record is not None:
-                    try:
-                        self._apply(record)
-                    except (KeyError, TypeError, ValueError):
-                        continue
-                    changed = True
+            with cycle_collector_held():
+                changed = self._read_lines(lines)
             if changed:
                 self.version += 1
             return changed
+
+    def _read_lines(self, lines: list[bytes]) -> bool:
+        """Apply whole journal lines; True when one of them was a record."""
+        changed = False
+        for line in lines:
+            # None for a torn line the next writer ended with a newline, a garbled
+            # one, or a record missing its fields: shown as nothing. A dispatch is
+            # read as plain JSON (no figure keeps it): a third of the cost of its
+            # model, over a third of the journal.
+            quick = quick_record(line) if line.startswith(DISPATCHED_PREFIX) else None
+            record = quick if quick is not None else parse_record(line)
+            if record is not None:
+                try:
+                    self._apply(record)
+                except (KeyError, TypeError, ValueError):
+                    continue
+                changed = True
+        return changed
 
     def _apply(self, record: JournalEvent | dict[str, Any]) -> None:
         self.records += 1
