@@ -15,6 +15,10 @@ Both are also given as CPU time per item (user + system, the harness or the loop
 together with the null system it ran), the same difference: on a loaded machine
 the wall times move with the load, the CPU times much less.
 
+The bare pipe's own time is bimodal on a machine with few cores: about 0.01 ms
+per item when the scheduler keeps the loop and the system on one core, about 0.05
+ms when each wakes the other across cores; rounds say which they got.
+
 Goal (issue 18): harness per item at most 3x the bare per item, and at most 0.15 ms.
 
 Run: `.venv/bin/python benchmarks/run_overhead.py [--items N] [--kind asr|mt]`.
