@@ -357,7 +357,7 @@ class Controller:
                 # Another station has the job now; this one writes nothing more about it.
                 self.listener(Notice(key[0], str(lost)))
                 self.jobs_source.job_ended(key, None)
-                done = len(self.store.state.completed.get(key, {}))
+                done = len(self.store.state.done.get(key, set()))
                 results.append(JobResult(*key, done, len(self._plan(self.job(*key))), TAKEN_OVER))
                 continue
             self.jobs_source.job_ended(key, result)
@@ -420,7 +420,7 @@ class Controller:
             if old == settings:
                 continue
             changes = settings_changes(old, settings) if old is not None else []
-            if changes and state.completed.get((task, system)):
+            if changes and state.done.get((task, system)):
                 if not self.accept_site_change:
                     problems.append(site_change_problem(self.site, task, system, changes))
                     continue
@@ -486,7 +486,7 @@ class Controller:
 
     def _scored_count(self, job: Job) -> int:
         """Completed items of the test set itself, hidden audit repeats left out."""
-        done = self.store.state.completed.get(job.key, {})
+        done = self.store.state.done.get(job.key, set())
         return sum(1 for item in done if audit_of(item) is None)
 
     def _skipped(self, job: Job, completed: int, total: int, why: str = SKIPPED) -> JobResult:
@@ -648,7 +648,7 @@ class Controller:
         if not isinstance(job, Job):
             job = self.job(*job)
         items = self._plan(job)
-        done = self.store.state.completed.get(job.key, {})
+        done = self.store.state.done.get(job.key, set())
         pending = [item for item in items if item.id not in done]
         # The display counts the test set's items: hidden audit repeats are not shown.
         scored = [i.id for i in items if audit_of(i.id) is None]
@@ -675,13 +675,13 @@ class Controller:
         if self._stopping.is_set():
             return JobResult(job.task, job.system, len(done), len(items), "stopped")
         if failed in (SKIPPED, DEVICE_DOWN):
-            completed = len(self.store.state.completed.get(job.key, {}))
+            completed = len(self.store.state.done.get(job.key, set()))
             return self._skipped(job, completed, len(items), failed)
         self._verify_testset(job.task)
         return self._finish(job, len(items), failed)
 
     def _finish(self, job: Job, total: int, failed: str | None = None) -> JobResult:
-        completed = len(self.store.state.completed.get(job.key, {}))
+        completed = len(self.store.state.done.get(job.key, set()))
         scored, shown = self._scored_count(job), len(self._items(job.task))
         if failed:
             self._emit(

@@ -62,6 +62,14 @@ class ProgressListener:
     """
 
     QUALITY_SECONDS = 1.0
+    # Rescoring never takes more than 1/QUALITY_SHARE of the time: a rescore that took
+    # t seconds waits at least QUALITY_SHARE * t before the next (large sets, long runs).
+    QUALITY_SHARE = 20.0
+    # Printing must never cost more than the items it reports: past ITEM_LINES_PER_SECOND
+    # item lines in one second, lines are counted instead of printed, and a progress line
+    # per job (at most every PROGRESS_SECONDS) says where the job is and how many it left out.
+    ITEM_LINES_PER_SECOND = 20
+    PROGRESS_SECONDS = 2.0
 
     def __init__(
         self,
@@ -79,6 +87,14 @@ class ProgressListener:
         self._tasks: dict[tuple[str, str], Any] = {}
         self._done: dict[tuple[str, str], list[dict[str, Any]]] = {}
         self._scored_at: dict[tuple[str, str], float] = {}
+        self._speeds: dict[tuple[str, str], tuple[float, int]] = {}
+        # Item lines: the current one-second window, lines printed in it, and per job
+        # (done, total, lines left out) for the throttled progress line.
+        self._window = 0.0
+        self._lines = 0
+        self._counts: dict[tuple[str, str], list[int]] = {}
+        self._unshown: dict[tuple[str, str], int] = {}
+        self._progress_at = 0.0
 
     def __enter__(self) -> ProgressListener:
         if not self.plain:
@@ -123,18 +139,18 @@ class ProgressListener:
         from .kinds.registry import task_kind
 
         kind = task_kind(cfg.kind)
-        speeds = [r["speed"] for r in records if r["speed"] is not None]
+        # A running sum: the mean speed costs the same at the last item as at the first.
+        total, count = self._speeds.get(key, (0.0, 0))
         unit = kind.unit.short
-        out = {"speed": f"{sum(speeds) / len(speeds):.2f} {unit}" if speeds else ""}
+        out = {"speed": f"{total / count:.2f} {unit}" if count else ""}
         now = time.monotonic()
         testset = self.testsets.get(task)
-        if testset is not None and (
-            force or now - self._scored_at.get(key, 0.0) >= self.QUALITY_SECONDS
-        ):
-            self._scored_at[key] = now
+        if testset is not None and (force or now >= self._scored_at.get(key, 0.0)):
             from .leaderboard import quality_so_far
 
             value = quality_so_far(kind, cfg, testset, records)
+            spent = time.monotonic() - now
+            self._scored_at[key] = now + max(self.QUALITY_SECONDS, self.QUALITY_SHARE * spent)
             name = kind.metric_label(kind.metric(cfg))
             out["quality"] = f"{name} {_pct(value)}" if value is not None else ""
         return out
@@ -145,10 +161,36 @@ class ProgressListener:
         else:
             self.console.print(text, markup=False)
 
+    def _item_line(self, key: tuple[str, str], text: str) -> None:
+        """Print one item's line unless this second's share of item lines is used up."""
+        now = time.monotonic()
+        if now - self._window >= 1.0:
+            self._window, self._lines = now, 0
+        if self._lines < self.ITEM_LINES_PER_SECOND:
+            self._lines += 1
+            self._say(text)
+        else:
+            self._unshown[key] = self._unshown.get(key, 0) + 1
+        if self._unshown and now - self._progress_at >= self.PROGRESS_SECONDS:
+            self._progress_at = now
+            self._say_unshown()
+
+    def _say_unshown(self, only: tuple[str, str] | None = None) -> None:
+        """One progress line per job whose item lines were left out since the last one."""
+        for key in [only] if only is not None else list(self._unshown):
+            left_out = self._unshown.pop(key, 0)
+            if not left_out:
+                continue
+            done, total = self._counts.get(key, [0, 0])
+            self._say(
+                f"{key[0]} {key[1]}: {done}/{total} items done ({left_out} item lines not shown)"
+            )
+
     def __call__(self, event: Event) -> None:
         key = (getattr(event, "task", ""), getattr(event, "system", ""))
         match event:
             case JobStarted(task, system, total, done):
+                self._counts[key] = [done, total]
                 if self._progress is not None:
                     self._tasks[key] = self._progress.add_task(
                         f"{task} / {system}",
@@ -169,6 +211,11 @@ class ProgressListener:
                 budget = event.budget_seconds
                 audit = event.audit_of is not None
                 if not audit:
+                    if key in self._counts:
+                        self._counts[key][0] += 1
+                    if event.speed is not None:
+                        speed_sum, count = self._speeds.get(key, (0.0, 0))
+                        self._speeds[key] = (speed_sum + event.speed, count + 1)
                     self._done.setdefault(key, []).append(
                         {
                             "item": item,
@@ -189,9 +236,10 @@ class ProgressListener:
                     budget_text = f" / budget {budget:.2f} s" if budget is not None else ""
                     extra = f" - {message}" if message and verdict != "ok" else ""
                     attempt_text = f" (attempt {attempt})" if attempt > 1 else ""
-                    self._say(
+                    self._item_line(
+                        key,
                         f"{task} {system} {item}{attempt_text}: {verdict} "
-                        f"{seconds:.3f} s{budget_text}{extra}"
+                        f"{seconds:.3f} s{budget_text}{extra}",
                     )
             case SystemLost(task=task, system=system) | LinkLost(task=task, system=system):
                 what = (
@@ -209,6 +257,7 @@ class ProgressListener:
             ):
                 if self._progress is not None and key in self._tasks:
                     self._progress.update(self._tasks[key], **self._figures(key, force=True))
+                self._say_unshown(key)
                 if isinstance(event, JobFailed):
                     status = f"FAILED: {event.reason}"
                 elif isinstance(event, JobSkipped):

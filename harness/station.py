@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from .events import SCHEMA_VERSION, AuditSeed, JournalEvent
+from .events import SCHEMA_VERSION, AuditSeed, Completed, JournalEvent
 from .journal import as_event
 from .store import JobKey, RunState, RunStore
 
@@ -109,11 +109,11 @@ class StationStore(RunStore):
         key = (getattr(event, "task", None), getattr(event, "system", None))
         return self.station if key in self._held else None
 
-    def _events(self, jobs: set[JobKey]) -> Iterator[JournalEvent]:
+    def _completions(self, jobs: set[JobKey]) -> Iterator[Completed]:
         only = next(iter(jobs)) if len(jobs) == 1 else None
         for record in self.pg.records(job=only):
             event = as_event(record)
-            if event is not None:
+            if isinstance(event, Completed):
                 yield event
 
     def emit(self, event: E) -> E:
@@ -138,6 +138,7 @@ class StationStore(RunStore):
             self._held.add(key)
             state = self.state
             state.completed.pop(key, None)
+            state.done.pop(key, None)
             state.jobs.pop(key, None)
             for stale in [k for k in state.attempts if k[:2] == key]:
                 del state.attempts[stale]

@@ -14,12 +14,13 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import gc
 import json
 import os
 import shutil
 import threading
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -44,7 +45,7 @@ from .events import (
     SystemStarted,
     TestsetHashes,
 )
-from .journal import Journal, read_events
+from .journal import DISPATCHED_PREFIX, Journal, complete_lines, parse_record, quick_record
 
 JobKey = tuple[str, str]  # (task, system)
 E = TypeVar("E", bound=JournalEvent)
@@ -84,11 +85,6 @@ class RunStoreError(RuntimeError):
         return _store_error(exc, run_dir)
 
 
-# What a controller's own state drops of each completion: it keeps enough to resume and
-# count, never the answer itself, so its memory does not grow with the size of answers.
-_SLIM = {"output": None, "message": ""}
-
-
 @dataclass
 class JobSummary:
     """What readers need of one job beyond its completions, kept as the journal is read."""
@@ -112,6 +108,24 @@ class SessionSummary:
     end_event: str | None = None
 
 
+@contextlib.contextmanager
+def cycle_collector_held() -> Iterator[None]:
+    """Hold Python's cycle collector off while a journal is replayed.
+
+    A replay makes objects that never form cycles, by the hundred thousand; the
+    collector, run again and again over everything kept so far, would add about 40 %
+    to a replay that keeps 100,000 answers. It is turned back on only if it was on
+    (another thread's replay may be holding it off meanwhile).
+    """
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
+
+
 @dataclass
 class RunState:
     """What the journal says has happened so far.
@@ -119,11 +133,15 @@ class RunState:
     ``keep_records`` keeps every record (``job_records`` needs them). Without them the
     state holds one entry per item plus a small summary per job and session, which is
     what the leaderboard and the report read. ``keep_answers`` (default: as
-    ``keep_records``) keeps each completion's answer: readers that score need it; a
-    controller replays without, so that its memory does not grow with answers.
+    ``keep_records``) keeps each completion (``completed``, answers included): readers
+    that score need it. A controller replays without: it keeps the ids of the completed
+    items (``done``) and the attempt numbers of items not completed, never a record per
+    item, so its memory and its replay stay small however long the run.
     """
 
     completed: dict[JobKey, dict[str, Completed]] = field(default_factory=lambda: defaultdict(dict))
+    # The ids of every job's completed items (first completions), kept in every mode.
+    done: dict[JobKey, set[str]] = field(default_factory=lambda: defaultdict(set))
     attempts: dict[tuple[str, str, str], int] = field(default_factory=dict)
     records: list[JournalEvent] = field(default_factory=list)
     keep_records: bool = True
@@ -137,6 +155,7 @@ class RunState:
     testset_hashes: dict[str, dict[str, str]] = field(default_factory=dict)
     _by_job: dict[JobKey, list[JournalEvent]] = field(default_factory=dict, repr=False)
     _by_job_size: int = field(default=-1, repr=False)
+    _fields_sets: dict[int, set[str]] = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_journal(
@@ -144,28 +163,80 @@ class RunState:
     ) -> RunState:
         """Replay a journal. The first completion of an item wins; later ones are ignored."""
         state = cls(keep_records=keep_records, keep_answers=keep_answers)
-        for record in read_events(path):
-            state.apply(record)
+        with cycle_collector_held():
+            state._replay(path)
         return state
+
+    def _replay(self, path: Path) -> None:
+        state = self
+        keep_records = self.keep_records
+        keep = keep_records if self.keep_answers is None else self.keep_answers
+        for line in complete_lines(path):
+            # Dispatches (and, for a controller, completions) are folded in from plain
+            # JSON: a replay of 100,000 items then costs about a second, not several.
+            quick = None if keep_records else quick_record(line)
+            if quick is not None:
+                if quick["event"] == "dispatched":
+                    state._dispatched(
+                        quick["session"],
+                        quick["task"],
+                        quick["system"],
+                        quick["item"],
+                        quick["attempt"],
+                    )
+                    continue
+                if not keep and quick["verdict"] == "ok":
+                    state._completed_ok(
+                        quick["session"], quick["task"], quick["system"], quick["item"]
+                    )
+                    continue
+            record = parse_record(line)
+            if record is not None:
+                state.apply(record)
+
+    def _session(self, session: str) -> SessionSummary:
+        summary = self.sessions.get(session)
+        if summary is None:
+            summary = self.sessions[session] = SessionSummary(session)
+        return summary
+
+    def _dispatched(self, session: str, task: str, system: str, item: str, attempt: int) -> None:
+        """Fold in one dispatch (as ``apply`` does with a Dispatched record)."""
+        self._session(session)
+        key = (task, system, item)
+        self.attempts[key] = max(self.attempts.get(key, 0), attempt)
+        self.jobs[(task, system)].in_progress = True
+
+    def _completed_ok(self, session: str, task: str, system: str, item: str) -> None:
+        """Fold in an ok completion for a state that keeps no answers."""
+        self._session(session)
+        done = self.done[(task, system)]
+        if item not in done:
+            done.add(item)
+            # Its attempt number is never asked again: an item is sent until completed.
+            self.attempts.pop((task, system, item), None)
 
     def apply(self, record: JournalEvent) -> None:
         """Fold one record into the state."""
         if self.keep_records:
             self.records.append(record)
-        session = self.sessions.get(record.session)
-        if session is None:
-            session = self.sessions[record.session] = SessionSummary(record.session)
+        session = self._session(record.session)
         if isinstance(record, Dispatched):
-            key = (record.task, record.system, record.item)
-            self.attempts[key] = max(self.attempts.get(key, 0), record.attempt)
-            self.jobs[(record.task, record.system)].in_progress = True
+            self._dispatched(
+                record.session, record.task, record.system, record.item, record.attempt
+            )
         elif isinstance(record, Completed):
-            done = self.completed[(record.task, record.system)]
+            done = self.done[(record.task, record.system)]
             if record.item not in done:
+                done.add(record.item)
                 keep = self.keep_records if self.keep_answers is None else self.keep_answers
-                if not keep:
-                    record = record.model_copy(update=_SLIM)
-                done[record.item] = record
+                if keep:
+                    self.completed[(record.task, record.system)][record.item] = record
+                    self._share_fields_set(record)
+                else:
+                    self.attempts.pop((record.task, record.system, record.item), None)
+                    # Only a failure is kept (the job's incidents), without its answer.
+                    record = record.model_copy(update={"output": None, "message": ""})
                 if record.verdict != "ok":
                     self.jobs[(record.task, record.system)].incidents.append((record, None))
         elif isinstance(record, SystemStarted):
@@ -193,6 +264,21 @@ class RunState:
             self.job_settings[(record.task, record.system)] = record.settings
         elif isinstance(record, TestsetHashes):
             self.testset_hashes[record.task] = record.files
+
+    def _share_fields_set(self, record: Completed) -> None:
+        """Let kept completions share one set of the names of their fields.
+
+        Each model read from JSON carries the set of the fields its line gave (about
+        2 KB for a completion: most of what it costs to keep). Completions written by one
+        version all give the same fields, and a frozen model never changes its set, so
+        one shared set serves them all.
+        """
+        fields = record.__pydantic_fields_set__
+        shared = self._fields_sets.get(len(fields))
+        if shared is None or shared != fields:
+            self._fields_sets[len(fields)] = fields
+        elif shared is not fields:
+            object.__setattr__(record, "__pydantic_fields_set__", shared)
 
     def next_attempt(self, task: str, system: str, item: str) -> int:
         """1 for a fresh item; one more than the last dispatch for an item that was in flight."""
@@ -296,11 +382,10 @@ class RunStore:
                 files[(task, system)] = open(path.with_suffix(".jsonl.tmp"), "wb")
             try:
                 seen: set[tuple[str, str, str]] = set()
-                for record in self._events(wanted):
-                    if not isinstance(record, Completed):
-                        continue
-                    job = (record.task, record.system)
-                    key = (*job, record.item)
+                for record in self._completions(wanted):
+                    fields = record if isinstance(record, dict) else record.__dict__
+                    job = (fields["task"], fields["system"])
+                    key = (*job, fields["item"])
                     if job in files and key not in seen:
                         seen.add(key)
                         files[job].write(orjson.dumps(output_line(record)) + b"\n")
@@ -316,9 +401,20 @@ class RunStore:
         except OSError as exc:
             raise _store_error(exc, self.dir) from exc
 
-    def _events(self, jobs: set[JobKey]) -> Iterable[JournalEvent]:
-        """The journal's records, read for rebuilding the outputs of ``jobs``."""
-        return read_events(self.journal_path)
+    def _completions(self, jobs: set[JobKey]) -> Iterator[Completed | dict[str, Any]]:
+        """The journal's completions, read for rebuilding the outputs of ``jobs``: as plain
+        JSON where ``quick_record`` can vouch for a line, else as the typed event."""
+        for line in complete_lines(self.journal_path):
+            if line.startswith(DISPATCHED_PREFIX):
+                continue  # half the journal, and no output in it
+            record = quick_record(line)
+            if record is None:
+                typed = parse_record(line)
+                if not isinstance(typed, Completed):
+                    continue
+                yield typed
+            else:
+                yield record
 
     def open_outputs(self, task: str, system: str) -> None:
         """Keep a job's outputs file open for appends (rebuild_outputs wrote it at start)."""
@@ -349,8 +445,8 @@ class RunStore:
 
     def _emit(self, event: E) -> E:
         record = cast(E, self.journal.append(event))
-        first = not isinstance(record, Completed) or record.item not in self.state.completed.get(
-            (record.task, record.system), {}
+        first = isinstance(record, Completed) and record.item not in self.state.done.get(
+            (record.task, record.system), ()
         )
         self.state.apply(record)
         if isinstance(record, Completed) and first:

@@ -68,14 +68,18 @@ def stage_file(source: Path, stage_dir: Path, anon_id: str, key: str) -> Path:
     target = stage_dir / f"{anon_id}-{key}{source.suffix}"
     fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o444)
     try:
-        with open(source, "rb") as src:
-            size = os.fstat(src.fileno()).st_size
+        # A bare descriptor, not a file object: this runs once per item.
+        src = os.open(source, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            size = os.fstat(src).st_size
             copied = 0
             while copied < size:
-                sent = os.sendfile(fd, src.fileno(), copied, size - copied)
+                sent = os.sendfile(fd, src, copied, size - copied)
                 if sent == 0:
                     break
                 copied += sent
+        finally:
+            os.close(src)
     except BaseException:
         os.close(fd)
         with contextlib.suppress(OSError):
@@ -192,7 +196,8 @@ class _LocalRunner(Runner):
         for key, source in request.files.items():
             path = stage_file(source, self.scratch.inputs, request.anon_id, key)
             staged.append(path)
-            inputs[key] = self._seen(path)
+            # In the inputs directory by construction: no search of the scratch dirs.
+            inputs[key] = str(IN_DIR / path.name) if self.sealed else str(path)
         for key, output in self._output_files(request).items():
             inputs[key] = output.seen
         return inputs, staged

@@ -1,0 +1,195 @@
+"""End-to-end per-item cost of `onsite run`, against a bare pipe, on the path a user takes.
+
+Harness: `onsite run SITE` started as a subprocess (python -m harness.cli), the null
+system (examples/systems/null_system.py, serve mode) as the participant, the output
+not a terminal (plain progress). Per-item cost = (wall time of a run of N items -
+wall time of a run of FEW items) / (N - FEW), so start-up, test-set loading, the
+system's start and the closing leaderboard cancel out, except for the part of them
+that grows with the items.
+
+Peer: a bare loop that starts the same null system and pipes N item lines through
+it, one line written and one line read per item, measured the same way:
+(wall(N) - wall(FEW)) / (N - FEW).
+
+Both are also given as CPU time per item (user + system, the harness or the loop
+together with the null system it ran), the same difference: on a loaded machine
+the wall times move with the load, the CPU times much less.
+
+The bare pipe's own time is bimodal on a machine with few cores: about 0.01 ms
+per item when the scheduler keeps the loop and the system on one core, about 0.05
+ms when each wakes the other across cores; rounds say which they got.
+
+Goal (issue 18): harness per item at most 3x the bare per item, and at most 0.15 ms.
+
+Run: `.venv/bin/python benchmarks/run_overhead.py [--items N] [--kind asr|mt]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+NULL = [sys.executable, "-m", "examples.systems.null_system"]
+FEW = 20
+
+
+def make_site(items: int, work: Path, kind: str) -> Path:
+    """A test set of N items and a site file running the null system on it.
+
+    asr: one tiny WAV file per item (each is staged, as a copy, for the system);
+    mt: one line of source text per item (no file to stage).
+    """
+    testset = work / "set"
+    testset.mkdir()
+    if kind == "asr":
+        # A valid 10 ms PCM WAV, written by hand: no audio library needed here.
+        data = b"\0\0" * 160
+        header = (
+            b"RIFF"
+            + (36 + len(data)).to_bytes(4, "little")
+            + b"WAVEfmt "
+            + (16).to_bytes(4, "little")
+            + (1).to_bytes(2, "little")
+            + (1).to_bytes(2, "little")
+            + (16000).to_bytes(4, "little")
+            + (32000).to_bytes(4, "little")
+            + (2).to_bytes(2, "little")
+            + (16).to_bytes(2, "little")
+            + b"data"
+            + len(data).to_bytes(4, "little")
+        )
+        for i in range(items):
+            (testset / f"u{i:06d}.wav").write_bytes(header + data)
+        (testset / "text").write_text("".join(f"u{i:06d} x\n" for i in range(items)))
+        task = 'kind = "asr"\ntestset = "set"\nbudget = { seconds = 10 }'
+    else:
+        (testset / "source.txt").write_text("".join(f"s{i} w\n" for i in range(items)))
+        (testset / "ref1.txt").write_text("".join(f"r{i} w\n" for i in range(items)))
+        task = 'kind = "mt"\ntestset = "set"\nbudget = { seconds = 10 }'
+    site_path = work / "site.toml"
+    site_path.write_text(
+        f"""
+[site]
+name = "bench"
+runs = "runs"
+[devices.local]
+kind = "local"
+[tasks.t]
+{task}
+[systems.null]
+device = "local"
+tasks = ["t"]
+workdir = {json.dumps(str(REPO))}
+command = ["python", "-m", "examples.systems.null_system"]
+"""
+    )
+    return site_path
+
+
+def onsite_run(site: Path, runs: Path, limit: int) -> tuple[float, float]:
+    """Wall seconds and CPU seconds (onsite and its system) of `onsite run SITE --limit N`."""
+    env = dict(os.environ, PYTHONPATH=str(REPO), COLUMNS="100")
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness.cli", "run", str(site), "--runs", str(runs)]
+        + ["--limit", str(limit)],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    assert proc.stdout is not None
+    out = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        sys.stderr.write(out.decode(errors="replace"))
+        raise SystemExit(f"onsite run failed ({proc.returncode})")
+    # The child's own time and that of the children it waited for (the system).
+    return wall, usage.ru_utime + usage.ru_stime
+
+
+def bare_loop(items: int, item_input: dict[str, object]) -> tuple[float, float]:
+    """Wall and CPU seconds (this loop and the system) of piping N item lines through the
+    null system, start-up included."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    proc = subprocess.Popen(NULL, cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+    fd, reader = proc.stdin.fileno(), proc.stdout
+    os.write(fd, b'{"op":"hello","protocol":1,"task":"t","kind":"asr"}\n')
+    reader.readline()
+    for i in range(items):
+        line = {"op": "item", "id": f"{i:016x}", "input": item_input}
+        os.write(fd, json.dumps(line).encode() + b"\n")
+        reader.readline()
+    os.write(fd, b'{"op":"bye"}\n')
+    proc.wait()
+    wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu += (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return wall, cpu
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--items", type=int, default=20000, help="items of the long run")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds of each")
+    parser.add_argument("--kind", choices=["asr", "mt"], default="asr")
+    parser.add_argument(
+        "--dir",
+        default=str(REPO),
+        help="where the test set and the run directories go (default: the repository; "
+        "on some machines /tmp is far slower at creating files, and staging creates one per item)",
+    )
+    args = parser.parse_args()
+    n = args.items
+    harness, bare, harness_cpu, bare_cpu = [], [], [], []
+    with tempfile.TemporaryDirectory(prefix=".onsite-bench-", dir=args.dir) as tmp:
+        work = Path(tmp)
+        site = make_site(n, work, args.kind)
+        item_input: dict[str, object] = (
+            {"audio": str(work / "set" / "u000000.wav"), "sample_rate": 16000}
+            if args.kind == "asr"
+            else {"text": "w"}
+        )
+        # Alternate, so that load from elsewhere on the machine hits both alike.
+        for round_no in range(1, args.rounds + 1):
+            few, few_cpu = onsite_run(site, work / f"few{round_no}", FEW)
+            full, full_cpu = onsite_run(site, work / f"full{round_no}", n)
+            bare_few, bare_few_cpu = bare_loop(FEW, item_input)
+            bare_full, bare_full_cpu = bare_loop(n, item_input)
+            h, hc = (full - few) / (n - FEW), (full_cpu - few_cpu) / (n - FEW)
+            b, bc = (bare_full - bare_few) / (n - FEW), (bare_full_cpu - bare_few_cpu) / (n - FEW)
+            harness.append(h)
+            bare.append(b)
+            harness_cpu.append(hc)
+            bare_cpu.append(bc)
+            print(
+                f"round {round_no}: onsite run {FEW} items {few:.2f} s, {n} items {full:.2f} s "
+                f"-> {h * 1e3:.3f} ms/item (CPU {hc * 1e3:.3f}); bare pipe {b * 1e3:.3f} ms/item "
+                f"(CPU {bc * 1e3:.3f}); ratio {h / b:.2f}x (CPU {hc / bc:.2f}x)"
+            )
+    h, b = statistics.median(harness), statistics.median(bare)
+    hc, bc = statistics.median(harness_cpu), statistics.median(bare_cpu)
+    print(
+        f"onsite run per item (median of rounds): {h * 1e3:.3f} ms (goal <= 0.15 ms); "
+        f"bare pipe {b * 1e3:.3f} ms; ratio {h / b:.2f}x (goal <= 3x); "
+        f"CPU per item {hc * 1e3:.3f} ms against {bc * 1e3:.3f} ms, {hc / bc:.2f}x; "
+        f"load average {os.getloadavg()[0]:.2f}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
