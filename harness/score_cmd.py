@@ -837,7 +837,11 @@ def _files_or_run(args: argparse.Namespace) -> str | None:
         if given:
             return f"give {files}, or --run, not both ({', '.join(given)} given with --run)"
         return None
-    if getattr(args, "task", None) is not None or getattr(args, "system", None) is not None:
+    # The judging station's families take --run and --task of their own (not these).
+    shared_task = args.family in RUN_FAMILIES
+    if shared_task and (
+        getattr(args, "task", None) is not None or getattr(args, "system", None) is not None
+    ):
         return "--task and --system go with --run RUN_DIR"
     missing = [flag for dest, flag in needs if getattr(args, dest, None) is None]
     if missing:

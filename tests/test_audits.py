@@ -74,7 +74,11 @@ def test_perturbed_repeats_use_a_different_file(tmp_path: Path, plan_env) -> Non
     originals = {p.read_bytes() for p in (tmp_path / "set").glob("*.wav")}
     assert all(p.read_bytes() not in originals for p in perturbed)
     records = [r for r in read_journal(run_dir / "journal.jsonl") if r["event"] == "completed"]
-    assert all(line.passed for line in audit_lines(records, Audit(repeats=2, perturb=True)))
+    # The answers to the perturbed copies agree with the originals. (The "faster" line
+    # compares times of a system with no delay: noise on a loaded machine, not checked here;
+    # test_caching_system_is_caught checks it.)
+    agree, _ = audit_lines(records, Audit(repeats=2, perturb=True))
+    assert agree.passed, agree.figure
 
 
 def test_the_seed_is_drawn_once_and_reused_on_resume(tmp_path: Path, plan_env) -> None:
