@@ -57,6 +57,7 @@ from .events import (
     TestsetLoaded,
 )
 from .integrity import (
+    HashCache,
     SiteChanged,
     combined_digest,
     contain_testset,
@@ -188,6 +189,8 @@ class Controller:
         self.limit = limit
         self.accept_site_change = accept_site_change
         self._hashes: dict[str, dict[str, str]] = {}
+        # Files hashed at the start are checked at each job's end by their stat signature.
+        self._hash_cache = HashCache()
         self._testsets: dict[str, TestSet] = {}
         self._jobs: dict[tuple[str, str], Job] = {}
         self._audit_seed: int | None = None
@@ -400,7 +403,7 @@ class Controller:
         problems: list[Problem] = []
         accepted: list[SiteChangeAccepted] = []
         for task, testset in self._testsets.items():
-            current = testset_file_hashes(self.site.testset_path(task), testset)
+            current = testset_file_hashes(self.site.testset_path(task), testset, self._hash_cache)
             self._hashes[task] = current
             reference = state.testset_hashes.get(task)
             if reference is None:
@@ -434,7 +437,9 @@ class Controller:
 
     def _verify_testset(self, task: str) -> None:
         """At the end of a job: the test set must still be what the run started from."""
-        current = testset_file_hashes(self.site.testset_path(task), self._testsets[task])
+        current = testset_file_hashes(
+            self.site.testset_path(task), self._testsets[task], self._hash_cache
+        )
         reference = self._hashes.get(task)
         if reference is not None and current != reference:
             problems = testset_problems(self.site, task, reference, current)

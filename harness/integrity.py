@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -40,33 +41,78 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def testset_file_hashes(root: Path, testset: TestSet | None) -> dict[str, str]:
+# What identifies one version of a file without reading it: device, inode, size, and the
+# modification and status-change times in nanoseconds. Any write changes the status-change
+# time, which no unprivileged program can set back.
+Signature = tuple[int, int, int, int, int]
+
+
+class HashCache:
+    """SHA-256 of files already read, reused while a file's stat signature is unchanged.
+
+    The controller hashes every test-set file at the start and checks them again at the
+    end of every job; with this cache the check reads only files whose signature moved
+    (as git's index and rsync decide what changed), so its cost is a stat per file, not a
+    read of the whole set for every job.
+    """
+
+    def __init__(self) -> None:
+        self._known: dict[str, tuple[Signature, str]] = {}
+
+    def sha256(self, path: str) -> str | None:
+        """The file's hex SHA-256, or None when it is not a regular file."""
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        signature = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        known = self._known.get(path)
+        if known is not None and known[0] == signature:
+            return known[1]
+        digest = sha256_file(Path(path))
+        self._known[path] = (signature, digest)
+        return digest
+
+
+def testset_file_hashes(
+    root: Path, testset: TestSet | None, cache: HashCache | None = None
+) -> dict[str, str]:
     """SHA-256 of every file under the test-set directory, plus item files kept elsewhere.
 
-    Keys are paths relative to the test-set directory where they lie inside it.
+    Keys are paths relative to the test-set directory where they lie inside it. Paths are
+    handled as strings: a set of 100,000 files would otherwise spend most of the time
+    parsing them.
     """
-    files: dict[Path, None] = {}
-    if root.is_dir():
-        for dirpath, dirnames, filenames in os.walk(root):
+    cache = cache if cache is not None else HashCache()
+    top = str(root)
+    files: dict[str, None] = {}
+    if os.path.isdir(top):
+        for dirpath, dirnames, filenames in os.walk(top):
             dirnames.sort()
             for name in filenames:
-                files[Path(dirpath) / name] = None
+                files[os.path.join(dirpath, name)] = None
     if testset is not None:
         for item in testset.items:
-            for path in item.files.values():
-                files[Path(path)] = None
-        for path in testset.setup_files.values():
-            files[Path(path)] = None
+            for item_file in item.files.values():
+                files[_normal(item_file)] = None
+        for setup_file in testset.setup_files.values():
+            files[_normal(setup_file)] = None
+    inside = top.rstrip(os.sep) + os.sep
     out = {}
-    for path in sorted(files, key=str):
-        if not path.is_file():
+    for path in sorted(files):
+        digest = cache.sha256(path)
+        if digest is None:
             continue
-        try:
-            key = str(path.relative_to(root))
-        except ValueError:
-            key = str(path)
-        out[key] = sha256_file(path)
+        key = path[len(inside) :] if path.startswith(inside) else path
+        out[key] = digest
     return out
+
+
+def _normal(path: Path | str) -> str:
+    # A Path's str is cached and already normal; anything else is normalized as Path does.
+    return str(path) if isinstance(path, Path) else str(Path(path))
 
 
 def combined_digest(hashes: Mapping[str, str]) -> str:

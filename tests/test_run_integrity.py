@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -17,10 +18,11 @@ import numpy as np
 import pytest
 import soundfile
 
-from harness import Controller, RunStore, leaderboard, load_site, read_journal
+from harness import Controller, RunStore, integrity, leaderboard, load_site, read_journal
+from harness.integrity import HashCache, SiteChanged
 from harness.report.verdicts import judge_job
 from runners import ItemAttempt, ItemRequest, LocalServeRunner, Runner
-from tests.helpers import FAKE_SERVE, REPO, make_testset, read_outputs, write_site
+from tests.helpers import FAKE_SERVE, REPO, make_testset, read_outputs, run_site, write_site
 
 ITEMS = 6
 
@@ -329,3 +331,55 @@ def test_a_system_hunting_for_references_earns_only_what_it_recognizes(
         assert row.score == 0.0, "the unsealed cheater should have found the references"
         assert row.unsealed
         assert not judge_job(row).valid
+
+
+def test_the_cached_test_set_check_sees_every_kind_of_change(tmp_path: Path) -> None:
+    root = make_testset(tmp_path / "set", [("a", 1600, "x"), ("b", 1601, "y")])
+    cache = HashCache()
+    first = integrity.testset_file_hashes(root, None, cache)
+    assert first == integrity.testset_file_hashes(root, None)  # the cache changes no answer
+    assert integrity.testset_file_hashes(root, None, cache) == first
+    # Same size, same bytes count, modification time set back: the status-change time moved.
+    wav = root / "a.wav"
+    before = wav.stat()
+    data = bytearray(wav.read_bytes())
+    data[-1] ^= 0xFF
+    wav.write_bytes(bytes(data))
+    os.utime(wav, ns=(before.st_atime_ns, before.st_mtime_ns))
+    changed = integrity.testset_file_hashes(root, None, cache)
+    assert changed["a.wav"] != first["a.wav"] and changed["b.wav"] == first["b.wav"]
+    # Replaced by another file (a new inode) with the first one's bytes: the same hash again.
+    other = tmp_path / "other.wav"
+    other.write_bytes(bytes(data[:-1]) + bytes([data[-1] ^ 0xFF]))
+    os.replace(other, wav)
+    assert integrity.testset_file_hashes(root, None, cache) == first
+    (root / "c.txt").write_text("new")
+    assert "c.txt" in integrity.testset_file_hashes(root, None, cache)
+
+
+def test_a_test_set_changed_during_a_job_stops_the_run(tmp_path: Path, plan_env) -> None:
+    site = small_site(tmp_path, plan_env, delay=0.3)
+    wav = tmp_path / "set" / "u3.wav"
+
+    def tamper() -> None:
+        deadline = time.monotonic() + 60
+        journal = tmp_path / "runs" / "t" / "journal.jsonl"
+        while time.monotonic() < deadline:
+            if journal.exists() and any(r["event"] == "dispatched" for r in read_journal(journal)):
+                break
+            time.sleep(0.02)
+        data = bytearray(wav.read_bytes())
+        data[-1] ^= 0xFF
+        wav.write_bytes(bytes(data))
+
+    thread = threading.Thread(target=tamper)
+    thread.start()
+    try:
+        with pytest.raises(SiteChanged) as stopped:
+            run_site(site)
+    finally:
+        thread.join()
+    assert "u3.wav" in str(stopped.value) and "content changed" in str(stopped.value)
+    records = read_journal(tmp_path / "runs" / "t" / "journal.jsonl")
+    changed = [r for r in records if r["event"] == "testset_changed"]
+    assert len(changed) == 1 and "content changed" in changed[0]["changes"][0], changed
