@@ -207,10 +207,11 @@ def site_change_problem(site: Site, task: str, system: str, changes: list[str]) 
     )
 
 
-def _escapes(root: Path, path: Path) -> bool:
+def _escapes(root: str, path: str) -> bool:
     # Lexical: a test set may link its files elsewhere on purpose; "../" in a listing may not.
-    normal = Path(os.path.normpath(root / path))
-    return normal != root and root not in normal.parents
+    # Strings, not Paths: this runs for every file of every item at every start.
+    normal = os.path.normpath(os.path.join(root, path))
+    return normal != root and not normal.startswith(root.rstrip(os.sep) + os.sep)
 
 
 def contain_testset(testset: TestSet) -> TestSet:
@@ -219,9 +220,9 @@ def contain_testset(testset: TestSet) -> TestSet:
     Ids become file names (audit copies, staged names) and paths are opened on the
     controller: neither may point outside the directory the organizer named.
     """
-    root = Path(os.path.normpath(testset.root))
+    root = os.path.normpath(testset.root)
     # Frames the harness decoded from the set's own videos live in its cache.
-    cache = frames_cache_root()
+    cache = os.path.normpath(frames_cache_root())
     keep = []
     refused = []
     for item in testset.items:
@@ -233,7 +234,7 @@ def contain_testset(testset: TestSet) -> TestSet:
         outside = [
             str(p)
             for p in item.files.values()
-            if _escapes(root, Path(p)) and _escapes(cache, Path(p))
+            if _escapes(root, str(p)) and _escapes(cache, str(p))
         ]
         if bad_id:
             refused.append(
@@ -255,6 +256,7 @@ def contain_testset(testset: TestSet) -> TestSet:
 
 
 __all__ = [
+    "HashCache",
     "SiteChanged",
     "combined_digest",
     "contain_testset",
