@@ -50,6 +50,7 @@ from .sandbox import (
     account,
     check_available,
     clean_env,
+    memory_inputs_dir,
     program_files,
 )
 from .serve import StreamServeRunner, log_note, log_tail
@@ -96,7 +97,11 @@ class _LocalRunner(Runner):
     def __init__(self, spec: SystemSpec, cpus: Sequence[int] | None = None) -> None:
         self.spec = spec
         self.cpus = tuple(cpus) if cpus else None
-        self.scratch = ScratchDirs.under(spec.stage_dir)
+        # Sealed, a system sees its inputs only at /onsite/in, wherever they are on the host:
+        # they are staged in RAM. Unsealed, it is handed host paths: they stay in the run's
+        # stage directory, where an operator debugging the system looks for them.
+        memory = memory_inputs_dir(spec.stage_dir) if spec.sandbox.enabled else None
+        self.scratch = ScratchDirs.under(spec.stage_dir, memory)
         self.sealed = spec.sandbox.enabled
         self._account: Account | None = None
         self._sandbox: SandboxCommand | None = None

@@ -12,6 +12,7 @@ system started, daemons included. When the controller runs as root the system ru
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import pwd
 import shutil
@@ -54,9 +55,28 @@ class Account:
     gid: int
 
 
+# Where staged inputs live when the machine has one: a RAM file system. Staging writes a
+# file per item and removes it after; on disk that is a block allocation and a discard
+# each time (0.3 ms here), in RAM a few microseconds. The directory is private to the
+# system's stage (named by a hash of its path), emptied at every start and removed at stop.
+MEMORY_ROOT = Path("/dev/shm")
+
+
+def memory_inputs_dir(stage_dir: Path) -> Path | None:
+    """The RAM directory for one stage directory's inputs, or None where there is none."""
+    if os.environ.get("ONSITE_STAGE_ON_DISK") or not os.access(MEMORY_ROOT, os.W_OK | os.X_OK):
+        return None
+    key = hashlib.sha256(str(stage_dir.absolute()).encode("utf-8")).hexdigest()[:24]
+    return MEMORY_ROOT / f"onsite-{os.getuid()}-{key}" / "in"
+
+
 @dataclass(frozen=True)
 class ScratchDirs:
-    """The host directories behind a system's /onsite/in, /onsite/out, HOME and /tmp."""
+    """The host directories behind a system's /onsite/in, /onsite/out, HOME and /tmp.
+
+    ``inputs`` is under the stage directory, or in RAM (``memory_inputs_dir``); the
+    others are always under the stage directory.
+    """
 
     inputs: Path
     outputs: Path
@@ -64,15 +84,32 @@ class ScratchDirs:
     tmp: Path
 
     @classmethod
-    def under(cls, stage_dir: Path) -> ScratchDirs:
-        """The four directories of one system's stage directory."""
-        return cls(stage_dir / "in", stage_dir / "out", stage_dir / "home", stage_dir / "tmp")
+    def under(cls, stage_dir: Path, inputs: Path | None = None) -> ScratchDirs:
+        """The four directories of one system's stage directory (inputs elsewhere if given)."""
+        return cls(
+            inputs if inputs is not None else stage_dir / "in",
+            stage_dir / "out",
+            stage_dir / "home",
+            stage_dir / "tmp",
+        )
+
+    @property
+    def stage(self) -> Path:
+        """The system's stage directory."""
+        return self.outputs.parent
+
+    def _memory(self) -> Path | None:
+        # The RAM directory holding the inputs, when they are not in the stage directory.
+        return None if self.inputs.parent == self.stage else self.inputs.parent
 
     def clear(self) -> None:
         """Remove them: nothing of the system stays in the run directory after it stops."""
         for path in (self.inputs, self.outputs, self.home, self.tmp):
             if path.exists() or path.is_symlink():
                 _remove(path)
+        memory = self._memory()
+        if memory is not None and memory.is_dir():
+            _remove(memory)
 
     def reset(self, owner: Account | None) -> None:
         """Empty and recreate them: nothing of an earlier session or start survives.
@@ -80,11 +117,15 @@ class ScratchDirs:
         Inputs stay owned by the controller (the system only reads them); the others
         belong to the system's account so that it can write there.
         """
-        stage = self.inputs.parent
-        if stage.is_dir():
-            # Everything, including what a killed session left (staged inputs, scratch).
-            for child in stage.iterdir():
-                _remove(child)
+        memory = self._memory()
+        for place in (self.stage, memory):
+            if place is not None and place.is_dir():
+                # Everything, including what a killed session left (staged inputs, scratch).
+                for child in place.iterdir():
+                    _remove(child)
+        if memory is not None:
+            memory.mkdir(mode=0o755, exist_ok=True)
+            memory.chmod(0o755)
         for path in (self.inputs, self.outputs, self.home, self.tmp):
             path.mkdir(parents=True)
         self.inputs.chmod(0o755)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import socket
 import sys
 import threading
@@ -16,7 +17,7 @@ import pytest
 
 from harness import Controller, RunStore, load_site
 from runners import ItemRequest, LocalServeRunner, Sandbox, StartError, SystemSpec
-from runners.sandbox import account
+from runners.sandbox import MEMORY_ROOT, account
 from tests.helpers import REPO, make_testset, read_outputs, write_site
 
 HOSTILE = [sys.executable, str(REPO / "tests" / "systems" / "hostile.py")]
@@ -112,13 +113,21 @@ def test_snooping_system_finds_nothing_of_the_run(venue: Venue, listener, monkey
     monkeypatch.setenv("ONSITE_TEST_SECRET", "hunter2")
     monkeypatch.setenv("SSH_AUTH_SOCK", "/tmp/agent.sock")
     spec = venue.spec({"HOSTILE": "snoop", "HOSTILE_PORT": str(port)})
+    # Another system's staged input in RAM, where sealed inputs are staged on the host.
+    planted = MEMORY_ROOT / f"onsite-test-{os.getpid()}" / "in" / "other-system-input.wav"
+    planted.parent.mkdir(parents=True, exist_ok=True)
+    planted.write_bytes(b"another system's item")
     runner = LocalServeRunner(spec)
     info = runner.start()
     try:
+        # Sealed inputs are staged in RAM, and removed with the system.
+        assert runner.scratch.inputs.is_relative_to(MEMORY_ROOT)
         first = runner.run_item(venue.request("u1", "a1"))
         second = runner.run_item(venue.request("u2", "a2"))
     finally:
         runner.stop()
+        shutil.rmtree(planted.parent.parent)
+    assert not runner.scratch.inputs.parent.exists()
     assert info.version == "snoop"
     for attempt in (first, second):
         assert attempt.outcome == "result", attempt.message

@@ -42,6 +42,12 @@ def snoop(input_path: str) -> dict:
                     found.append(path)
                 if name.endswith(".wav") and path != input_path:
                     seen_inputs.append(path)
+    # /dev is skipped above, but the host stages sealed inputs in its RAM file system.
+    for dirpath, _, filenames in os.walk("/dev/shm"):
+        for name in filenames:
+            path = os.path.join(dirpath, name)
+            if path != input_path:
+                seen_inputs.append(path)
     pids = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
     cmdlines = {}
     for pid in pids:
