@@ -41,7 +41,7 @@ from scoring.rouge import (
 from ..errors import Problem, TestSetError
 from ..testsets import InvalidItem, TestItem, TestSet
 from .base import KindOptions, Outputs, TaskConfig, TaskKind, pct
-from .text import KCHARS_PER_SECOND
+from .text import KCHARS_PER_SECOND, read_document
 
 LANGS = ("zh", "en")
 HEADLINES = {"rouge1": "ROUGE-1 F", "rouge2": "ROUGE-2 F", "rougeL": "ROUGE-L F"}
@@ -127,18 +127,9 @@ def _load(root: Path, task: TaskConfig) -> TestSet:
     items: list[TestItem] = []
     invalid: list[InvalidItem] = []
     for doc_id, texts in refs.items():
-        path = docs / f"{doc_id}.txt"
-        if not path.is_file():
-            invalid.append(InvalidItem(doc_id, None, f"no document {path}"))
-            continue
-        try:
-            text = path.read_bytes().decode("utf-8-sig")
-        except UnicodeDecodeError as exc:
-            reason = f"not UTF-8 (byte {exc.start}); convert it, e.g. iconv -f GB18030 -t UTF-8"
-            invalid.append(InvalidItem(doc_id, path, reason))
-            continue
-        if not text.strip():
-            invalid.append(InvalidItem(doc_id, path, "the document is empty"))
+        text, bad = read_document(docs, doc_id)
+        if bad is not None:
+            invalid.append(bad)
             continue
         items.append(
             TestItem(

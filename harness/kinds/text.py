@@ -466,6 +466,22 @@ def _score_pos(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> 
 # --------------------------------------------------------------------------- textcat
 
 
+def read_document(docs: Path, doc_id: str) -> tuple[str, InvalidItem | None]:
+    """A test set's document ``docs/<doc_id>.txt`` as text, or why it cannot be an item
+    (missing, not UTF-8, empty): the run goes on without it."""
+    path = docs / f"{doc_id}.txt"
+    if not path.is_file():
+        return "", InvalidItem(doc_id, None, f"no document {path}")
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        reason = f"not UTF-8 (byte {exc.start}); convert it, e.g. iconv -f GB18030 -t UTF-8"
+        return "", InvalidItem(doc_id, path, reason)
+    if not text.strip():
+        return "", InvalidItem(doc_id, path, "the document is empty")
+    return text, None
+
+
 def _load_textcat(root: Path, task: TaskConfig) -> TestSet:
     from scoring.textcat import read_category_file
 
@@ -476,18 +492,9 @@ def _load_textcat(root: Path, task: TaskConfig) -> TestSet:
     items: list[TestItem] = []
     invalid: list[InvalidItem] = []
     for doc_id, categories in gold.items():
-        path = docs / f"{doc_id}.txt"
-        if not path.is_file():
-            invalid.append(InvalidItem(doc_id, None, f"no document {path}"))
-            continue
-        try:
-            text = path.read_bytes().decode("utf-8-sig")
-        except UnicodeDecodeError as exc:
-            reason = f"not UTF-8 (byte {exc.start}); convert it, e.g. iconv -f GB18030 -t UTF-8"
-            invalid.append(InvalidItem(doc_id, path, reason))
-            continue
-        if not text.strip():
-            invalid.append(InvalidItem(doc_id, path, "the document is empty"))
+        text, bad = read_document(docs, doc_id)
+        if bad is not None:
+            invalid.append(bad)
             continue
         items.append(
             TestItem(
