@@ -576,6 +576,49 @@ _NAME = re.compile(
 )
 
 
+_TASK = re.compile(r"[a-z]{2}_[a-z]{2}_[a-z]+_[a-z]+")
+
+
+def name_part(text: str) -> str:
+    """``text`` as one part of a result file name, and so as the ``site`` or ``sysid`` the
+    name must match: every character the rule does not take ('-' separates the parts)
+    becomes '_'."""
+    return re.sub(r"[^A-Za-z0-9_]", "_", text) or "_"
+
+
+def _lang_part(lang: str | None) -> str:
+    # The rule's two-letter language code: "zh", "en" (from "zh-CN" too); else "xx".
+    code = (lang or "")[:2].lower()
+    return code if re.fullmatch(r"[a-z]{2}", code) else "xx"
+
+
+def result_file_name(
+    setid: str,
+    site: str,
+    system: str,
+    srclang: str | None = None,
+    tgtlang: str | None = None,
+    kind: Literal["primary", "contrast"] = "primary",
+) -> str:
+    """A file name the naming rule accepts for a system's result on a set.
+
+    The task part is ``task_id(setid, srclang, tgtlang)``.
+    """
+    task = task_id(setid, srclang, tgtlang)
+    return f"{task}-{name_part(site)}-{kind}-{name_part(system)}.xml"
+
+
+def task_id(setid: str, srclang: str | None = None, tgtlang: str | None = None) -> str:
+    """``setid`` when it has the naming rule's task form (zh_en_news_trans), else one made
+    from it: ``src_tgt_<its letters>_trans``, ``xx`` for a language not given."""
+    task = setid.lower()
+    if _TASK.fullmatch(task):
+        return task
+    src, tgt = (_lang_part(lang) for lang in (srclang, tgtlang))
+    domain = re.sub(r"[^a-z]", "", task) or "onsite"
+    return f"{src}_{tgt}_{domain}_trans"
+
+
 def parse_result_name(path: str | Path) -> ResultName:
     """Check a submitted file name against the CWMT naming rule."""
     name = Path(path).name

@@ -163,3 +163,17 @@ def test_mirror_problems_are_reported(source: Path, tmp_path: Path) -> None:
     short = target().replace('<s id="2" score="0.4">Polling stations closed</s>\n', "")
     path = write(tmp_path, "zh_en_news_trans-ict-primary-systema.xml", short)
     assert problems(source, path) == ["document 'd1': segment 2 is missing"]
+
+
+def test_result_file_names_made_for_a_run_keep_the_naming_rule() -> None:
+    from scoring.cwmt_xml import name_part, parse_result_name, result_file_name
+
+    # A set id of the rule's form is kept; the parts lose what the rule reserves.
+    name = result_file_name("zh_en_news_trans", "word-mt", "word-mt")
+    assert name == "zh_en_news_trans-word_mt-primary-word_mt.xml"
+    assert parse_result_name(name).system == name_part("word-mt") == "word_mt"
+    # Another set id becomes src_tgt_<its letters>_trans, xx for a language not named.
+    assert result_file_name("mt", "s", "s", None, "en") == "xx_en_mt_trans-s-primary-s.xml"
+    assert result_file_name("MT-2026", "a.b", "c d", "zh", "en").startswith("zh_en_mt_trans-a_b-")
+    for odd in ("", "-", "我们", "a/b"):
+        parse_result_name(result_file_name(odd, odd, odd, odd, odd))

@@ -99,12 +99,14 @@ def _mt_check(job: Job, directory: Path) -> dict[str, Any]:
     source.write_text(write_cwmt_source(job), encoding="utf-8")
     # The CWMT naming rule: task-site-primary-system.xml, task = the set's id.
     text = WRITERS["cwmt-xml"](job, False)
-    from scoring.cwmt_xml import load_mt_file
+    from scoring.cwmt_xml import load_mt_file, result_file_name
 
     hyp = directory / "hyp.xml"
     hyp.write_text(text, encoding="utf-8")
-    setid = load_mt_file(hyp, "target").setid or job.task
-    named = directory / f"{setid}-{job.system}-primary-{job.system}.xml"
+    written = load_mt_file(hyp, "target")
+    named = directory / result_file_name(
+        written.setid or job.task, job.system, job.system, written.srclang, written.tgtlang
+    )
     hyp.rename(named)
     return {"src": str(source), "hyp": [str(named)]}
 

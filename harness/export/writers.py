@@ -23,6 +23,7 @@ from scoring.cwmt_write import (
     srcset_xml,
     tgtset_xml,
 )
+from scoring.cwmt_xml import name_part
 
 from ..errors import InputError, Problem
 from ..testsets import TestItem
@@ -316,7 +317,7 @@ def write_kws_det(job: Job, references: bool) -> str:
 
 def _mt_header(job: Job) -> tuple[str, str, str, list[tuple[str, list[TestItem]]]]:
     """(setid, srclang, tgtlang, documents in order with their items)."""
-    from scoring.cwmt_xml import load_mt_file
+    from scoring.cwmt_xml import load_mt_file, task_id
 
     root = job.testset.root
     setid, srclang, tgtlang = job.task, "", ""
@@ -328,6 +329,10 @@ def _mt_header(job: Job) -> tuple[str, str, str, list[tuple[str, list[TestItem]]
     items = job.testset.items
     if not tgtlang and items:
         tgtlang = str(items[0].reference.lang)
+    if not source.is_file():
+        # A plain-text set has no set id: one of the CWMT form, from the task's name, so
+        # that files named by the rule (task-site-primary-system.xml) can match it.
+        setid = task_id(setid, srclang, tgtlang)
     docs: dict[str, list[TestItem]] = {}
     for item in items:
         docs.setdefault(item.reference.doc_id, []).append(item)
@@ -405,8 +410,9 @@ def write_cwmt_xml(job: Job, references: bool) -> str:
             setid=setid,
             srclang=srclang,
             tgtlang=tgtlang,
-            site=job.system,
-            sysid=job.system,
+            # The naming rule's parts: a system named "word-mt" is site and sysid "word_mt".
+            site=name_part(job.system),
+            sysid=name_part(job.system),
             description=_description(job),
         ),
     )
