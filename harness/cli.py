@@ -240,13 +240,10 @@ def cmd_console(args: argparse.Namespace, console: Console) -> int:
 
 
 def _run_dir_of(text: str, follow: bool) -> Path:
-    """A run directory, or a PostgreSQL run (postgresql://.../db?run=NAME) copied to a
-    temporary one that this process keeps following when ``follow``."""
-    if not text.startswith(("postgresql://", "postgres://")):
-        return Path(text)
-    from .station_cmd import mirror_of
+    """A run directory, or a PostgreSQL run copied to a temporary one (station_cmd)."""
+    from .station_cmd import run_dir_of
 
-    return mirror_of(text, follow)
+    return run_dir_of(text, follow)
 
 
 def _quietly_record(store: RunStore, event: str, **fields: object) -> None:

@@ -439,17 +439,29 @@ class PgRunStore:
             if row is None:
                 return None
             task, system, previous = row
-            claims = conn.execute(
-                "UPDATE onsite_jobs SET station = %s, lease_seconds = %s, "
-                "lease_until = clock_timestamp() + make_interval(secs => %s), "
-                "claims = claims + 1 WHERE run = %s AND task = %s AND system = %s "
-                "RETURNING claims",
-                [station, lease_seconds, lease_seconds, self.run, task, system],
-            ).fetchone()
-            assert claims is not None
-            return Claim(task, system, int(claims[0]), previous)
+            return self._lease(conn, station, lease_seconds, task, system, previous)
 
         return self._with_retry(f"claim a job for station {station}", take)
+
+    def _lease(
+        self,
+        conn: psycopg.Connection[Any],
+        station: str,
+        lease_seconds: float,
+        task: str,
+        system: str,
+        previous: str | None,
+    ) -> Claim:
+        """Lease a job row this transaction has locked to ``station``."""
+        claims = conn.execute(
+            "UPDATE onsite_jobs SET station = %s, lease_seconds = %s, "
+            "lease_until = clock_timestamp() + make_interval(secs => %s), "
+            "claims = claims + 1 WHERE run = %s AND task = %s AND system = %s "
+            "RETURNING claims",
+            [station, lease_seconds, lease_seconds, self.run, task, system],
+        ).fetchone()
+        assert claims is not None
+        return Claim(task, system, int(claims[0]), previous)
 
     def claim_in(
         self,
@@ -497,15 +509,7 @@ class PgRunStore:
             if not free:
                 return None
             task, system, previous = free[0]
-            claims = conn.execute(
-                "UPDATE onsite_jobs SET station = %s, lease_seconds = %s, "
-                "lease_until = clock_timestamp() + make_interval(secs => %s), "
-                "claims = claims + 1 WHERE run = %s AND task = %s AND system = %s "
-                "RETURNING claims",
-                [station, lease_seconds, lease_seconds, self.run, task, system],
-            ).fetchone()
-            assert claims is not None
-            return Claim(task, system, int(claims[0]), previous)
+            return self._lease(conn, station, lease_seconds, task, system, previous)
 
         return self._with_retry(f"claim a job for station {station}", take)
 

@@ -817,12 +817,9 @@ def _reads_run(args: argparse.Namespace) -> bool:
     run = getattr(args, "run", None)
     if run is None or args.family not in RUN_FAMILIES:
         return False
-    return args.family != "ir" or _is_pg_run(run) or Path(run).is_dir()
+    from .station_cmd import is_pg_run
 
-
-def _is_pg_run(text: str) -> bool:
-    """A run kept in PostgreSQL (postgresql://HOST/DB?run=NAME), not a directory."""
-    return text.startswith(("postgresql://", "postgres://"))
+    return args.family != "ir" or is_pg_run(run) or Path(run).is_dir()
 
 
 def _files_or_run(args: argparse.Namespace) -> str | None:
@@ -867,12 +864,9 @@ def cmd_score(args: argparse.Namespace, console: Console) -> int:
 def _score_run(args: argparse.Namespace, family: _Family, console: Console, tmp: Path) -> int:
     """`--run`: the job's files written to ``tmp``, then scored as files are."""
     from .export.rescore import run_arguments
+    from .station_cmd import run_dir_of  # psycopg only for a run in PostgreSQL
 
-    run_dir = Path(args.run)
-    if _is_pg_run(args.run):
-        from .station_cmd import mirror_of  # psycopg only for a run in PostgreSQL
-
-        run_dir = mirror_of(args.run, follow=False)
+    run_dir = run_dir_of(args.run, follow=False)
     job, values = run_arguments(args.family, run_dir, args.task, args.system, tmp)
     vars(args).update(values)
     if not job.complete:

@@ -167,6 +167,17 @@ def run_station(
     return 1 if failed else 0
 
 
+def is_pg_run(text: str) -> bool:
+    """A run kept in PostgreSQL (postgresql://HOST/DB?run=NAME), not a directory."""
+    return text.startswith(("postgresql://", "postgres://"))
+
+
+def run_dir_of(text: str, follow: bool) -> Path:
+    """A run directory, or a PostgreSQL run copied to a temporary one (``mirror_of``)
+    that this process keeps following when ``follow``."""
+    return mirror_of(text, follow) if is_pg_run(text) else Path(text)
+
+
 def split_run_dsn(text: str) -> tuple[str, str]:
     """``postgresql://.../db?run=NAME`` as (the DSN to connect with, the run's name)."""
     parts = urlsplit(text)

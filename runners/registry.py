@@ -78,6 +78,12 @@ class HostFacts:
 S = TypeVar("S", bound=DeviceSettings)
 
 
+def facts_not_collected(device: DeviceSettings, host: Mapping[str, Any]) -> HostFacts:
+    """Host facts of a device that runs the participant's own machine or agent: what it
+    runs is theirs to describe, nothing is collected and no file is on the controller."""
+    return HostFacts({"collected": "not collected (remote device)"}, files_on_controller=False)
+
+
 @dataclass(frozen=True)
 class Transport(Generic[S]):
     """Everything onsite knows about one transport."""

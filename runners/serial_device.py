@@ -8,13 +8,12 @@ system is started.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, PositiveFloat, model_validator
 
 from .base import Runner, SystemSpec
-from .registry import DeviceSettings, HostFacts, Transport, register
+from .registry import DeviceSettings, Transport, facts_not_collected, register
 
 ResetLine = Literal["dtr", "rts", "none"]
 
@@ -58,17 +57,12 @@ def _open_serial(spec: SystemSpec, device: SerialDevice) -> Runner:
     return SerialRunner(spec, device)
 
 
-def _device_facts(device: SerialDevice, host: Mapping[str, Any]) -> HostFacts:
-    # The device runs its own agent: what it is, is the participant's to describe.
-    return HostFacts({"collected": "not collected (remote device)"}, files_on_controller=False)
-
-
 TRANSPORT = register(
     Transport(
         settings=SerialDevice,
         open=_open_serial,
         modes=frozenset({"serve"}),
-        host_facts=_device_facts,
+        host_facts=facts_not_collected,
         # The device's agent is the system: the site names no command to start.
         needs_command=False,
         # The device protocol has no frames for a file going upstream.

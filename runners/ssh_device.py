@@ -8,14 +8,20 @@ runner when a system is started or a machine is checked.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, PositiveFloat, model_validator
 
 from .base import Runner, SystemSpec
-from .registry import DeviceProblem, DeviceSettings, HostFacts, ProbeResult, Transport, register
+from .registry import (
+    DeviceProblem,
+    DeviceSettings,
+    ProbeResult,
+    Transport,
+    facts_not_collected,
+    register,
+)
 
 
 class SshDevice(DeviceSettings):
@@ -109,17 +115,12 @@ def _probe_ssh(device: SshDevice) -> list[ProbeResult]:
     return probe(device)
 
 
-def _remote_facts(device: SshDevice, host: Mapping[str, Any]) -> HostFacts:
-    # A participant's own machine: what it runs is theirs to describe.
-    return HostFacts({"collected": "not collected (remote device)"}, files_on_controller=False)
-
-
 TRANSPORT = register(
     Transport(
         settings=SshDevice,
         open=_open_ssh,
         modes=frozenset({"serve"}),
-        host_facts=_remote_facts,
+        host_facts=facts_not_collected,
         probe=_probe_ssh,
     )
 )

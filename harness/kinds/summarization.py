@@ -41,7 +41,7 @@ from scoring.rouge import (
 from ..errors import Problem, TestSetError
 from ..testsets import InvalidItem, TestItem, TestSet
 from .base import KindOptions, Outputs, TaskConfig, TaskKind, pct
-from .text import KCHARS_PER_SECOND, read_document
+from .text import KCHARS_PER_SECOND, read_document, unlisted_documents
 
 LANGS = ("zh", "en")
 HEADLINES = {"rouge1": "ROUGE-1 F", "rouge2": "ROUGE-2 F", "rougeL": "ROUGE-L F"}
@@ -140,13 +140,7 @@ def _load(root: Path, task: TaskConfig) -> TestSet:
                 units=float(summary_length(text, "char") or 1),
             )
         )
-    listed = {f"{d}.txt" for d in refs}
-    found = sorted(docs.iterdir()) if docs.is_dir() else []
-    warnings = tuple(
-        f"{p}: document with no reference summary; it is not sent"
-        for p in found
-        if p.is_file() and p.name not in listed
-    )
+    warnings = unlisted_documents(docs, refs, "no reference summary; it is not sent")
     return TestSet(root, tuple(items), tuple(invalid), warnings)
 
 

@@ -9,7 +9,7 @@ docs/text-task-kinds.md lists each kind's layout, input, output, metric and spee
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -466,6 +466,13 @@ def _score_pos(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> 
 # --------------------------------------------------------------------------- textcat
 
 
+def unlisted_documents(docs: Path, listed: Iterable[str], why: str) -> tuple[str, ...]:
+    """A warning per file of ``docs`` whose id is not among ``listed`` (it is not sent)."""
+    names = {f"{doc_id}.txt" for doc_id in listed}
+    found = sorted(docs.iterdir()) if docs.is_dir() else []
+    return tuple(f"{p}: document with {why}" for p in found if p.is_file() and p.name not in names)
+
+
 def read_document(docs: Path, doc_id: str) -> tuple[str, InvalidItem | None]:
     """A test set's document ``docs/<doc_id>.txt`` as text, or why it cannot be an item
     (missing, not UTF-8, empty): the run goes on without it."""
@@ -501,13 +508,7 @@ def _load_textcat(root: Path, task: TaskConfig) -> TestSet:
                 id=doc_id, files={}, fields={"text": text}, reference=categories, units=_chars(text)
             )
         )
-    listed = {f"{d}.txt" for d in gold}
-    found = sorted(docs.iterdir()) if docs.is_dir() else []
-    warnings = tuple(
-        f"{p}: document with no line in {gold_path}; it is not used"
-        for p in found
-        if p.is_file() and p.name not in listed
-    )
+    warnings = unlisted_documents(docs, gold, f"no line in {gold_path}; it is not used")
     return TestSet(root, tuple(items), tuple(invalid), warnings)
 
 
