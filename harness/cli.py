@@ -87,7 +87,10 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
     listen = _listen(args.console) if args.console else None
     import secrets  # here: `onsite score` and the other short commands never need it
 
-    store = RunStore(run_dir, secrets.token_hex(6), site.config.site.fsync_seconds, lock_fd)
+    # The outputs files are rebuilt in the same pass over the journal as the replay.
+    store = RunStore(
+        run_dir, secrets.token_hex(6), site.config.site.fsync_seconds, lock_fd, site.jobs()
+    )
     resume = f"onsite run {args.site}" + "".join(
         f" --{flag} {name}" for flag in ("task", "system") for name in getattr(args, flag)
     )

@@ -231,7 +231,7 @@ class Controller:
         """The task's test set, loaded once (raises TestSetError for a set that is unusable)."""
         if task not in self._testsets:
             cfg = self.site.config.tasks[task]
-            testset = task_kind(cfg.kind).load(self.site.testset_path(task), cfg)
+            testset = task_kind(cfg.kind).load_testset(self.site.testset_path(task), cfg)
             self._testsets[task] = contain_testset(testset)
         return self._testsets[task]
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from .audits import audit_lines
+from .collector import cycle_collector_held
 from .events import (
     Completed,
     CompletionLike,
@@ -132,10 +133,11 @@ def leaderboard(
     ``run`` is a run directory or the run's read model (which a report shares).
     """
     model = run if isinstance(run, RunModel) else RunModel.open(run, testsets=testsets)
-    return [
-        job_row(model.site, model.state, model.testset(task), task, system)
-        for task, system in model.site.jobs()
-    ]
+    with cycle_collector_held():  # every item scored: lists of words, alignments, rows
+        return [
+            job_row(model.site, model.state, model.testset(task), task, system)
+            for task, system in model.site.jobs()
+        ]
 
 
 def _unsealed(site: Site, system: str) -> bool:

@@ -51,7 +51,9 @@ class RunModel:
         """The task's test set, loaded on first use and kept."""
         if task not in self._testsets:
             cfg = self.site.config.tasks[task]
-            self._testsets[task] = task_kind(cfg.kind).load(self.site.testset_path(task), cfg)
+            self._testsets[task] = task_kind(cfg.kind).load_testset(
+                self.site.testset_path(task), cfg
+            )
         return self._testsets[task]
 
     @property

@@ -14,19 +14,19 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import gc
 import json
 import os
 import shutil
 import threading
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
 import orjson
 
+from .collector import cycle_collector_held
 from .events import (
     BY_NAME,
     AuditSeed,
@@ -108,24 +108,6 @@ class SessionSummary:
     end_event: str | None = None
 
 
-@contextlib.contextmanager
-def cycle_collector_held() -> Iterator[None]:
-    """Hold Python's cycle collector off while a journal is replayed.
-
-    A replay makes objects that never form cycles, by the hundred thousand; the
-    collector, run again and again over everything kept so far, would add about 40 %
-    to a replay that keeps 100,000 answers. It is turned back on only if it was on
-    (another thread's replay may be holding it off meanwhile).
-    """
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if collecting:
-            gc.enable()
-
-
 @dataclass
 class RunState:
     """What the journal says has happened so far.
@@ -159,18 +141,30 @@ class RunState:
 
     @classmethod
     def from_journal(
-        cls, path: Path, keep_records: bool = True, keep_answers: bool | None = None
+        cls,
+        path: Path,
+        keep_records: bool = True,
+        keep_answers: bool | None = None,
+        first_completions: Callable[[Completed | dict[str, Any]], None] | None = None,
     ) -> RunState:
-        """Replay a journal. The first completion of an item wins; later ones are ignored."""
+        """Replay a journal. The first completion of an item wins; later ones are ignored.
+
+        ``first_completions`` is handed each item's first completion as it is read (as
+        plain JSON where ``quick_record`` vouches for the line, else typed): the same
+        pass then rebuilds the outputs files (``RunStore``).
+        """
         state = cls(keep_records=keep_records, keep_answers=keep_answers)
         with cycle_collector_held():
-            state._replay(path)
+            state._replay(path, first_completions)
         return state
 
-    def _replay(self, path: Path) -> None:
+    def _replay(
+        self, path: Path, sink: Callable[[Completed | dict[str, Any]], None] | None
+    ) -> None:
         state = self
         keep_records = self.keep_records
         keep = keep_records if self.keep_answers is None else self.keep_answers
+        done = self.done
         for line in complete_lines(path):
             # Dispatches (and, for a controller, completions) are folded in from plain
             # JSON: a replay of 100,000 items then costs about a second, not several.
@@ -186,13 +180,19 @@ class RunState:
                     )
                     continue
                 if not keep and quick["verdict"] == "ok":
-                    state._completed_ok(
+                    first = state._completed_ok(
                         quick["session"], quick["task"], quick["system"], quick["item"]
                     )
+                    if first and sink is not None:
+                        sink(quick)
                     continue
             record = parse_record(line)
-            if record is not None:
-                state.apply(record)
+            if record is None:
+                continue
+            if sink is not None and isinstance(record, Completed):
+                if record.item not in done.get((record.task, record.system), ()):
+                    sink(record if quick is None else quick)
+            state.apply(record)
 
     def _session(self, session: str) -> SessionSummary:
         summary = self.sessions.get(session)
@@ -207,14 +207,17 @@ class RunState:
         self.attempts[key] = max(self.attempts.get(key, 0), attempt)
         self.jobs[(task, system)].in_progress = True
 
-    def _completed_ok(self, session: str, task: str, system: str, item: str) -> None:
-        """Fold in an ok completion for a state that keeps no answers."""
+    def _completed_ok(self, session: str, task: str, system: str, item: str) -> bool:
+        """Fold in an ok completion for a state that keeps no answers; True if the item's
+        first."""
         self._session(session)
         done = self.done[(task, system)]
-        if item not in done:
-            done.add(item)
-            # Its attempt number is never asked again: an item is sent until completed.
-            self.attempts.pop((task, system, item), None)
+        if item in done:
+            return False
+        done.add(item)
+        # Its attempt number is never asked again: an item is sent until completed.
+        self.attempts.pop((task, system, item), None)
+        return True
 
     def apply(self, record: JournalEvent) -> None:
         """Fold one record into the state."""
@@ -320,18 +323,33 @@ class RunStore:
         session: str,
         fsync_seconds: float = 0.05,
         lock_fd: int | None = None,
+        outputs: Iterable[JobKey] = (),
     ) -> None:
+        """Take the run directory and replay its journal.
+
+        ``outputs``: the jobs whose outputs files to rebuild from the journal in the same
+        pass (a controller's, at every start); ``rebuild_outputs`` then has nothing left
+        to do for them.
+        """
         self.dir = run_dir
+        self._outputs: dict[JobKey, int] = {}
+        self._rebuilt: set[JobKey] = set()
         try:
             run_dir.mkdir(parents=True, exist_ok=True)
             self._lock_fd = lock_fd if lock_fd is not None else lock_run_dir(run_dir)
-            self.state = RunState.from_journal(self.journal_path, keep_records=False)
+            copies = _OutputsCopies(self, set(outputs))
+            try:
+                self.state = RunState.from_journal(
+                    self.journal_path, keep_records=False, first_completions=copies.add
+                )
+                self._rebuilt = copies.finish()
+            finally:
+                copies.close()
             self.journal = Journal(self.journal_path, session, fsync_seconds)
             # Inputs a killed controller left staged are nobody's now.
             shutil.rmtree(self.stage_dir, ignore_errors=True)
         except OSError as exc:
             raise _store_error(exc, run_dir) from exc
-        self._outputs: dict[JobKey, int] = {}
         # Jobs on different devices record from their own threads.
         self._lock = threading.Lock()
 
@@ -373,7 +391,10 @@ class RunStore:
         happened to the files since: an output line is only ever a copy of a journal
         record. The journal is streamed, so answers are never all in memory.
         """
-        wanted = set(jobs)
+        # Rebuilt in this session already (at the store's opening), and appended to since.
+        wanted = {j for j in jobs if j not in self._rebuilt or not self.outputs_path(*j).exists()}
+        if not wanted:
+            return
         try:
             files: dict[JobKey, Any] = {}
             for task, system in wanted:
@@ -477,6 +498,54 @@ class RunStore:
             os.close(self._lock_fd)
         if failure is not None:
             raise _store_error(failure, self.dir) from failure
+
+
+class _OutputsCopies:
+    """The outputs files of some jobs, written from a journal while it is replayed.
+
+    Each goes to ``<file>.tmp`` first and replaces the file only once the whole journal
+    was read (``finish``), as ``RunStore.rebuild_outputs`` does.
+    """
+
+    def __init__(self, store: RunStore, jobs: set[JobKey]) -> None:
+        self._store = store
+        self._jobs = jobs
+        self._files: dict[JobKey, Any] = {}
+
+    def _tmp(self, job: JobKey) -> Path:
+        return self._store.outputs_path(*job).with_suffix(".jsonl.tmp")
+
+    def _file(self, job: JobKey) -> Any:
+        fh = self._files.get(job)
+        if fh is None:
+            path = self._tmp(job)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fh = self._files[job] = open(path, "wb")
+        return fh
+
+    def add(self, record: Completed | dict[str, Any]) -> None:
+        """Write one first completion's outputs line (records of other jobs are passed over)."""
+        fields = record if isinstance(record, dict) else record.__dict__
+        job = (fields["task"], fields["system"])
+        if job in self._jobs:
+            self._file(job).write(orjson.dumps(output_line(record)) + b"\n")
+
+    def finish(self) -> set[JobKey]:
+        """Sync every file, an empty one for a job with no completion, and put them in place."""
+        for job in self._jobs:
+            fh = self._file(job)
+            fh.flush()
+            os.fsync(fh.fileno())
+        self.close()
+        for job in self._jobs:
+            os.replace(self._tmp(job), self._store.outputs_path(*job))
+        return set(self._jobs)
+
+    def close(self) -> None:
+        """Close what is still open (after ``finish``, nothing)."""
+        for fh in self._files.values():
+            fh.close()
+        self._files.clear()
 
 
 def lock_run_dir(run_dir: Path) -> int:

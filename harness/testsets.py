@@ -132,12 +132,18 @@ _WAV_HEADER_BYTES = 4096
 def _plain_wav_info(path: Path) -> AudioInfo | None:
     """The header of a plain RIFF/WAVE file (see _WAV_SAMPLE_BITS), or None for anything
     else: another format, an unusual header, a data chunk the file does not hold whole."""
+    # A bare descriptor, not a file object: a test set is read a file at a time.
     try:
-        with open(path, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            head = fh.read(_WAV_HEADER_BYTES)
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return None
+    try:
+        size = os.fstat(fd).st_size
+        head = os.read(fd, _WAV_HEADER_BYTES)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
     if len(head) < 12 or head[:4] != b"RIFF" or head[8:12] != b"WAVE":
         return None
     if struct.unpack_from("<I", head, 4)[0] + 8 != size:
@@ -189,10 +195,15 @@ def audio_info(path: Path) -> AudioInfo:
 
 
 def _audio_files(root: Path) -> dict[str, list[Path]]:
+    # Names from one scandir (its file types need no stat per file), split into stem and
+    # suffix as Path splits them: a file of 100,000 is listed in a fraction of a second.
+    with os.scandir(root) as entries:
+        names = sorted(entry.name for entry in entries if entry.is_file())
     audio: dict[str, list[Path]] = {}
-    for path in sorted(root.iterdir()):
-        if path.is_file() and path.suffix.lower() in AUDIO_SUFFIXES:
-            audio.setdefault(path.stem, []).append(path)
+    for name in names:
+        dot = name.rfind(".")
+        if 0 < dot < len(name) - 1 and name[dot:].lower() in AUDIO_SUFFIXES:
+            audio.setdefault(name[:dot], []).append(root / name)
     return audio
 
 

@@ -150,17 +150,26 @@ class StreamServeRunner(Runner):
     def _exchange(self, request: ItemRequest, data: bytes, stage_seconds: float) -> ItemAttempt:
         """Send one staged item and wait for its answer within its hang limit."""
         sent = time.monotonic()
-        attempt = AttemptBuilder(
-            request.anon_id, sent, stage_seconds, self._measure, self._attempt_fields()
-        )
         try:
             self._write(data)
         except self.WRITE_ERRORS:
+            attempt = AttemptBuilder(
+                request.anon_id, sent, stage_seconds, self._measure, self._attempt_fields()
+            )
             return self._stream_ended(attempt, "stdin")
+        sent = self._handed_over(sent)
+        attempt = AttemptBuilder(
+            request.anon_id, sent, stage_seconds, self._measure, self._attempt_fields()
+        )
         item = PendingItem(
             request.anon_id, sent + request.hang_seconds, request.hang_seconds, attempt
         )
         return self._answered(await_answer(self, item))
+
+    def _handed_over(self, before: float) -> float:
+        """When the item's last bytes went to the kernel, given the time before the write
+        (which a pipe's single write call leaves as good as any)."""
+        return before
 
     def _answered(self, result: ItemAttempt) -> ItemAttempt:
         """A transport's last word on an attempt (what it learned while killing the system)."""

@@ -53,6 +53,8 @@ from .ssh_link import (
     connect_once,
     exec_put,
     key_file_warning,
+    last_send,
+    packet_age,
     read_banner,
     run_remote,
 )
@@ -91,12 +93,17 @@ class _ChannelLines(LineBuffer):
         # dozens of devices, a wait for the interpreter lock the system must not be
         # charged for). The stamp is taken before the bytes enter the buffer, so a read
         # never sees bytes newer than the stamp it reads after them.
+        # Better still, when the socket keeps the kernel's receive stamps: when the packet
+        # reached this machine, before the transport thread woke to read and decrypt it.
         self._fed_at = 0.0
         pipe = chan.in_buffer
         feed = pipe.feed
+        transport = chan.get_transport()
 
         def stamped(data: bytes) -> None:
-            self._fed_at = time.monotonic()
+            now = time.monotonic()
+            age = packet_age(transport)
+            self._fed_at = now if age is None else now - age
             feed(data)
 
         pipe.feed = stamped  # type: ignore[method-assign]
@@ -513,6 +520,11 @@ class SshServeRunner(StreamServeRunner):
     def _write(self, data: bytes) -> None:
         assert self._chan is not None
         self._chan.sendall(data)
+
+    def _handed_over(self, before: float) -> float:
+        # paramiko encrypts and queues in this thread; the socket saw the last bytes leave.
+        handed = last_send(self._transport)
+        return handed if handed is not None and handed >= before else before
 
     # -- the connection -------------------------------------------------------------------
 

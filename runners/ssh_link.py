@@ -15,6 +15,8 @@ import logging
 import posixpath
 import shlex
 import socket
+import struct
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -100,6 +102,89 @@ class _RefuseUnknown(paramiko.MissingHostKeyPolicy):
             f"host key of device {opts.endpoint} is not known: it offered {key.get_name()} "
             f"{fingerprint(key)}; {hint}"
         )
+
+
+# Linux's SO_TIMESTAMPNS: the kernel stamps every packet it receives (CLOCK_REALTIME) and
+# hands the stamp of the newest one a read returned with that read. Python's socket module
+# does not name it.
+_SO_TIMESTAMPNS = 35
+_STAMP = struct.Struct("qq")  # struct timespec
+_ANCILLARY_BYTES = socket.CMSG_SPACE(_STAMP.size)
+# A stamp older than this, or from the future, means the wall clock was stepped meanwhile.
+_MAX_PACKET_AGE = 30.0
+
+
+class StampedSocket(socket.socket):
+    """A TCP socket that keeps when each read's bytes reached this machine and when each
+    thread last handed bytes to the kernel.
+
+    An item's time runs from when its last bytes went out to when the answer's bytes came
+    in, both on this machine's clocks: not from before paramiko encrypted and queued the
+    item, nor to when its transport thread next got the interpreter lock to read and
+    decrypt the answer. With dozens of devices on one controller each of those waits is
+    milliseconds, which the system must not be charged for.
+    """
+
+    __slots__ = ("_received", "_sends")
+    _received: float | None
+    _sends: threading.local
+
+    @classmethod
+    def adopt(cls, sock: socket.socket) -> StampedSocket:
+        """Take over a connected socket (the same descriptor) and turn the stamps on."""
+        timeout = sock.gettimeout()
+        stamped = cls(sock.family, sock.type, sock.proto, fileno=sock.detach())
+        stamped.settimeout(timeout)
+        stamped._received = None
+        stamped._sends = threading.local()
+        with contextlib.suppress(OSError):  # no stamps: every age is unknown
+            stamped.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
+        return stamped
+
+    def recv(self, bufsize: int, flags: int = 0) -> bytes:
+        data, ancillary, _, _ = self.recvmsg(bufsize, _ANCILLARY_BYTES, flags)
+        for level, kind, payload in ancillary:
+            if level == socket.SOL_SOCKET and kind == _SO_TIMESTAMPNS and len(payload) >= 16:
+                seconds, nanoseconds = _STAMP.unpack_from(payload)
+                self._received = seconds + nanoseconds / 1e9
+        return data
+
+    def send(self, data: Any, flags: int = 0) -> int:
+        # Taken with the interpreter lock held, right before the call that gives it up.
+        self._sends.at = time.monotonic()
+        return super().send(data, flags)
+
+    def packet_age(self) -> float | None:
+        """Seconds since the kernel received the newest bytes the last read returned; None
+        when that is unknown (no stamp, or a wall-clock step made it implausible)."""
+        if self._received is None:
+            return None
+        age = time.time() - self._received
+        return age if 0.0 <= age <= _MAX_PACKET_AGE else None
+
+    def last_send(self) -> float | None:
+        """When the calling thread last handed bytes to the kernel (monotonic clock)."""
+        at: float | None = getattr(self._sends, "at", None)
+        return at
+
+
+def _stamping_transport(sock: Any, **kwargs: Any) -> paramiko.Transport:
+    """paramiko's Transport over a StampedSocket (a proxy object is kept as it is)."""
+    if type(sock) is socket.socket and sock.type == socket.SOCK_STREAM:
+        sock = StampedSocket.adopt(sock)
+    return paramiko.Transport(sock, **kwargs)
+
+
+def packet_age(transport: paramiko.Transport | None) -> float | None:
+    """``StampedSocket.packet_age`` of a transport's socket (None for any other)."""
+    sock = getattr(transport, "sock", None)
+    return sock.packet_age() if isinstance(sock, StampedSocket) else None
+
+
+def last_send(transport: paramiko.Transport | None) -> float | None:
+    """``StampedSocket.last_send`` of a transport's socket (None for any other)."""
+    sock = getattr(transport, "sock", None)
+    return sock.last_send() if isinstance(sock, StampedSocket) else None
 
 
 def _client(opts: SshDevice) -> tuple[paramiko.SSHClient, _RefuseUnknown]:
@@ -188,6 +273,7 @@ def connect_once(
             timeout=opts.connect_timeout if tcp_timeout is None else tcp_timeout,
             banner_timeout=opts.connect_timeout,
             auth_timeout=opts.connect_timeout,
+            transport_factory=_stamping_transport,
         )
     except StartError:
         client.close()

@@ -592,6 +592,13 @@ def _plain_rows(
     words: Collection[str] | None,
 ) -> tuple[int, int, int, int, int, int, int, int, int]:
     """`_script_line` for words the patterns read plainly: the marker decides."""
+    if not tb or gb == tb:
+        # What diff says needs no diff here: every gold line deleted, or none changed.
+        missed = 0 if tb else 1
+        iv = 0 if words is None else sum(1 for w in gold if w in words)
+        oov = 0 if words is None else len(gold) - iv
+        n = len(gold) * missed
+        return 0, n, 0, n, 0, oov, oov * missed, iv, iv * missed
     ins = dels = subs = gold_missed = test_missed = oov = oov_missed = iv = iv_missed = 0
     for row in sdiff_rows(gb, tb):
         missed = row.marker in "|<"

@@ -171,6 +171,27 @@ def test_rebuilt_outputs_are_the_first_completions(tmp_path: Path, plan_env: Any
     finally:
         store.close()
     assert read_outputs(run_dir, "asr", "fake") == expected
+    # Rebuilt in the opening's replay (as `onsite run` opens a run): the same file, an
+    # empty one for a job with no completion, nothing for a job not asked for.
+    (run_dir / "outputs" / "asr" / "fake.jsonl").write_text("garbage\n")
+    other = run_dir / "outputs" / "asr" / "other.jsonl"
+    other.write_text("left alone\n")
+    store = RunStore(run_dir, "check", fsync_seconds=0, outputs=[("asr", "fake"), ("asr", "new")])
+    try:
+        assert read_outputs(run_dir, "asr", "fake") == expected
+        assert (run_dir / "outputs" / "asr" / "new.jsonl").read_bytes() == b""
+        assert other.read_text() == "left alone\n"
+        assert not list(run_dir.rglob("*.tmp"))
+        # Asked again in the same session, nothing is read or written ...
+        (run_dir / "outputs" / "asr" / "fake.jsonl").write_text("appended live\n")
+        store.rebuild_outputs([("asr", "fake")])
+        assert (run_dir / "outputs" / "asr" / "fake.jsonl").read_text() == "appended live\n"
+        # ... unless the file went missing meanwhile.
+        (run_dir / "outputs" / "asr" / "fake.jsonl").unlink()
+        store.rebuild_outputs([("asr", "fake")])
+        assert read_outputs(run_dir, "asr", "fake") == expected
+    finally:
+        store.close()
 
 
 def test_resume_after_a_hostile_journal_sends_each_missing_item_once(

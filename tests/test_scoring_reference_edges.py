@@ -371,6 +371,11 @@ def test_cws_row_shortcut_counts_as_the_rendered_rows() -> None:
         t = _random_words(rng, vocab, rng.randint(1, 30))
         words = set(rng.sample(pool, 3))
         assert _script_line(g, t, words, "utf-8") == _script_line(g, t, words, "utf-8", False)
+        # An empty answer and a perfect one skip the diff altogether: the same counts.
+        for same in ([], list(g)):
+            for known in (words, None):
+                got = _script_line(g, same, known, "utf-8")
+                assert got == _script_line(g, same, known, "utf-8", False)
 
 
 @needs_diff

@@ -18,13 +18,14 @@ from pathlib import Path
 from typing import Any, cast
 
 from ..audits import audit_of
+from ..collector import cycle_collector_held
 from ..events import JournalEvent
 from ..journal import DISPATCHED_PREFIX, parse_record, quick_record
 from ..kinds.registry import task_kind
 from ..leaderboard import job_row, percentile, quality_so_far
 from ..run_site import site_of_run
 from ..site import Site
-from ..store import RunState, cycle_collector_held
+from ..store import RunState
 from ..testsets import TestSet
 
 JobKey = tuple[str, str]
@@ -267,7 +268,9 @@ class RunView:
         if task not in self._testsets:
             cfg = self.site.config.tasks[task]
             try:
-                self._testsets[task] = task_kind(cfg.kind).load(self.site.testset_path(task), cfg)
+                self._testsets[task] = task_kind(cfg.kind).load_testset(
+                    self.site.testset_path(task), cfg
+                )
             except Exception:  # noqa: BLE001 - a console shows what it can, scores or not
                 self._testsets[task] = None
         return self._testsets[task]

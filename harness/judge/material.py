@@ -102,7 +102,7 @@ def load_material(run_dir: Path, task: str, test: str, category: str | None = No
         raise ValueError(
             f"the {test} test judges {' or '.join(kinds)} tasks; task {task!r} is {cfg.kind}"
         )
-    testset = task_kind(cfg.kind).load(site.testset_path(task), cfg)
+    testset = task_kind(cfg.kind).load_testset(site.testset_path(task), cfg)
     systems = tuple(s for s, sc in site.config.systems.items() if task in sc.tasks)
     rows = {s: read_job_outputs(run_dir / "outputs" / task / f"{s}.jsonl") for s in systems}
     items: list[str] = []

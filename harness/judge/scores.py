@@ -123,7 +123,7 @@ def _cws_rows(store: JudgeStore, run_dir: Path, review: Path) -> list[dict[str, 
     task = store.meta()["task"]
     site = site_of_run(run_dir)
     cfg = site.config.tasks[task]
-    testset = task_kind(cfg.kind).load(site.testset_path(task), cfg)
+    testset = task_kind(cfg.kind).load_testset(site.testset_path(task), cfg)
     accepted = read_accepted_pieces(review)
     gold = [list(item.reference.words) for item in testset.items]
     lexicon = testset.items[0].reference.lexicon if testset.items else None

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
+from ..collector import cycle_collector_held
+
 if TYPE_CHECKING:
     # Only for annotations: runners (and paramiko) load only where systems run.
     from runners import OutputFile
@@ -164,6 +166,12 @@ class TaskKind:
     # The `onsite export --format` names this kind's outputs can be written in
     # (harness/export: the writers; docs/formats.md: the files). Every kind has jsonl.
     formats: tuple[str, ...] = ("jsonl",)
+
+    def load_testset(self, root: Path, cfg: TaskConfig) -> TestSet:
+        """The task's test set (``load``), read with the cycle collector held off: a set
+        of 100,000 items is that many objects that never form a cycle."""
+        with cycle_collector_held():
+            return self.load(root, cfg)
 
     @property
     def speed_unit(self) -> str:

@@ -58,7 +58,8 @@ def _no_items(path: Path, fix: str) -> TestSetError:
 
 def _chars(text: str) -> float:
     """Non-space characters: what a chars_per_second budget counts for a text item."""
-    return float(sum(1 for ch in text if not ch.isspace()) or 1)
+    # str.split() cuts at exactly the characters str.isspace() names, in C.
+    return float(len("".join(text.split())) or 1)
 
 
 def _answer(outputs: Outputs, item_id: str) -> Mapping[str, Any] | None:
