@@ -161,19 +161,21 @@ class ProgressListener:
         else:
             self.console.print(text, markup=False)
 
-    def _item_line(self, key: tuple[str, str], text: str) -> None:
-        """Print one item's line unless this second's share of item lines is used up."""
+    def _line_allowed(self, key: tuple[str, str]) -> bool:
+        """Whether one item's line may be printed now: not once this second's share of item
+        lines is used up (the line is then counted, and never even formatted)."""
         now = time.monotonic()
         if now - self._window >= 1.0:
             self._window, self._lines = now, 0
-        if self._lines < self.ITEM_LINES_PER_SECOND:
+        allowed = self._lines < self.ITEM_LINES_PER_SECOND
+        if allowed:
             self._lines += 1
-            self._say(text)
         else:
             self._unshown[key] = self._unshown.get(key, 0) + 1
         if self._unshown and now - self._progress_at >= self.PROGRESS_SECONDS:
             self._progress_at = now
             self._say_unshown()
+        return allowed
 
     def _say_unshown(self, only: tuple[str, str] | None = None) -> None:
         """One progress line per job whose item lines were left out since the last one."""
@@ -216,15 +218,17 @@ class ProgressListener:
                     if event.speed is not None:
                         speed_sum, count = self._speeds.get(key, (0.0, 0))
                         self._speeds[key] = (speed_sum + event.speed, count + 1)
-                    self._done.setdefault(key, []).append(
-                        {
-                            "item": item,
-                            "verdict": verdict,
-                            "seconds": seconds,
-                            "speed": event.speed,
-                            "output": event.output,
-                        }
-                    )
+                    if self._progress is not None:
+                        # Only the bars show the quality so far, which rescores the answers.
+                        self._done.setdefault(key, []).append(
+                            {
+                                "item": item,
+                                "verdict": verdict,
+                                "seconds": seconds,
+                                "speed": event.speed,
+                                "output": event.output,
+                            }
+                        )
                 if self._progress is not None and key in self._tasks:
                     self._progress.update(
                         self._tasks[key],
@@ -232,14 +236,13 @@ class ProgressListener:
                         last=verdict,
                         **self._figures(key),
                     )
-                if self.verbose_items or verdict != "ok":
+                if (self.verbose_items or verdict != "ok") and self._line_allowed(key):
                     budget_text = f" / budget {budget:.2f} s" if budget is not None else ""
                     extra = f" - {message}" if message and verdict != "ok" else ""
                     attempt_text = f" (attempt {attempt})" if attempt > 1 else ""
-                    self._item_line(
-                        key,
+                    self._say(
                         f"{task} {system} {item}{attempt_text}: {verdict} "
-                        f"{seconds:.3f} s{budget_text}{extra}",
+                        f"{seconds:.3f} s{budget_text}{extra}"
                     )
             case SystemLost(task=task, system=system) | LinkLost(task=task, system=system):
                 what = (

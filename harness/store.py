@@ -238,8 +238,9 @@ class RunState:
                     self._share_fields_set(record)
                 else:
                     self.attempts.pop((record.task, record.system, record.item), None)
-                    # Only a failure is kept (the job's incidents), without its answer.
-                    record = record.model_copy(update={"output": None, "message": ""})
+                    if record.verdict != "ok":
+                        # Only a failure is kept (the job's incidents), without its answer.
+                        record = record.model_copy(update={"output": None, "message": ""})
                 if record.verdict != "ok":
                     self.jobs[(record.task, record.system)].incidents.append((record, None))
         elif isinstance(record, SystemStarted):

@@ -60,13 +60,14 @@ _BYE_GRACE_SECONDS = 2.0
 _SPAWNER = Path(__file__).with_name("spawner.py")
 
 
-def stage_file(source: Path, stage_dir: Path, anon_id: str, key: str) -> Path:
-    """Place a copy of one input under an anonymous name, read-only.
+def stage_file(source: Path, stage_dir: Path, anon_id: str, key: str) -> str:
+    """Place a copy of one input under an anonymous name, read-only; its path.
 
     Never a link: a system writing into its input must not reach the test set's file.
     The copy is created exclusively (O_EXCL) so that nothing already there is reused.
     """
-    target = stage_dir / f"{anon_id}-{key}{source.suffix}"
+    # A string, not a Path: this runs once per item.
+    target = f"{stage_dir}{os.sep}{anon_id}-{key}{source.suffix}"
     fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o444)
     try:
         # A bare descriptor, not a file object: this runs once per item.
@@ -84,7 +85,7 @@ def stage_file(source: Path, stage_dir: Path, anon_id: str, key: str) -> Path:
     except BaseException:
         os.close(fd)
         with contextlib.suppress(OSError):
-            target.unlink()
+            os.unlink(target)
         raise
     os.fchmod(fd, 0o444)
     os.close(fd)
@@ -195,14 +196,14 @@ class _LocalRunner(Runner):
 
     # -- staging -----------------------------------------------------------------------
 
-    def _stage(self, request: ItemRequest) -> tuple[dict[str, Any], list[Path]]:
+    def _stage(self, request: ItemRequest) -> tuple[dict[str, Any], list[str | Path]]:
         inputs: dict[str, Any] = dict(request.fields)
-        staged: list[Path] = []
+        staged: list[str | Path] = []
         for key, source in request.files.items():
             path = stage_file(source, self.scratch.inputs, request.anon_id, key)
             staged.append(path)
             # In the inputs directory by construction: no search of the scratch dirs.
-            inputs[key] = str(IN_DIR / path.name) if self.sealed else str(path)
+            inputs[key] = f"{IN_DIR}{os.sep}{os.path.basename(path)}" if self.sealed else path
         for key, output in self._output_files(request).items():
             inputs[key] = output.seen
         return inputs, staged
@@ -228,17 +229,17 @@ class _LocalRunner(Runner):
             token = secrets.token_hex(4)
             self._setup_staged = {
                 name: self._seen(
-                    stage_file(path, self.scratch.inputs, f"setup-{token}-{n}", "file")
+                    Path(stage_file(path, self.scratch.inputs, f"setup-{token}-{n}", "file"))
                 )
                 for n, (name, path) in enumerate(self.spec.setup_files.items())
             }
         return self._setup_staged
 
     @staticmethod
-    def _unstage(paths: Sequence[Path]) -> None:
+    def _unstage(paths: Sequence[str | Path]) -> None:
         for path in paths:
             with contextlib.suppress(OSError):
-                path.unlink()
+                os.unlink(path)
 
     def _close_log(self) -> None:
         """After the system is gone: close the log, remove its inputs and scratch."""
@@ -532,7 +533,7 @@ class LocalExecRunner(_LocalRunner):
         t_stage = time.monotonic()
         inputs, staged = self._stage(request)
         if staged:
-            input_path = staged[0]
+            input_path = Path(staged[0])
         else:
             input_path = self.scratch.inputs / f"{request.anon_id}-input.json"
             input_path.write_text(json.dumps(inputs, ensure_ascii=False), encoding="utf-8")

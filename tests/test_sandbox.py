@@ -289,7 +289,7 @@ def test_staged_inputs_are_read_only_copies_and_stage_is_emptied_at_start(
         assert not leftover.exists() and not older.exists()
         inputs, staged = runner._stage(venue.request("u1", "a1"))
         try:
-            path = staged[0]
+            path = Path(staged[0])
             assert path.stat().st_ino != (venue.testset / "u1.wav").stat().st_ino
             assert path.stat().st_mode & 0o777 == 0o444
             assert path.read_bytes() == (venue.testset / "u1.wav").read_bytes()
