@@ -132,7 +132,7 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
         except RunStoreError as exc:
             sys.stderr.write(f"error: {exc}\n")
     console.print(f"run directory: {run_dir}", markup=False)
-    run = RunModel.open(run_dir, site, controller.testsets)
+    run = RunModel.after_run(run_dir, site, store.state, controller.testsets)
     console.print(leaderboard_table(leaderboard(run), console.width))
     failed = [r for r in results if r.failed]
     for job in failed:

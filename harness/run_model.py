@@ -47,6 +47,15 @@ class RunModel:
             _testsets=dict(testsets or {}),
         )
 
+    @classmethod
+    def after_run(
+        cls, run_dir: Path, site: Site, state: RunState, testsets: dict[str, TestSet]
+    ) -> RunModel:
+        """The run a controller has just closed, from its own state (``RunState.with_answers``)
+        instead of a second replay of the whole journal."""
+        answers = state.with_answers(run_dir / "journal.jsonl")
+        return cls(run_dir=run_dir, site=site, state=answers, _testsets=dict(testsets))
+
     def testset(self, task: str) -> TestSet:
         """The task's test set, loaded on first use and kept."""
         if task not in self._testsets:

@@ -284,6 +284,33 @@ class RunState:
         elif shared is not fields:
             object.__setattr__(record, "__pydantic_fields_set__", shared)
 
+    def with_answers(self, path: Path) -> RunState:
+        """This controller's state, with each item's first completion read back from its
+        journal (``path``, the journal it was replayed from and written to) for scoring.
+
+        What a reader's replay (``keep_answers``) gives, for the leaderboard at the end of
+        ``onsite run``: the summaries are this state's own, so only the completions are
+        read again, and the dispatches (half the journal) are passed over unparsed.
+        """
+        state = replace(
+            self, completed=defaultdict(dict), records=[], keep_records=False, keep_answers=True
+        )
+        state._fields_sets = {}
+        completed = state.completed
+        with cycle_collector_held():
+            for line in complete_lines(path):
+                if line.startswith(DISPATCHED_PREFIX):
+                    continue
+                # Any other line may be a completion (of this version or an older one).
+                record = parse_record(line)
+                if not isinstance(record, Completed):
+                    continue
+                answers = completed[(record.task, record.system)]
+                if record.item not in answers:
+                    answers[record.item] = record
+                    state._share_fields_set(record)
+        return state
+
     def next_attempt(self, task: str, system: str, item: str) -> int:
         """1 for a fresh item; one more than the last dispatch for an item that was in flight."""
         return self.attempts.get((task, system, item), 0) + 1

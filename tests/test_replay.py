@@ -22,7 +22,9 @@ from rich.console import Console
 
 from harness.events import BY_NAME, Completed, JobFinished, JobStarted
 from harness.journal import complete_lines, parse_record, quick_record, read_journal
+from harness.leaderboard import leaderboard
 from harness.render import ProgressListener
+from harness.run_model import RunModel
 from harness.store import RunState, RunStore, output_line
 from tests.helpers import FAKE_SERVE, make_testset, onsite, read_outputs, write_site
 
@@ -155,6 +157,21 @@ def test_a_controller_replay_equals_the_full_typed_replay(tmp_path: Path, plan_e
     # Only a failure stays in a controller's memory, without its answer.
     failures = [r for r, _ in slim.jobs[job].incidents if isinstance(r, Completed)]
     assert failures and all(r.output is None for r in failures)
+
+
+def test_the_state_after_a_run_scores_as_a_reader_replay(tmp_path: Path, plan_env: Any) -> None:
+    """`onsite run` scores its closing leaderboard from the controller's own state and the
+    journal's completions read back (RunModel.after_run): the same as `onsite report`."""
+    site, run_dir = _run(tmp_path, plan_env)
+    journal = _hostile_journal(run_dir)
+    controller = RunState.from_journal(journal, keep_records=False)
+    after = controller.with_answers(journal)
+    reader = RunState.from_journal(journal, keep_records=False, keep_answers=True)
+    assert after.completed == reader.completed
+    assert _facts(after) == _facts(reader)
+    model = RunModel.open(run_dir)
+    closing = RunModel.after_run(run_dir, model.site, controller, model.testsets)
+    assert leaderboard(closing) == leaderboard(model)
 
 
 def test_rebuilt_outputs_are_the_first_completions(tmp_path: Path, plan_env: Any) -> None:
