@@ -119,3 +119,18 @@ def test_export_refuses_a_translation_xml_cannot_carry(tmp_path: Path) -> None:
     assert code == 2 and "item d1:2" in err and "XML 1.0" in err and "--format jsonl" in err
     code, out, err = cli("export", str(run_dir), "--format", "jsonl")
     assert code == 0 and "\\u0007" in out
+
+
+def test_attribute_quoting_is_the_standard_library_s() -> None:
+    """Written here to keep xml.sax (and the urllib it imports) out of start-up; the same
+    output as xml.sax.saxutils.quoteattr on random text."""
+    import random
+    from xml.sax.saxutils import quoteattr as reference
+
+    from scoring.cwmt_write import quoteattr
+
+    rng = random.Random(5)
+    pieces = list("ab&<>\"'\n\r\t 中;") + ["&amp;", "]]>"]
+    for _ in range(3000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))
+        assert quoteattr(text) == reference(text), repr(text)
