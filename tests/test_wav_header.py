@@ -142,3 +142,37 @@ def test_the_test_set_loader_gives_the_same_items_and_reasons(tmp_path: Path) ->
     assert reasons["empty"] == "has no samples"
     assert reasons["garbage"].startswith("cannot be decoded: ")
     assert str(_libsndfile(root / "garbage.wav")).removeprefix("error: ") in reasons["garbage"]
+
+
+def test_audio_files_are_listed_as_paths_name_them(tmp_path: Path) -> None:
+    """The loader lists a directory with one scandir and splits names itself: the same
+    stems and files as Path.stem / Path.suffix / Path.is_file give, on odd names."""
+    from harness.testsets import AUDIO_SUFFIXES, _audio_files
+
+    names = [
+        "a.wav",
+        "b.WAV",
+        "c.b.wav",
+        ".wav",
+        "..wav",
+        "d.",
+        "e.flac",
+        "e.wav",
+        "f.txt",
+        "g.wav.txt",
+        "h wav.wav",
+        "中文.wav",
+        "i.Aif",
+        "j",
+    ]
+    for name in names:
+        (tmp_path / name).write_bytes(b"x")
+    (tmp_path / "dir.wav").mkdir()
+    (tmp_path / "link.wav").symlink_to(tmp_path / "a.wav")
+    (tmp_path / "dangling.wav").symlink_to(tmp_path / "missing.wav")
+    expected: dict[str, list[Path]] = {}
+    for path in sorted(tmp_path.iterdir()):
+        if path.is_file() and path.suffix.lower() in AUDIO_SUFFIXES:
+            expected.setdefault(path.stem, []).append(path)
+    assert _audio_files(tmp_path) == expected
+    assert expected["e"] == [tmp_path / "e.flac", tmp_path / "e.wav"]
