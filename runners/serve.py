@@ -149,18 +149,18 @@ class StreamServeRunner(Runner):
 
     def _exchange(self, request: ItemRequest, data: bytes, stage_seconds: float) -> ItemAttempt:
         """Send one staged item and wait for its answer within its hang limit."""
+        def builder(sent: float) -> AttemptBuilder:
+            return AttemptBuilder(
+                request.anon_id, sent, stage_seconds, self._measure, self._attempt_fields()
+            )
+
         sent = time.monotonic()
         try:
             self._write(data)
         except self.WRITE_ERRORS:
-            attempt = AttemptBuilder(
-                request.anon_id, sent, stage_seconds, self._measure, self._attempt_fields()
-            )
-            return self._stream_ended(attempt, "stdin")
+            return self._stream_ended(builder(sent), "stdin")
         sent = self._handed_over(sent)
-        attempt = AttemptBuilder(
-            request.anon_id, sent, stage_seconds, self._measure, self._attempt_fields()
-        )
+        attempt = builder(sent)
         item = PendingItem(
             request.anon_id, sent + request.hang_seconds, request.hang_seconds, attempt
         )
