@@ -29,8 +29,8 @@ from pathlib import Path
 
 import numpy as np
 import soundfile
+from null_runs import REPO, null_site
 
-REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from harness import Controller, RunStore, load_site, read_journal  # noqa: E402
@@ -79,26 +79,7 @@ def make_site(items: int, work: Path) -> Path:
         soundfile.write(testset / f"u{i:05d}.wav", silence, 16000, "PCM_16")
         lines.append(f"u{i:05d} x")
     (testset / "text").write_text("\n".join(lines) + "\n")
-    site_path = work / "site.toml"
-    site_path.write_text(
-        f"""
-[site]
-name = "bench"
-runs = "runs"
-[devices.local]
-kind = "local"
-[tasks.t]
-kind = "asr"
-testset = "set"
-budget = {{ seconds = 10 }}
-[systems.null]
-device = "local"
-tasks = ["t"]
-workdir = {json.dumps(str(REPO))}
-command = ["python", "-m", "examples.systems.null_system"]
-"""
-    )
-    return site_path
+    return null_site(work, "asr")
 
 
 def harness_run(site_path: Path, runs: Path) -> tuple[float, np.ndarray, np.ndarray]:

@@ -23,17 +23,14 @@ Run: `.venv/bin/python benchmarks/resume_scale.py [--items N]`.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 import orjson
-
-REPO = Path(__file__).resolve().parent.parent
+from null_runs import REPO, null_site, onsite_cli
 
 
 def make_site(items: int, work: Path, kind: str = "cws") -> Path:
@@ -50,48 +47,13 @@ def make_site(items: int, work: Path, kind: str = "cws") -> Path:
         (testset / "ref1.txt").write_text("".join(f"r{i} w\n" for i in range(items)))
     else:
         (testset / "gold.txt").write_text("".join(f"w{i} x\n" for i in range(items)))
-    site = work / "site.toml"
-    site.write_text(
-        f"""
-[site]
-name = "scale"
-runs = "runs"
-[devices.local]
-kind = "local"
-[tasks.t]
-kind = "{kind}"
-testset = "set"
-budget = {{ seconds = 10 }}
-[systems.null]
-device = "local"
-tasks = ["t"]
-workdir = {json.dumps(str(REPO))}
-command = ["python", "-m", "examples.systems.null_system"]
-"""
-    )
-    return site
+    return null_site(work, kind)
 
 
 def onsite(*args: str) -> tuple[float, int, str]:
     """Run `onsite ARGS` as a user does; wall seconds, peak RSS in bytes, its output."""
-    env = dict(os.environ, PYTHONPATH=str(REPO), COLUMNS="120")
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "harness.cli", *args],
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-    assert proc.stdout is not None
-    out = proc.stdout.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t0
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        sys.stderr.write(out.decode(errors="replace"))
-        raise SystemExit(f"onsite {args[0]} failed ({proc.returncode})")
-    return wall, usage.ru_maxrss * 1024, out.decode(errors="replace")
+    wall, usage, out = onsite_cli(*args)
+    return wall, usage.ru_maxrss * 1024, out
 
 
 def read_floor(journal: Path) -> float:
@@ -114,7 +76,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix=".onsite-scale-", dir=args.dir) as tmp:
         work = Path(tmp)
         site = make_site(args.items, work, args.kind)
-        run_dir = work / "runs" / "scale"
+        run_dir = work / "runs" / "bench"
         made, rss, _ = onsite("run", str(site))
         journal = run_dir / "journal.jsonl"
         size = journal.stat().st_size

@@ -37,7 +37,8 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from null_runs import REPO, null_site, onsite_cli
+
 NULL = [sys.executable, "-m", "examples.systems.null_system"]
 FEW = 20
 
@@ -70,51 +71,17 @@ def make_site(items: int, work: Path, kind: str) -> Path:
         for i in range(items):
             (testset / f"u{i:06d}.wav").write_bytes(header + data)
         (testset / "text").write_text("".join(f"u{i:06d} x\n" for i in range(items)))
-        task = 'kind = "asr"\ntestset = "set"\nbudget = { seconds = 10 }'
     else:
         (testset / "source.txt").write_text("".join(f"s{i} w\n" for i in range(items)))
         (testset / "ref1.txt").write_text("".join(f"r{i} w\n" for i in range(items)))
-        task = 'kind = "mt"\ntestset = "set"\nbudget = { seconds = 10 }'
-    site_path = work / "site.toml"
-    site_path.write_text(
-        f"""
-[site]
-name = "bench"
-runs = "runs"
-[devices.local]
-kind = "local"
-[tasks.t]
-{task}
-[systems.null]
-device = "local"
-tasks = ["t"]
-workdir = {json.dumps(str(REPO))}
-command = ["python", "-m", "examples.systems.null_system"]
-"""
-    )
-    return site_path
+    return null_site(work, kind)
 
 
 def onsite_run(site: Path, runs: Path, limit: int) -> tuple[float, float]:
     """Wall seconds and CPU seconds (onsite and its system) of `onsite run SITE --limit N`."""
-    env = dict(os.environ, PYTHONPATH=str(REPO), COLUMNS="100")
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "harness.cli", "run", str(site), "--runs", str(runs)]
-        + ["--limit", str(limit)],
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
+    wall, usage, _ = onsite_cli(
+        "run", str(site), "--runs", str(runs), "--limit", str(limit), columns=100
     )
-    assert proc.stdout is not None
-    out = proc.stdout.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t0
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        sys.stderr.write(out.decode(errors="replace"))
-        raise SystemExit(f"onsite run failed ({proc.returncode})")
     # The child's own time and that of the children it waited for (the system).
     return wall, usage.ru_utime + usage.ru_stime
 

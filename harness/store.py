@@ -424,29 +424,18 @@ class RunStore:
         if not wanted:
             return
         try:
-            files: dict[JobKey, Any] = {}
-            for task, system in wanted:
-                path = self.outputs_path(task, system)
-                path.parent.mkdir(parents=True, exist_ok=True)
-                files[(task, system)] = open(path.with_suffix(".jsonl.tmp"), "wb")
+            copies = _OutputsCopies(self, wanted)
             try:
                 seen: set[tuple[str, str, str]] = set()
                 for record in self._completions(wanted):
                     fields = record if isinstance(record, dict) else record.__dict__
-                    job = (fields["task"], fields["system"])
-                    key = (*job, fields["item"])
-                    if job in files and key not in seen:
+                    key = (fields["task"], fields["system"], fields["item"])
+                    if key[:2] in wanted and key not in seen:
                         seen.add(key)
-                        files[job].write(orjson.dumps(output_line(record)) + b"\n")
-                for fh in files.values():
-                    fh.flush()
-                    os.fsync(fh.fileno())
+                        copies.add(record)
+                copies.finish()
             finally:
-                for fh in files.values():
-                    fh.close()
-            for task, system in wanted:
-                path = self.outputs_path(task, system)
-                os.replace(path.with_suffix(".jsonl.tmp"), path)
+                copies.close()
         except OSError as exc:
             raise _store_error(exc, self.dir) from exc
 
@@ -529,10 +518,11 @@ class RunStore:
 
 
 class _OutputsCopies:
-    """The outputs files of some jobs, written from a journal while it is replayed.
+    """The outputs files of some jobs, written from a journal as it is read (while it is
+    replayed at a store's opening, or by ``RunStore.rebuild_outputs``).
 
     Each goes to ``<file>.tmp`` first and replaces the file only once the whole journal
-    was read (``finish``), as ``RunStore.rebuild_outputs`` does.
+    was read (``finish``). The caller hands over first completions only.
     """
 
     def __init__(self, store: RunStore, jobs: set[JobKey]) -> None:

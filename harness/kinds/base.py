@@ -11,6 +11,7 @@ define it).
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -109,6 +110,16 @@ def _find(scores: Mapping[str, Any], key: str) -> float | None:
     for place in (scores.get("overall"), scores):
         if isinstance(place, Mapping) and isinstance(place.get(key), int | float):
             return float(place[key])
+    return None
+
+
+def score_problem(value: Any, where: str, hint: str = "") -> str | None:
+    """Why a system's ``score`` at ``where`` is not one (a finite JSON number), or None."""
+    # bool is an int in Python; a true/false score is a mistake, not a number.
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return f'{where} needs a number "score"{hint}'
+    if not math.isfinite(value):
+        return f"{where}.score is {value}: scores must be finite"
     return None
 
 

@@ -22,7 +22,6 @@ docs/task-kinds.md and docs/participant-protocol.md say the same for people.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -34,7 +33,7 @@ from scoring.kws import Detection, SlotFrame, det_curve
 
 from ..errors import Problem, TestSetError
 from ..testsets import TestItem, TestSet
-from .base import Outputs, Plot, overall, pct
+from .base import Outputs, Plot, overall, pct, score_problem
 
 MAX_DETECTIONS = 1000
 """At most this many detections per item: more is invalid_output (no flooding the scorer)."""
@@ -182,12 +181,9 @@ def check_kws_output(output: Mapping[str, Any]) -> str | None:
             return f"output.detections[{i}] must be an object, e.g. {_DETECTION_EXAMPLE}"
         if not isinstance(det.get("keyword"), str) or not det["keyword"]:
             return f'output.detections[{i}] needs a "keyword" string'
-        score = det.get("score")
-        # bool is an int in Python; true/false is not a score.
-        if isinstance(score, bool) or not isinstance(score, int | float):
-            return f'output.detections[{i}] needs a number "score" (higher: surer)'
-        if not math.isfinite(score):
-            return f"output.detections[{i}].score is {score}: scores must be finite"
+        problem = score_problem(det.get("score"), f"output.detections[{i}]", " (higher: surer)")
+        if problem:
+            return problem
     return None
 
 

@@ -7,9 +7,10 @@ set is built would be too late to tell the participant).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
+
+from .base import score_problem
 
 MAX_NBEST = 200
 """At most this many candidates per segment: CWMT asks for up to 200."""
@@ -39,12 +40,10 @@ def check_nbest(output: Mapping[str, Any]) -> str | None:
             return f"output.nbest[{i}] must be an object, e.g. {_EXAMPLE}"
         if not isinstance(cand.get("text"), str):
             return f'output.nbest[{i}] needs a "text" string'
-        score = cand.get("score")
-        # bool is an int in Python; a true/false score is a mistake, not a number.
-        if isinstance(score, bool) or not isinstance(score, int | float):
-            return f'output.nbest[{i}] needs a number "score"'
-        if not math.isfinite(score):
-            return f"output.nbest[{i}].score is {score}: scores must be finite"
+        problem = score_problem(cand.get("score"), f"output.nbest[{i}]")
+        if problem:
+            return problem
+        score = cand["score"]
         if previous is not None and score > previous:
             return (
                 f"output.nbest is not sorted by score, best first: candidate {i} "
