@@ -103,7 +103,9 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
         controller.load_testsets()
         if listen is not None:
             background = _console_beside(controller, run_dir, listen, console)
-        with ProgressListener(console, testsets=controller.testsets, site=site) as listener:
+        with ProgressListener(
+            console, testsets=controller.testsets, site=site, outputs=store.outputs_path
+        ) as listener:
             controller.listener = listener
             results = controller.run(jobs)
     except KeyboardInterrupt:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich import box
@@ -15,6 +16,7 @@ from rich.text import Text
 from .consoles import is_plain
 from .events import (
     Completed,
+    Dispatched,
     Event,
     JobFailed,
     JobFinished,
@@ -59,6 +61,8 @@ class ProgressListener:
 
     With the site and its test sets, each bar also shows the ETA, the mean speed in the
     task's unit and the quality so far (rescored at most every QUALITY_SECONDS per job).
+    The answers rescored are read back from the job's outputs file (``outputs`` gives its
+    path) at each rescoring, so the display keeps no answer in memory between two.
     """
 
     QUALITY_SECONDS = 1.0
@@ -77,15 +81,16 @@ class ProgressListener:
         verbose_items: bool | None = None,
         testsets: Mapping[str, TestSet] | None = None,
         site: Site | None = None,
+        outputs: Callable[[str, str], Path] | None = None,
     ) -> None:
         self.console = console
         self.plain = is_plain(console)
         self.verbose_items = self.plain if verbose_items is None else verbose_items
         self.testsets = testsets or {}
         self.site = site
+        self.outputs = outputs
         self._progress: Progress | None = None
         self._tasks: dict[tuple[str, str], Any] = {}
-        self._done: dict[tuple[str, str], list[dict[str, Any]]] = {}
         self._scored_at: dict[tuple[str, str], float] = {}
         self._speeds: dict[tuple[str, str], tuple[float, int]] = {}
         # Item lines: the current one-second window, lines printed in it, and per job
@@ -132,7 +137,6 @@ class ProgressListener:
     def _figures(self, key: tuple[str, str], force: bool = False) -> dict[str, Any]:
         """Speed (mean in the task's unit) and quality so far of one job, as short text."""
         task = key[0]
-        records = self._done.get(key, [])
         if self.site is None or task not in self.site.config.tasks:
             return {}
         cfg = self.site.config.tasks[task]
@@ -145,9 +149,15 @@ class ProgressListener:
         out = {"speed": f"{total / count:.2f} {unit}" if count else ""}
         now = time.monotonic()
         testset = self.testsets.get(task)
-        if testset is not None and (force or now >= self._scored_at.get(key, 0.0)):
+        if (
+            testset is not None
+            and self.outputs is not None
+            and (force or now >= self._scored_at.get(key, 0.0))
+        ):
             from .leaderboard import quality_so_far
+            from .store import read_outputs_file
 
+            records = read_outputs_file(self.outputs(*key))
             value = quality_so_far(kind, cfg, testset, records)
             spent = time.monotonic() - now
             self._scored_at[key] = now + max(self.QUALITY_SECONDS, self.QUALITY_SHARE * spent)
@@ -189,6 +199,8 @@ class ProgressListener:
             )
 
     def __call__(self, event: Event) -> None:
+        if type(event) is Dispatched:
+            return  # half of all events, and nothing to show: passed before any matching
         key = (getattr(event, "task", ""), getattr(event, "system", ""))
         match event:
             case JobStarted(task, system, total, done):
@@ -218,17 +230,6 @@ class ProgressListener:
                     if event.speed is not None:
                         speed_sum, count = self._speeds.get(key, (0.0, 0))
                         self._speeds[key] = (speed_sum + event.speed, count + 1)
-                    if self._progress is not None:
-                        # Only the bars show the quality so far, which rescores the answers.
-                        self._done.setdefault(key, []).append(
-                            {
-                                "item": item,
-                                "verdict": verdict,
-                                "seconds": seconds,
-                                "speed": event.speed,
-                                "output": event.output,
-                            }
-                        )
                 if self._progress is not None and key in self._tasks:
                     self._progress.update(
                         self._tasks[key],

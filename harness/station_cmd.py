@@ -125,7 +125,9 @@ def run_station(
             jobs_source=station,
         )
         controller.load_testsets()
-        with ProgressListener(console, testsets=controller.testsets, site=site) as listener:
+        with ProgressListener(
+            console, testsets=controller.testsets, site=site, outputs=store.outputs_path
+        ) as listener:
             controller.listener = listener
             results = controller.run(jobs)
         station.close()

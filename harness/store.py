@@ -342,6 +342,28 @@ def output_line(record: Completed | Mapping[str, Any]) -> dict[str, Any]:
     return line
 
 
+def read_outputs_file(path: Path) -> list[dict[str, Any]]:
+    """A job's outputs file as the records its scorer reads (``item`` is the line's ``id``).
+
+    Read while the run appends to it: a last line still being written is left out, and
+    so is a line that is not a JSON object. No file is no record yet.
+    """
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return []
+    records = []
+    for line in data.split(b"\n")[:-1]:  # what follows the last newline is unfinished
+        try:
+            row = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(row, dict) and "id" in row:
+            row["item"] = row["id"]
+            records.append(row)
+    return records
+
+
 class RunStore:
     """Owns one run directory while a controller works in it."""
 
