@@ -54,7 +54,19 @@ class StreamServeRunner(Runner):
     # Errors writing an item, taken as the system's end of the stream having closed.
     WRITE_ERRORS: ClassVar[tuple[type[BaseException], ...]] = (OSError,)
 
+    # Readings of the system's CPU time and memory are taken when an item ends, at most
+    # once per SAMPLE_SECONDS: by default one of the kernel's clock ticks (10 ms), the unit
+    # /proc counts CPU time in, so a reading after a shorter item would say nothing about
+    # it. A reading costs: about 16 us of the controller's time for a local system, as
+    # much as the rest of a null item's bookkeeping; a transport may space them further.
+    SAMPLE_SECONDS: ClassVar[float] = 1.0 / os.sysconf("SC_CLK_TCK")
     _cpu_mark: float | None = None
+    _sampled_at: float = float("-inf")
+    # The last reading was taken where the next item starts (at ready, or at the end of the
+    # item before, the system idle in between): the next difference is that item's own.
+    _mark_starts_next = False
+    _peak_seen: int | None = None
+    _item_sent = float("-inf")
 
     # -- what a transport provides ---------------------------------------------------------
 
@@ -85,10 +97,6 @@ class StreamServeRunner(Runner):
     @abstractmethod
     def _sample(self, now: float) -> tuple[float | None, int | None]:
         """CPU seconds so far and peak RSS of the system, or None where unknown."""
-
-    def _sample_for_item(self, now: float) -> tuple[float | None, int | None]:
-        """The sample taken when an item ends (a transport may skip costly ones)."""
-        return self._sample(now)
 
     def _on_ready(self, ready_at: float) -> None:
         """Prepare resource sampling once the system said ready."""
@@ -142,7 +150,9 @@ class StreamServeRunner(Runner):
             self.kill()
             raise StartError(f"expected a ready message, got op {message.op!r}")
         self._on_ready(ready_at)
-        self._cpu_mark, _ = self._sample(ready_at)
+        self._cpu_mark, self._peak_seen = self._sample(ready_at)
+        self._sampled_at = ready_at
+        self._mark_starts_next = self._cpu_mark is not None
         return StartInfo(message.name, message.version, ready_at - t0, self.pid)
 
     # -- one item --------------------------------------------------------------------------
@@ -154,12 +164,12 @@ class StreamServeRunner(Runner):
                 request.anon_id, sent, stage_seconds, self._measure, self._attempt_fields()
             )
 
-        sent = time.monotonic()
+        sent = self._item_sent = time.monotonic()
         try:
             self._write(data)
         except self.WRITE_ERRORS:
             return self._stream_ended(builder(sent), "stdin")
-        sent = self._handed_over(sent)
+        sent = self._item_sent = self._handed_over(sent)
         attempt = builder(sent)
         item = PendingItem(
             request.anon_id, sent + request.hang_seconds, request.hang_seconds, attempt
@@ -186,11 +196,27 @@ class StreamServeRunner(Runner):
     # -- resources -------------------------------------------------------------------------
 
     def _measure(self, now: float) -> tuple[float | None, int | None]:
-        """CPU seconds since the last measurement, and the peak RSS so far."""
-        cpu, peak = self._sample_for_item(now)
+        """The CPU seconds of the item ending now, and the peak RSS so far.
+
+        The CPU figure is the difference between the reading now and the one before, given
+        only where that is the item's own: the reading before was taken where the item
+        started, or so shortly before that other items' time in it is at most a tenth of
+        this item's (readings are at most SAMPLE_SECONDS apart while items end, so that
+        holds for every item ten times longer). Otherwise None, never a share of other
+        items' time: items shorter than SAMPLE_SECONDS mostly have none.
+        """
+        if now - self._sampled_at < self.SAMPLE_SECONDS:
+            self._mark_starts_next = False
+            return None, self._peak_seen
+        cpu, peak = self._sample(now)
+        started, read_before = self._item_sent, self._sampled_at
+        self._sampled_at = now
         used = None
-        if cpu is not None and self._cpu_mark is not None:
+        own = self._mark_starts_next or started - read_before <= (now - started) / 10
+        if cpu is not None and self._cpu_mark is not None and own:
             used = max(0.0, cpu - self._cpu_mark)
-        if cpu is not None:
-            self._cpu_mark = cpu
-        return used, peak
+        self._cpu_mark = cpu
+        self._mark_starts_next = cpu is not None
+        if peak is not None:
+            self._peak_seen = peak
+        return used, self._peak_seen

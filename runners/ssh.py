@@ -72,7 +72,6 @@ logger = logging.getLogger(__name__)
 
 _BYE_GRACE_SECONDS = 2.0
 _RECONNECT_SECONDS = 30.0
-_METER_SECONDS = 0.25
 _REMOTE_OP_SECONDS = 10.0
 _PID_PREFIX = b"onsite-pid "
 _WORKDIR_PREFIX = "onsite-workdir "
@@ -141,6 +140,8 @@ class SshServeRunner(StreamServeRunner):
 
     HANDSHAKE_ERRORS = (OSError, EOFError, paramiko.SSHException, ValueError)
     WRITE_ERRORS = (OSError, EOFError, paramiko.SSHException)
+    # A reading of /proc on the machine is a line to the resident sampler and back.
+    SAMPLE_SECONDS = 0.25
 
     def __init__(self, spec: SystemSpec, options: Mapping[str, Any] | SshDevice) -> None:
         self.spec = spec
@@ -169,7 +170,6 @@ class SshServeRunner(StreamServeRunner):
         self._staged: set[str] = set()
         self._rtt: float | None = None
         self._rtt_at = float("-inf")
-        self._sampled_at = float("-inf")
         self._cpu_mark: float | None = None
         self._peak: int | None = None
         # Where output files fetched back from the machine wait for the controller.
@@ -281,7 +281,6 @@ class SshServeRunner(StreamServeRunner):
         return f"exited with code {code} before ready; stderr: {self._log_tail()}"
 
     def _on_ready(self, ready_at: float) -> None:
-        self._sampled_at = float("-inf")
         self._cpu_mark, self._peak = None, None
 
     def _shell_ended(self, code: int | None) -> str:
@@ -704,18 +703,10 @@ class SshServeRunner(StreamServeRunner):
         """CPU seconds so far and peak RSS of the remote session, read over the link."""
         if self._pgid is None or self._meter is None:
             return None, self._peak
-        self._sampled_at = now
         cpu, peak = self._meter.sample(self._pgid)
         if peak is not None:
             self._peak = max(self._peak or 0, peak)
         return cpu, self._peak
-
-    def _sample_for_item(self, now: float) -> tuple[float | None, int | None]:
-        # Reading /proc costs a channel per sample, so at most every _METER_SECONDS; items in
-        # between get no CPU figure rather than a share of someone else's.
-        if now - self._sampled_at < _METER_SECONDS:
-            return None, self._peak
-        return self._sample(now)
 
     # -- the log --------------------------------------------------------------------------
 

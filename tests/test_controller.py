@@ -271,7 +271,8 @@ def test_exec_mode(tmp_path: Path, plan_env) -> None:
 def test_resource_use_and_cpu_pinning(tmp_path: Path, plan_env) -> None:
     testset = make_testset(tmp_path / "set", [("r1", 1600, "x")])
     log = tmp_path / "log.jsonl"
-    env = plan_env({}, FAKE_LOG=str(log))
+    # Longer than one clock tick: CPU time is read when such an item ends.
+    env = plan_env({1600: {"delay": 0.05}}, FAKE_LOG=str(log))
     cpu = min(os.sched_getaffinity(0))
     site = write_site(
         tmp_path / "site.toml",

@@ -2,7 +2,8 @@
 
 The plan comes from the FAKE_PLAN environment variable: JSON mapping the
 item's audio length in frames (the one thing that survives anonymous staging)
-to a behaviour: {"delay": s, "text": str, "repeat": n (the text n times),
+to a behaviour: {"delay": s, "burn": s (of CPU time, busy), "text": str,
+"repeat": n (the text n times),
 "do": "crash" | "hang" | "garbage" | "error" | "bad_output" | "wrong_id"}.
 FAKE_START may be "crash", "hang" or "garbage" to misbehave before ready.
 FAKE_LOG names a file that receives every message the harness sent, one JSON
@@ -83,6 +84,9 @@ def main() -> None:
                 pass  # a cheat: the second time the same input comes, answer at once
             else:
                 time.sleep(behaviour.get("delay", 0))
+                burn_until = time.process_time() + float(behaviour.get("burn", 0))
+                while time.process_time() < burn_until:
+                    pass
             seen.add(key)
             if behaviour.get("do") == "random":
                 behaviour = {"text": os.urandom(4).hex()}
