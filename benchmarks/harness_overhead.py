@@ -2,7 +2,7 @@
 
 Peer: the same null system (examples/systems/null_system.py) driven by a bare
 loop that writes one item line to its stdin and reads one line back, with
-nothing else. Harness: the full controller (staging by hard link, journal
+nothing else. Harness: the full controller (staging a fresh read-only copy, journal
 records, output lines, resource measurement, verdicts) over the same number of
 items.
 
