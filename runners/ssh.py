@@ -427,22 +427,31 @@ class SshServeRunner(StreamServeRunner):
                 self._write(protocol.BYE)
                 chan.shutdown_write()
             chan.status_event.wait(_BYE_GRACE_SECONDS)
-        self.kill()
+        token, sid = self._token, self._pgid
+        if token is not None:
+            # Until a clean-up below has killed what this start runs.
+            self._orphaned = True
         transport = self._transport
-        if self._orphaned and not (transport is not None and transport.is_active()):
-            # The link died under a running system: one quick try to kill what it left behind.
-            with contextlib.suppress(StartError):
-                self._ensure_connected(retry_seconds=0.0)
+        if not (transport is not None and transport.is_active()):
+            self._forget_start()
+            if self._orphaned:
+                # The link died under a running system: one quick try to kill what it
+                # left behind.
+                with contextlib.suppress(StartError):
+                    self._ensure_connected(retry_seconds=0.0)
         transport = self._transport
         if transport is not None and transport.is_active():
-            # Everything of every start of this system, and its directory with what was staged.
+            # One channel for all of it: this start's processes (with the session the
+            # controller trusts), every earlier start's, and the directory with what was
+            # staged.
             with contextlib.suppress(OSError, EOFError, paramiko.SSHException):
                 status, _, _ = run_remote(
-                    transport, cleanup_command(self._system_dir), _REMOTE_OP_SECONDS
+                    transport, cleanup_command(self._system_dir, token, sid), _REMOTE_OP_SECONDS
                 )
                 if status == 0:
                     self._orphaned = False
                     self._staged.clear()
+        self._forget_start()
         self._unstage(list(self._staged))
         note = self._meter.summary() if self._meter is not None else None
         if note:
@@ -452,10 +461,14 @@ class SshServeRunner(StreamServeRunner):
         self._close_log()
 
     def kill(self) -> None:
-        chan = self._chan
         if self._token is not None:
             if not self._kill_start(self._token, self._pgid):
                 self._orphaned = True
+        self._forget_start()
+
+    def _forget_start(self) -> None:
+        """Close the current start's channel and drop what the controller knew of it."""
+        chan = self._chan
         if chan is not None:
             with contextlib.suppress(Exception):
                 chan.close()

@@ -205,12 +205,22 @@ echo "onsite-workdir $w"
     return f"sh -c {q(script)}"
 
 
-def cleanup_command(sysdir: str) -> str:
-    """Kill everything of this system's starts and remove its directory (at stop)."""
+def cleanup_command(sysdir: str, token: str | None = None, sid: int | None = None) -> str:
+    """Kill everything of this system's starts and remove its directory (at stop).
+
+    With ``token`` (and the ``sid`` the controller trusts), the current start is killed
+    first, as ``kill_command`` kills it: one channel at stop instead of two.
+    """
     q = shlex.quote
+    current = ""
+    if token is not None:
+        current = f"""t={_split(token)}
+onsite_kill "$t" {q(str(sid) if sid else "")}
+rm -rf "$d/$t" "$d/$t".*
+"""
     script = f"""{_KILL_FUNCTIONS}
 d={q(sysdir)}
-for f in "$d"/*.sid "$d"/*.ctl "$d"/*.in; do
+{current}for f in "$d"/*.sid "$d"/*.ctl "$d"/*.in; do
   [ -e "$f" ] || continue
   t=${{f##*/}}; t=${{t%.*}}
   onsite_kill "$t" ""

@@ -21,7 +21,13 @@ import psutil
 import pytest
 
 from runners import ItemRequest, SshServeRunner, StartError, SystemSpec, probe
-from runners.ssh_wrapper import kill_command, prepare_command, system_dir, wrapper_command
+from runners.ssh_wrapper import (
+    cleanup_command,
+    kill_command,
+    prepare_command,
+    system_dir,
+    wrapper_command,
+)
 from tests.helpers import REPO, make_testset
 from tests.sshd import Sshd, keygen, start_sshd
 
@@ -73,6 +79,22 @@ HOSTILE = textwrap.dedent(
                 with open(os.path.join(out, "system"), "w") as fh:
                     fh.write(str(os.getpid()))
                 time.sleep(1000)
+            if do == "orphan":
+                # Daemons, then the wrapper above killed: nothing on the machine is left
+                # to clean up after this start but the controller's stop.
+                subprocess.Popen(
+                    ["setsid"] + sleeper, stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                )
+                double_fork()
+                for entry in os.listdir("/proc"):
+                    try:
+                        with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                            line = fh.read()
+                        if b"onsite-wrapper" in line and marker.encode() in line:
+                            os.kill(int(entry), 9)
+                    except (OSError, ValueError):
+                        continue
             if do == "noise":
                 sys.stderr.write("e" * n)
                 sys.stderr.flush()
@@ -288,6 +310,30 @@ def test_daemons_die_when_the_channel_closes(tmp_path: Path, sshd: Sshd) -> None
     runner._chan = None
     runner._token = None
     runner.stop()
+
+
+def test_stop_kills_what_a_start_left_when_its_wrapper_could_not(
+    tmp_path: Path, sshd: Sshd
+) -> None:
+    marker, out, command = hostile_setup(tmp_path)
+    spec = hostile_spec(tmp_path, command)
+    remote = tmp_path / "remote"
+    runner = runner_for(sshd, spec, remote)
+    runner.start()
+    answer = runner.run_item(ItemRequest("o1", {}, {"do": "orphan"}, 10.0))
+    assert answer.outcome == "result"
+    # A setsid'd sleeper and a double-forked daemon (the system itself ends, its stdin
+    # relay gone), and no wrapper left to kill them.
+    assert wait_until(lambda: len(marked(marker)) >= 2), marked(marker)
+    assert not [
+        p
+        for p in psutil.process_iter(["cmdline"])
+        if "onsite-wrapper" in " ".join(p.info["cmdline"] or [])
+        and marker in str(p.info["cmdline"])
+    ]
+    runner.stop()
+    assert wait_until(lambda: not marked(marker), 5.0), marked(marker)
+    assert not (remote / ".onsite").exists()
 
 
 def test_remote_environment_is_clean(tmp_path: Path, sshd: Sshd) -> None:
@@ -618,3 +664,16 @@ def test_the_wrapper_runs_on_busybox(tmp_path: Path) -> None:
     assert proc.wait(15) == -signal.SIGKILL
     assert carrying("ONSITE_SESSION", token) == []
     assert not [n for n in os.listdir(sysdir) if n.startswith(token)]
+
+    # The stop's clean-up: this start (by its token and session) and the directory.
+    proc = subprocess.Popen(
+        busybox_sh(wrapped), env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    assert proc.stdout is not None
+    sid = int(proc.stdout.readline().split()[1])
+    assert wait_until(lambda: len(sleepers()) == 2)
+    done = subprocess.run(busybox_sh(cleanup_command(sysdir, token, sid)), env=env)
+    assert done.returncode == 0
+    assert proc.wait(15) == -signal.SIGKILL
+    assert carrying("ONSITE_SESSION", token) == []
+    assert not os.path.exists(sysdir)
