@@ -649,7 +649,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     from .export_store import add_export_store_parser
 
     add_export_store_parser(sub)
-    from .combination_set import add_combination_set_parser
+    from .combination_set_cmd import add_combination_set_parser
 
     add_combination_set_parser(sub)
     return parser

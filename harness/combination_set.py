@@ -12,7 +12,6 @@ to a separate file, never into the set. harness/kinds/combination.py reads it.
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import shutil
@@ -28,8 +27,6 @@ from scoring.errors import FormatError
 from .errors import InputError, Problem
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
     from .events import Completed
     from .run_model import RunModel
 
@@ -170,37 +167,3 @@ def build_combination_set(
     key = {"run": str(run_dir.resolve()), "task": task, "systems": names}
     key_path.write_text(json.dumps(key, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return CombinationSet(out_dir, key_path, names, len(item_ids))
-
-
-def add_combination_set_parser(sub: Any) -> None:
-    """Register `onsite combination-set` on the CLI's subparsers."""
-    parser = sub.add_parser(
-        "combination-set",
-        help="the system-combination test set: a finished MT run's n-best lists, anonymized",
-    )
-    parser.add_argument("run_dir", help="the run directory of the finished MT run")
-    parser.add_argument("--task", required=True, help="the MT task")
-    parser.add_argument("-o", "--output", required=True, help="the new test-set directory")
-    parser.add_argument(
-        "--key", help="where the sysNN -> system key goes (default: OUTPUT.key.json beside it)"
-    )
-    parser.add_argument("--seed", type=int, help="fix the anonymous order (default: random)")
-    parser.set_defaults(handler=cmd_combination_set)
-
-
-def cmd_combination_set(args: argparse.Namespace, console: Console) -> int:
-    """Write the combination set and say where it and its key are."""
-    made = build_combination_set(
-        Path(args.run_dir),
-        args.task,
-        Path(args.output),
-        Path(args.key) if args.key else None,
-        args.seed,
-    )
-    console.print(
-        f"wrote {made.directory.resolve()}: {made.segments} segments, "
-        f"{len(made.systems)} systems' candidate lists ({', '.join(made.systems)})",
-        markup=False,
-    )
-    console.print(f"key (keep it apart): {made.key.resolve()}", markup=False)
-    return 0

@@ -47,6 +47,9 @@ HEAVY_MODULES = (
     "runners.serial_runner",
     "scoring._fast_align",
     "scoring._fast_mt",
+    # The CWMT XML reader and writer: only MT scoring and the combination set need them.
+    "scoring.cwmt_xml",
+    "scoring.cwmt_write",
 )
 
 # Runs the CLI (or a snippet) and writes sys.modules to the file named in argv[1] at exit.

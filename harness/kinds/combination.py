@@ -22,15 +22,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from scoring.cwmt_xml import MtFile, TextSegment, load_mt_file, read_xml, require_mirror
 from scoring.errors import FormatError
 
 from ..errors import Problem, TestSetError
 from ..testsets import TestItem, TestSet
 from .base import Outputs, TaskConfig, TaskKind
 from .text import WORDS_PER_SECOND, load_mt_testset, score_mt_outputs, source_words
+
+if TYPE_CHECKING:
+    from scoring.cwmt_xml import MtFile, TextSegment
 
 CANDIDATES_DIR = "candidates"
 _SOURCES = ("source.txt", "source.xml")
@@ -39,6 +41,9 @@ _BLEU_FIGURES = ("bleu", "bleu_precisions", "hyp_len", "ref_len", "lang", "n_ref
 
 
 def _read_or_fail(path: Path, role: Any, fix: str) -> MtFile:
+    # Imported here: every command that lists the task kinds would load the XML reader.
+    from scoring.cwmt_xml import load_mt_file, read_xml
+
     try:
         return load_mt_file(path, role) if role == "source" else read_xml(path, role)
     except FormatError as exc:
@@ -55,6 +60,8 @@ def _entry(seg: TextSegment) -> dict[str, Any] | None:
 
 def load_combination(root: Path, task: TaskConfig) -> TestSet:
     """The MT test set of `root` with each item's candidate lists from candidates/*.xml."""
+    from scoring.cwmt_xml import require_mirror
+
     testset = load_mt_testset(root, task)
     [source_path] = [root / n for n in _SOURCES if (root / n).is_file()]
     source = _read_or_fail(source_path, "source", "give the MT test set's source")

@@ -1,0 +1,50 @@
+"""`onsite combination-set` on the command line (harness/combination_set.py builds the set).
+
+Registering the command loads nothing of the MT file formats: every other command
+(and `onsite --help`) builds the same parser.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+def add_combination_set_parser(sub: Any) -> None:
+    """Register `onsite combination-set` on the CLI's subparsers."""
+    parser = sub.add_parser(
+        "combination-set",
+        help="the system-combination test set: a finished MT run's n-best lists, anonymized",
+    )
+    parser.add_argument("run_dir", help="the run directory of the finished MT run")
+    parser.add_argument("--task", required=True, help="the MT task")
+    parser.add_argument("-o", "--output", required=True, help="the new test-set directory")
+    parser.add_argument(
+        "--key", help="where the sysNN -> system key goes (default: OUTPUT.key.json beside it)"
+    )
+    parser.add_argument("--seed", type=int, help="fix the anonymous order (default: random)")
+    parser.set_defaults(handler=cmd_combination_set)
+
+
+def cmd_combination_set(args: argparse.Namespace, console: Console) -> int:
+    """Write the combination set and say where it and its key are."""
+    from .combination_set import build_combination_set
+
+    made = build_combination_set(
+        Path(args.run_dir),
+        args.task,
+        Path(args.output),
+        Path(args.key) if args.key else None,
+        args.seed,
+    )
+    console.print(
+        f"wrote {made.directory.resolve()}: {made.segments} segments, "
+        f"{len(made.systems)} systems' candidate lists ({', '.join(made.systems)})",
+        markup=False,
+    )
+    console.print(f"key (keep it apart): {made.key.resolve()}", markup=False)
+    return 0
