@@ -162,16 +162,22 @@ exit "$rc"
     return f"sh -c {q(script)} onsite-wrapper"
 
 
-def kill_command(sysdir: str, token: str, sid: int | None) -> str:
-    """Kill every process of one start and remove its state files."""
+def _kill_start_lines(sysdir: str, token: str, sid: int | None) -> str:
+    """Script lines (after _KILL_FUNCTIONS) that kill one start, by its token and the
+    session the controller trusts, and remove its state files."""
     q = shlex.quote
-    script = f"""{_KILL_FUNCTIONS}
-t={_split(token)}
+    return f"""t={_split(token)}
 onsite_kill "$t" {q(str(sid) if sid else "")}
 rm -rf {q(sysdir)}/"$t" {q(sysdir)}/"$t".*
-exit 0
 """
-    return f"sh -c {q(script)}"
+
+
+def kill_command(sysdir: str, token: str, sid: int | None) -> str:
+    """Kill every process of one start and remove its state files."""
+    script = f"""{_KILL_FUNCTIONS}
+{_kill_start_lines(sysdir, token, sid)}exit 0
+"""
+    return f"sh -c {shlex.quote(script)}"
 
 
 def stage_dir(sysdir: str, token: str) -> str:
@@ -212,12 +218,7 @@ def cleanup_command(sysdir: str, token: str | None = None, sid: int | None = Non
     first, as ``kill_command`` kills it: one channel at stop instead of two.
     """
     q = shlex.quote
-    current = ""
-    if token is not None:
-        current = f"""t={_split(token)}
-onsite_kill "$t" {q(str(sid) if sid else "")}
-rm -rf "$d/$t" "$d/$t".*
-"""
+    current = _kill_start_lines(sysdir, token, sid) if token is not None else ""
     script = f"""{_KILL_FUNCTIONS}
 d={q(sysdir)}
 {current}for f in "$d"/*.sid "$d"/*.ctl "$d"/*.in; do

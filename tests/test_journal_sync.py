@@ -36,6 +36,14 @@ class FsyncLog:
             self.calls.append((threading.current_thread().name, time.monotonic()))
 
 
+def _journal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fsync_seconds: float, log: FsyncLog
+) -> Journal:
+    """A journal in tmp_path whose fsync calls go through ``log``."""
+    monkeypatch.setattr(os, "fsync", log)
+    return Journal(tmp_path / "journal.jsonl", "s", fsync_seconds=fsync_seconds)
+
+
 def _wait_for(condition, seconds: float = 10.0) -> None:
     deadline = time.monotonic() + seconds
     while not condition():
@@ -47,8 +55,7 @@ def test_records_are_synced_by_the_journals_thread_not_the_writers(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     log = FsyncLog()
-    monkeypatch.setattr(os, "fsync", log)
-    journal = Journal(tmp_path / "journal.jsonl", "s", fsync_seconds=0.02)
+    journal = _journal(tmp_path, monkeypatch, 0.02, log)
     for seed in range(50):
         journal.append(AuditSeed(seed=seed))
         time.sleep(0.002)
@@ -68,8 +75,7 @@ def test_nothing_written_means_nothing_synced(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     log = FsyncLog()
-    monkeypatch.setattr(os, "fsync", log)
-    journal = Journal(tmp_path / "journal.jsonl", "s", fsync_seconds=0.01)
+    journal = _journal(tmp_path, monkeypatch, 0.01, log)
     time.sleep(0.1)
     journal.close()
     assert log.calls == []
@@ -81,8 +87,7 @@ def test_a_sync_returns_only_once_a_sync_in_progress_ended(
     # The journal's thread takes the record and sleeps in fsync; a sync() asked meanwhile
     # (the controller's at the session's end) must not return before that fsync did.
     log = FsyncLog(delay=0.3)
-    monkeypatch.setattr(os, "fsync", log)
-    journal = Journal(tmp_path / "journal.jsonl", "s", fsync_seconds=0.01)
+    journal = _journal(tmp_path, monkeypatch, 0.01, log)
     journal.append(AuditSeed(seed=1))
     time.sleep(0.1)  # the journal's thread is inside its slow fsync now
     journal.sync()
@@ -115,8 +120,7 @@ def test_zero_interval_syncs_every_record_in_the_writers_thread(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     log = FsyncLog()
-    monkeypatch.setattr(os, "fsync", log)
-    journal = Journal(tmp_path / "journal.jsonl", "s", fsync_seconds=0)
+    journal = _journal(tmp_path, monkeypatch, 0, log)
     for seed in range(3):
         journal.append(AuditSeed(seed=seed))
     assert [name for name, _ in log.calls] == [threading.current_thread().name] * 3
