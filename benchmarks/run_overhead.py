@@ -21,7 +21,9 @@ ms when each wakes the other across cores; rounds say which they got.
 
 Goal (issue 18): harness per item at most 3x the bare per item, and at most 0.15 ms.
 
-Run: `.venv/bin/python benchmarks/run_overhead.py [--items N] [--kind asr|mt]`.
+Run: `.venv/bin/python benchmarks/run_overhead.py [--items N] [--kind asr|mt]`;
+`--bare-gap 0 50 100` shows what spending that long between items does to the bare
+pipe's own write-to-answer time (docs/scale.md).
 """
 
 from __future__ import annotations
@@ -86,9 +88,13 @@ def onsite_run(site: Path, runs: Path, limit: int) -> tuple[float, float]:
     return wall, usage.ru_utime + usage.ru_stime
 
 
-def bare_loop(items: int, item_input: dict[str, object]) -> tuple[float, float]:
+def bare_loop(
+    items: int, item_input: dict[str, object], gap_us: float = 0.0
+) -> tuple[float, float, float]:
     """Wall and CPU seconds (this loop and the system) of piping N item lines through the
-    null system, start-up included."""
+    null system, start-up included, and the mean seconds from an item's write to its
+    answer. With ``gap_us`` the loop first works that long before each item (Python
+    objects made and dropped), as a harness does its bookkeeping between items."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu0, t0 = time.process_time(), time.perf_counter()
     proc = subprocess.Popen(NULL, cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
@@ -96,16 +102,25 @@ def bare_loop(items: int, item_input: dict[str, object]) -> tuple[float, float]:
     fd, reader = proc.stdin.fileno(), proc.stdout
     os.write(fd, b'{"op":"hello","protocol":1,"task":"t","kind":"asr"}\n')
     reader.readline()
+    exchange = 0.0
     for i in range(items):
+        if gap_us:
+            # Python work, as bookkeeping is: small dicts made and dropped.
+            until, scratch = time.perf_counter() + gap_us * 1e-6, []
+            while time.perf_counter() < until:
+                scratch.append({"item": i, "text": str(i)})
         line = {"op": "item", "id": f"{i:016x}", "input": item_input}
-        os.write(fd, json.dumps(line).encode() + b"\n")
+        data = json.dumps(line).encode() + b"\n"
+        sent = time.perf_counter()
+        os.write(fd, data)
         reader.readline()
+        exchange += time.perf_counter() - sent
     os.write(fd, b'{"op":"bye"}\n')
     proc.wait()
     wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu += (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-    return wall, cpu
+    return wall, cpu, exchange / max(items, 1)
 
 
 def main() -> int:
@@ -119,8 +134,25 @@ def main() -> int:
         help="where the test set and the run directories go (default: the repository; "
         "on some machines /tmp is far slower at creating files, and staging creates one per item)",
     )
+    parser.add_argument(
+        "--bare-gap",
+        type=float,
+        nargs="+",
+        metavar="US",
+        help="instead: the bare loop alone, working US microseconds in Python before each "
+        "item (as a harness's bookkeeping does), and what its write-to-answer time becomes",
+    )
     args = parser.parse_args()
     n = args.items
+    if args.bare_gap:
+        item_input = {"audio": "/nonexistent.wav", "sample_rate": 16000}
+        for gap in args.bare_gap:
+            wall, _, exchange = bare_loop(n, item_input, gap)
+            print(
+                f"bare pipe working {gap:g} us before each item: {wall / n * 1e6:.1f} us "
+                f"per item, of which {exchange * 1e6:.1f} us from the write to the answer"
+            )
+        return 0
     harness, bare, harness_cpu, bare_cpu = [], [], [], []
     with tempfile.TemporaryDirectory(prefix=".onsite-bench-", dir=args.dir) as tmp:
         work = Path(tmp)
@@ -134,8 +166,8 @@ def main() -> int:
         for round_no in range(1, args.rounds + 1):
             few, few_cpu = onsite_run(site, work / f"few{round_no}", FEW)
             full, full_cpu = onsite_run(site, work / f"full{round_no}", n)
-            bare_few, bare_few_cpu = bare_loop(FEW, item_input)
-            bare_full, bare_full_cpu = bare_loop(n, item_input)
+            bare_few, bare_few_cpu, _ = bare_loop(FEW, item_input)
+            bare_full, bare_full_cpu, _ = bare_loop(n, item_input)
             h, hc = (full - few) / (n - FEW), (full_cpu - few_cpu) / (n - FEW)
             b, bc = (bare_full - bare_few) / (n - FEW), (bare_full_cpu - bare_few_cpu) / (n - FEW)
             harness.append(h)
