@@ -24,8 +24,8 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 
 def need(path: Path) -> Path:
-    """A committed demo file (regenerate with python -m examples.make_demo_vision)."""
-    assert path.exists(), f"{path} missing: python -m examples.make_demo_vision"
+    """A committed demo file (regenerate with python -m datagen.make_demo_vision)."""
+    assert path.exists(), f"{path} missing: python -m datagen.make_demo_vision"
     return path
 
 

@@ -2,9 +2,9 @@
 
 Usage::
 
-    python -m examples.systems.cascade_faces                    # serve mode
-    python -m examples.systems.cascade_faces --box-scale 1.0    # the cascade's raw boxes
-    python -m examples.systems.cascade_faces --exec INPUT OUTPUT
+    python -m systems.cascade_faces                    # serve mode
+    python -m systems.cascade_faces --box-scale 1.0    # the cascade's raw boxes
+    python -m systems.cascade_faces --exec INPUT OUTPUT
 
 Input ``{"image": path}`` (video stream items also carry ``frame`` and ``pts``,
 which a per-frame detector ignores); output ``{"boxes": [[x, y, w, h, score]]}``
@@ -28,7 +28,7 @@ from typing import Any
 import cv2
 import numpy as np
 
-from examples.systems.jsonlines import exec_main, log, serve
+from .jsonlines import exec_main, log, serve
 
 CASCADE = "haarcascade_frontalface_default.xml"
 

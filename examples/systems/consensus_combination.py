@@ -8,7 +8,7 @@ add-one smoothing, brevity penalty), over characters for Chinese and Japanese
 targets and over words otherwise. Ties go to the candidate listed first (its
 system's higher-ranked one). With one system, its best translation is the answer.
 
-Usage: ``python -m examples.systems.consensus_combination``. Stand-alone: imports
+Usage: ``python -m systems.consensus_combination``. Stand-alone: imports
 nothing from the harness.
 """
 
@@ -19,7 +19,7 @@ import re
 from collections import Counter
 from typing import Any
 
-from examples.systems.jsonlines import main
+from .jsonlines import main
 
 NAME = "consensus-combination"
 VERSION = "1.0"

@@ -2,9 +2,9 @@
 
 Usage::
 
-    python -m examples.systems.espeak_tts                          # serve mode
-    python -m examples.systems.espeak_tts --speed 120 --pitch 30   # a second setting
-    python -m examples.systems.espeak_tts --fault stereo           # a faulty system (tests)
+    python -m systems.espeak_tts                          # serve mode
+    python -m systems.espeak_tts --speed 120 --pitch 30   # a second setting
+    python -m systems.espeak_tts --fault stereo           # a faulty system (tests)
 
 Input ``{"text", "sample_rate", "audio_out"}``: the WAV goes to ``audio_out``
 (mono, 16-bit, at ``sample_rate``) and the answer is ``{"audio": audio_out}``.
@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from examples.systems.jsonlines import exec_main, log, serve
+from .jsonlines import exec_main, log, serve
 
 
 class Espeak:

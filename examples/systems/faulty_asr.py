@@ -14,12 +14,12 @@ The rule: decode the file to int16 samples and take
 * ``0.04 <= v < 0.17``: crash.  A line goes to stderr, then ``os._exit(3)``.
 * otherwise: answer ``{"text": "the"}``.
 
-SALT was picked so that on the demo set (``python -m examples.make_demo_asr``
+SALT was picked so that on the demo set (``python -m datagen.make_demo_asr``
 with espeak-ng 1.51) it hangs on exactly one item (s05_snr15) and crashes on
 three (s03_snr5, s06_clean, s08_snr15).  A different espeak-ng version
 synthesizes different samples and so may give different counts.
 
-Usage: ``python -m examples.systems.faulty_asr [--exec INPUT OUTPUT]``.
+Usage: ``python -m systems.faulty_asr [--exec INPUT OUTPUT]``.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 import soundfile as sf
 
-from examples.systems.jsonlines import log, main
+from .jsonlines import log, main
 
 SALT = b"onsite-faulty-17"
 HANG_BELOW = 0.04

@@ -6,7 +6,7 @@ At each position the longest listed word wins; a character that starts no
 listed word is a word of its own. Runs of ASCII letters and digits stay
 whole. Without a word list every character is a word.
 
-Usage: ``python -m examples.systems.fmm_segmenter`` (serve mode, kind cws).
+Usage: ``python -m systems.fmm_segmenter`` (serve mode, kind cws).
 Stand-alone: imports nothing from the harness, the runners or the scorers.
 """
 
@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from examples.systems.jsonlines import log, main
+from .jsonlines import log, main
 
 NAME = "fmm-segmenter"
 VERSION = "1.0"

@@ -2,7 +2,7 @@
 
 Serve mode: the harness writes one JSON object per line to stdin and reads
 one per line from stdout (hello -> ready, item -> result/error, bye).
-Exec mode: ``python -m examples.systems.X --exec INPUT OUTPUT`` handles one
+Exec mode: ``python -m systems.X --exec INPUT OUTPUT`` handles one
 item and writes its output object as JSON to OUTPUT.
 
 Stand-alone on purpose: participant programs must not depend on the harness.

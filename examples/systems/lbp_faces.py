@@ -2,8 +2,8 @@
 
 Usage::
 
-    python -m examples.systems.lbp_faces                  # serve mode
-    python -m examples.systems.lbp_faces --exec PAIR.json OUTPUT   # verification only
+    python -m systems.lbp_faces                  # serve mode
+    python -m systems.lbp_faces --exec PAIR.json OUTPUT   # verification only
 
 Each face image is converted to grey, resized to 64x64, coded with uniform
 8-neighbour radius-1 LBP (59 codes), and described by the concatenated
@@ -32,7 +32,7 @@ from typing import Any
 import cv2
 import numpy as np
 
-from examples.systems.jsonlines import log, main
+from .jsonlines import log, main
 
 SIZE = 64
 GRID = 8

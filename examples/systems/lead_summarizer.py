@@ -7,7 +7,7 @@ characters or whitespace-separated words, as the harness counts); when even
 the first sentence is longer, its beginning up to the limit is sent. One
 sentence per line, so that ROUGE-L sees the summary's sentences.
 
-Usage: ``python -m examples.systems.lead_summarizer`` (serve mode, kind
+Usage: ``python -m systems.lead_summarizer`` (serve mode, kind
 summarization). Stand-alone: imports nothing from the harness, the runners or
 the scorers.
 """
@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from examples.systems.jsonlines import main
+from .jsonlines import main
 
 NAME = "lead-summarizer"
 VERSION = "1.0"

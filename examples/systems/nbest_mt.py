@@ -6,7 +6,7 @@ sorted best first, as the protocol requires. With ``NBEST_MT_UNSORTED=1`` in
 its environment it sends the list in the wrong order, to show the harness's
 invalid_output verdict.
 
-Usage: ``python -m examples.systems.nbest_mt``.
+Usage: ``python -m systems.nbest_mt``.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from examples.systems.jsonlines import main
-from examples.systems.text_baselines import Baseline
+from .jsonlines import main
+from .text_baselines import Baseline
 
 NAME = "nbest-mt"
 VERSION = "1.0"

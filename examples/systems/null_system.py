@@ -2,7 +2,7 @@
 
 Used to benchmark the harness's own per-item overhead, so the loop does as
 little as possible: no model, no audio access, one json.loads per line and a
-pre-built reply template.  Usage: ``python -m examples.systems.null_system``.
+pre-built reply template.  Usage: ``python -m systems.null_system``.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ Rules, in order, over runs of capitalized tokens:
 * anything else is O; a sentence's first word (``The``, ``It`` ...) is capitalized
   as the sentence's, not as a name's.
 
-Usage: ``python -m examples.systems.rule_ner`` (serve mode, kind ner).
+Usage: ``python -m systems.rule_ner`` (serve mode, kind ner).
 Stand-alone: imports nothing from the harness, the runners or the scorers.
 """
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from examples.systems.jsonlines import main
+from .jsonlines import main
 
 NAME = "rule-ner"
 VERSION = "1.0"

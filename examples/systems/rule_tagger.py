@@ -7,7 +7,7 @@ unseen word gets a tag from rules on its form (punctuation ``w``, numerals
 ``m``, time words ``t``, place names ``ns``, languages ``nz``, particles
 ``u``, conjunctions ``c``, localizers ``f``), else ``n``.
 
-Usage: ``python -m examples.systems.rule_tagger`` (serve mode, kind pos).
+Usage: ``python -m systems.rule_tagger`` (serve mode, kind pos).
 Stand-alone: imports nothing from the harness, the runners or the scorers.
 """
 
@@ -18,8 +18,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from examples.systems.fmm_segmenter import Lexicon
-from examples.systems.jsonlines import log, main
+from .fmm_segmenter import Lexicon
+from .jsonlines import log, main
 
 NAME = "rule-tagger"
 VERSION = "1.0"

@@ -2,9 +2,9 @@
 
 Usage::
 
-    python -m examples.systems.sphinx_asr                 # serve mode, default config
-    python -m examples.systems.sphinx_asr --fast          # serve mode, faster config
-    python -m examples.systems.sphinx_asr [--fast] --exec INPUT OUTPUT
+    python -m systems.sphinx_asr                 # serve mode, default config
+    python -m systems.sphinx_asr --fast          # serve mode, faster config
+    python -m systems.sphinx_asr [--fast] --exec INPUT OUTPUT
 
 The default configuration is PocketSphinx's own.  ``--fast`` trades some
 accuracy for speed: no second (flat-lexicon) pass, narrower beams, a cap on
@@ -23,7 +23,7 @@ from typing import Any
 import soundfile as sf
 from pocketsphinx import Decoder
 
-from examples.systems.jsonlines import exec_main, log, serve
+from .jsonlines import exec_main, log, serve
 
 # Keyword arguments for Decoder(); values chosen by measuring speed and WER on
 # the demo set (see site_config/data/demo-asr/README.md).

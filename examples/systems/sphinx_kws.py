@@ -9,7 +9,7 @@ detections that overlap in time the most probable is kept, those at or above
 ``ACCEPT`` fill, in time order, the first empty slot of the item's setting that
 lists the keyword (so the first city spoken is "from", the second "to").
 
-Usage: ``python -m examples.systems.sphinx_kws``. Audio must be mono at 16 kHz.
+Usage: ``python -m systems.sphinx_kws``. Audio must be mono at 16 kHz.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from typing import Any
 import soundfile as sf
 from pocketsphinx import Decoder
 
-from examples.systems.jsonlines import log, serve
-from examples.systems.sphinx_asr import pocketsphinx_version
+from .jsonlines import log, serve
+from .sphinx_asr import pocketsphinx_version
 
 # The keyphrase search's threshold: loose, so that near misses are proposed too
 # (the DET curve needs scored false alarms as well as hits).

@@ -2,9 +2,9 @@
 
 Usage::
 
-    python -m examples.systems.tesseract_ocr               # serve mode, printed images
-    python -m examples.systems.tesseract_ocr --ink         # serve mode, online ink files
-    python -m examples.systems.tesseract_ocr [--ink] --exec INPUT OUTPUT
+    python -m systems.tesseract_ocr               # serve mode, printed images
+    python -m systems.tesseract_ocr --ink         # serve mode, online ink files
+    python -m systems.tesseract_ocr [--ink] --exec INPUT OUTPUT
 
 Each item runs ``tesseract IMAGE stdout -l chi_sim --psm 10 -c lstm_choice_mode=2
 hocr``: page segmentation mode 10 treats the image as one character, and
@@ -35,7 +35,7 @@ from typing import Any
 import cv2
 import numpy as np
 
-from examples.systems.jsonlines import exec_main, log, serve
+from .jsonlines import exec_main, log, serve
 
 MAX_CANDIDATES = 10
 # Tesseract's LSTM lines are trained on text about 30-50 px high; a white

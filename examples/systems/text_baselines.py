@@ -14,7 +14,7 @@ hello's ``kind`` chooses the baseline:
   ``TEXT_BASELINE_COLLECTION`` (``<docno>.txt`` files, indexed at setup); no
   directory, no results.
 
-Usage: ``python -m examples.systems.text_baselines``. Stand-alone: imports
+Usage: ``python -m systems.text_baselines``. Stand-alone: imports
 nothing from the harness, the runners or the scorers.
 """
 
@@ -26,7 +26,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from examples.systems.jsonlines import log, main
+from .jsonlines import log, main
 
 NAME = "text-baselines"
 VERSION = "1.0"

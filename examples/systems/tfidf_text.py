@@ -5,18 +5,18 @@ cosine of their weight vectors (the vector space model; Salton and Buckley's
 ltc weighting).
 
 * ``ir``: the collection is the participant's own: the ``<docno>.txt`` files
-  of the directory in ``TFIDF_COLLECTION`` (default ``examples/data/
-  news-collection``, relative to the working directory), indexed at setup.
+  of the directory in ``TFIDF_COLLECTION`` (default ``data/news-collection``
+  beside this package, i.e. ``examples/data/``), indexed at setup.
   A query is the topic's title and description; every document with a
   positive cosine is returned, best first.
 * ``textcat``: the training documents are the participant's own:
   ``category<TAB>text`` lines of ``TFIDF_TRAINING`` (default
-  ``examples/data/textcat-train.tsv``). Each category is the centroid of its
+  ``examples/data/textcat-train.tsv``, found the same way). Each category is the centroid of its
   documents' vectors (Rocchio); a document gets the nearest category, and
   the second nearest too when its cosine is at least ``SECOND`` (0.7) of the
   first's.
 
-hello's ``kind`` chooses. Usage: ``python -m examples.systems.tfidf_text``.
+hello's ``kind`` chooses. Usage, in examples/: ``python -m systems.tfidf_text``.
 Stand-alone: imports nothing from the harness, the runners or the scorers.
 """
 
@@ -30,12 +30,15 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from examples.systems.jsonlines import log, main
+from .jsonlines import log, main
 
 NAME = "tfidf-text"
 VERSION = "1.0"
-COLLECTION = "examples/data/news-collection"
-TRAINING = "examples/data/textcat-train.tsv"
+# The participant's own data ships beside its code: found from this file, so the
+# system runs from any working directory (the demo's is examples/).
+DATA = Path(__file__).resolve().parent.parent / "data"
+COLLECTION = DATA / "news-collection"
+TRAINING = DATA / "textcat-train.tsv"
 SECOND = 0.7
 STOP = frozenset(
     "a an and are as at be by for from has in is it its of on or that the this to was were will "

@@ -6,7 +6,7 @@ the word, e.g. a measure word). The source is split by forward maximum
 matching over the dictionary's entries; each piece is replaced by its
 translation, an unknown piece is copied. The first letter is capitalized.
 
-Usage: ``python -m examples.systems.word_mt`` (serve mode, kind mt).
+Usage: ``python -m systems.word_mt`` (serve mode, kind mt).
 Stand-alone: imports nothing from the harness, the runners or the scorers.
 """
 
@@ -15,8 +15,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from examples.systems.fmm_segmenter import Lexicon
-from examples.systems.jsonlines import log, main
+from .fmm_segmenter import Lexicon
+from .jsonlines import log, main
 
 NAME = "word-mt"
 VERSION = "1.0"

@@ -1,7 +1,7 @@
 """Regenerate the demo command-recognition set (PDA style): 8 kHz recordings of command
 words synthesized with espeak-ng, their `text`, and the `vocabulary.txt` handed out.
 
-Run: python -m examples.make_demo_command [--out DIR]. Needs espeak-ng and sox.
+Run: python -m datagen.make_demo_command [--out DIR]. Needs espeak-ng and sox.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         "# demo-command\n\nCommand words for the PDA command-recognition task: "
         f"{len(RECORDINGS)} recordings at 8 kHz, 16-bit mono FLAC, synthesized with espeak-ng "
         "and resampled with sox, and `vocabulary.txt`, the command list handed to the device "
-        "at setup. Regenerate with `python -m examples.make_demo_command`.\n",
+        "at setup. Regenerate with `python -m datagen.make_demo_command`.\n",
         encoding="utf-8",
     )
     return 0

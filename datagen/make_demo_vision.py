@@ -1,6 +1,6 @@
 """Regenerate the demo vision test sets: OCR, online ink, face detection, identification, video.
 
-Run as ``python -m examples.make_demo_vision [--sets ocr,ink,faces,faces-id,video] [--root DIR]``.
+Run as ``python -m datagen.make_demo_vision [--sets ocr,ink,faces,faces-id,video] [--root DIR]``.
 Every set is synthetic and seeded, so regeneration is repeatable for the same
 library versions (fonts, Pillow's FreeType, OpenCV's libjpeg and scikit-image's
 bundled images all feed into the bytes).

@@ -2,7 +2,7 @@
 espeak-ng, their reference slot frames (`slots.jsonl`) and the keyword list handed to
 systems in hello (`keywords.json`), in two settings (travel and weather).
 
-Run: python -m examples.make_demo_kws [--out DIR]. Needs espeak-ng and sox.
+Run: python -m datagen.make_demo_kws [--out DIR]. Needs espeak-ng and sox.
 """
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{len(RECORDINGS)} recordings at 16 kHz, 16-bit mono FLAC, synthesized with espeak-ng "
         "and resampled with sox. `slots.jsonl` holds each recording's reference slot frame; "
         "`keywords.json`, the keyword list of each setting, reaches the systems in hello. "
-        "Regenerate with `python -m examples.make_demo_kws`.\n",
+        "Regenerate with `python -m datagen.make_demo_kws`.\n",
         encoding="utf-8",
     )
     return 0

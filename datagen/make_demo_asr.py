@@ -1,6 +1,6 @@
 """Regenerate the demo ASR test set (synthetic speech, clean and noisy copies).
 
-Run as ``python -m examples.make_demo_asr [--out DIR]``.  Needs the Debian
+Run as ``python -m datagen.make_demo_asr [--out DIR]``.  Needs the Debian
 packages ``espeak-ng`` (speech synthesis) and ``sox`` (resampling to 16 kHz),
 plus numpy and soundfile.  The output is deterministic for a given espeak-ng,
 sox and libsndfile version: the noise uses fixed per-item seeds.
