@@ -9,6 +9,13 @@ stations' clocks never matter. A station that stops heartbeating loses its jobs 
 the lease runs out and any station may claim them; the journal's resume rules (read
 the job's records first) then keep each item exactly once.
 
+A station's name is held by one live station at a time: a station registers it with an
+instance id of its own when it starts (``register_station``, one ``INSERT ... ON
+CONFLICT`` statement, so of two stations starting at once exactly one wins), renews it
+with its leases, and gives it back when it ends. Leases are held by (name, instance):
+a station that lost its name (another took it over after its registration expired)
+can claim nothing, renew nothing and write nothing more about any job.
+
 Records are kept as ``json``, not ``jsonb``: jsonb refuses ``\\u0000`` inside strings
 (a participant may answer with one) and reorders keys; the journal keeps every byte.
 
@@ -25,6 +32,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, TypeVar
 
 import orjson
@@ -38,6 +46,7 @@ __all__ = [
     "LeaseLost",
     "PgRunStore",
     "PgStoreError",
+    "Registration",
     "Retry",
     "run_exists",
     "safe_dsn",
@@ -79,6 +88,21 @@ CREATE TABLE IF NOT EXISTS onsite_jobs (
     claims integer NOT NULL DEFAULT 0,
     PRIMARY KEY (run, task, system)
 );
+-- Which registration of the station name holds the lease (runs made before it: NULL).
+ALTER TABLE onsite_jobs ADD COLUMN IF NOT EXISTS instance text;
+-- One row per station name in use: the primary key is what lets one station in.
+CREATE TABLE IF NOT EXISTS onsite_stations (
+    run text NOT NULL REFERENCES onsite_runs (run),
+    name text NOT NULL,
+    instance text NOT NULL,
+    host text NOT NULL,
+    pid integer NOT NULL,
+    process text,
+    lease_seconds double precision NOT NULL,
+    started timestamptz NOT NULL,
+    last_seen timestamptz NOT NULL,
+    PRIMARY KEY (run, name)
+);
 """
 
 # Connection failures worth waiting out: the server restarting, shutting down, or not
@@ -118,6 +142,22 @@ class Claim:
     system: str
     claims: int  # how many times the job was handed out, this claim included
     previous_station: str | None  # who held it before (a takeover when claims > 1)
+
+
+@dataclass(frozen=True)
+class Registration:
+    """Who holds a station name in a run: the station that registered it last."""
+
+    name: str
+    instance: str  # the holder's own random id; a later station of the name has another
+    host: str
+    pid: int
+    # Where the holder runs, as the holder described itself (harness/station.py), so a
+    # station on the same machine can tell that the holder's process is gone.
+    process: str | None
+    lease_seconds: float  # the registration expires this long after it was last renewed
+    started: datetime
+    seen_seconds_ago: float  # on the server's clock
 
 
 def safe_dsn(dsn: str) -> str:
@@ -250,7 +290,8 @@ class PgRunStore:
         # DDL only when a table is missing: CREATE ... IF NOT EXISTS still locks the
         # tables, which would stall (or deadlock with) stations appending to them.
         missing = conn.execute(
-            "SELECT to_regclass('onsite_jobs') IS NULL OR to_regclass('onsite_records') IS NULL"
+            "SELECT to_regclass('onsite_jobs') IS NULL OR to_regclass('onsite_records') IS NULL "
+            "OR to_regclass('onsite_stations') IS NULL"
         ).fetchone()
         if missing and missing[0]:
             conn.execute("SELECT pg_advisory_xact_lock(hashtext('onsite_schema'))")
@@ -287,6 +328,7 @@ class PgRunStore:
         record: dict[str, Any],
         record_id: uuid.UUID | None = None,
         holder: str | None = None,
+        instance: str | None = None,
     ) -> int:
         """Commit one journal record and return its sequence number in the run.
 
@@ -298,7 +340,8 @@ class PgRunStore:
         only while that station holds the job, checked in the same transaction with the
         job's row locked against a claim; otherwise LeaseLost is raised and nothing is
         written. A station cut off past its lease can then never add to a job another
-        station has taken over.
+        station has taken over. With ``instance`` too (a registered station), the lease
+        must be that registration's and the registration must still hold the name.
         """
         rid = record_id or uuid.uuid4()
         body = orjson.dumps(record).decode()
@@ -313,6 +356,7 @@ class PgRunStore:
             "system": _text(system),
             "body": body,
             "holder": holder,
+            "instance": instance,
         }
 
         def write(conn: psycopg.Connection[Any]) -> int:
@@ -420,15 +464,20 @@ class PgRunStore:
 
         self._with_retry("add jobs", write)
 
-    def claim(self, station: str, lease_seconds: float) -> Claim | None:
+    def claim(
+        self, station: str, lease_seconds: float, instance: str | None = None
+    ) -> Claim | None:
         """Lease one unfinished job nobody holds (or whose lease ran out) to ``station``.
 
         Rows another station is claiming at this instant are skipped, not waited for.
-        None when every unfinished job is leased to a live station.
+        None when every unfinished job is leased to a live station, or when ``instance``
+        is given and no longer holds the name ``station``.
         """
         _check_lease(lease_seconds)
 
         def take(conn: psycopg.Connection[Any]) -> Claim | None:
+            if not self._holds_name(conn, station, instance):
+                return None
             row = conn.execute(
                 "SELECT task, system, station FROM onsite_jobs "
                 "WHERE run = %s AND NOT finished "
@@ -439,7 +488,7 @@ class PgRunStore:
             if row is None:
                 return None
             task, system, previous = row
-            return self._lease(conn, station, lease_seconds, task, system, previous)
+            return self._lease(conn, station, instance, lease_seconds, task, system, previous)
 
         return self._with_retry(f"claim a job for station {station}", take)
 
@@ -447,6 +496,7 @@ class PgRunStore:
         self,
         conn: psycopg.Connection[Any],
         station: str,
+        instance: str | None,
         lease_seconds: float,
         task: str,
         system: str,
@@ -454,11 +504,11 @@ class PgRunStore:
     ) -> Claim:
         """Lease a job row this transaction has locked to ``station``."""
         claims = conn.execute(
-            "UPDATE onsite_jobs SET station = %s, lease_seconds = %s, "
+            "UPDATE onsite_jobs SET station = %s, instance = %s, lease_seconds = %s, "
             "lease_until = clock_timestamp() + make_interval(secs => %s), "
             "claims = claims + 1 WHERE run = %s AND task = %s AND system = %s "
             "RETURNING claims",
-            [station, lease_seconds, lease_seconds, self.run, task, system],
+            [station, instance, lease_seconds, lease_seconds, self.run, task, system],
         ).fetchone()
         assert claims is not None
         return Claim(task, system, int(claims[0]), previous)
@@ -469,6 +519,7 @@ class PgRunStore:
         lease_seconds: float,
         candidates: Iterable[JobKey],
         group: Iterable[JobKey],
+        instance: str | None = None,
     ) -> Claim | None:
         """Lease one of ``candidates`` to ``station`` unless another live station holds a
         job of ``group`` (the jobs sharing one device), so a device runs one job at a time
@@ -477,13 +528,17 @@ class PgRunStore:
         Every row of the group is locked (``FOR UPDATE SKIP LOCKED``) while deciding; a
         row another station is locking at this instant makes the answer None, to be asked
         again later. A job held by ``station`` itself (a restarted station of the same
-        name) may be claimed again at once.
+        name) may be claimed again at once: with ``instance``, only while that
+        registration holds the name, so the earlier holder of the name is gone (it gave
+        the name back, or its registration, renewed with its leases, expired).
         """
         _check_lease(lease_seconds)
         wanted = sorted(set(candidates))
         members = sorted(set(group) | set(wanted))
 
         def take(conn: psycopg.Connection[Any]) -> Claim | None:
+            if not self._holds_name(conn, station, instance):
+                return None
             tasks, systems = [t for t, _ in members], [s for _, s in members]
             pick = (
                 "FROM onsite_jobs WHERE run = %s AND (task, system) IN "
@@ -509,7 +564,7 @@ class PgRunStore:
             if not free:
                 return None
             task, system, previous = free[0]
-            return self._lease(conn, station, lease_seconds, task, system, previous)
+            return self._lease(conn, station, instance, lease_seconds, task, system, previous)
 
         return self._with_retry(f"claim a job for station {station}", take)
 
@@ -525,36 +580,50 @@ class PgRunStore:
         )
         return orjson.loads(row[0]) if row else None
 
-    def heartbeat(self, station: str) -> list[JobKey]:
+    def heartbeat(self, station: str, instance: str | None = None) -> list[JobKey] | None:
         """Extend every lease ``station`` holds; return the jobs it still holds.
 
         A job missing from the answer was taken over after its lease ran out: the
-        station must stop working on it.
+        station must stop working on it. With ``instance``, the name's registration is
+        renewed in the same transaction, and None is the answer when that registration
+        no longer holds the name (another station took it over): the station must stop.
         """
 
-        def beat(conn: psycopg.Connection[Any]) -> list[JobKey]:
+        def beat(conn: psycopg.Connection[Any]) -> list[JobKey] | None:
+            if instance is not None:
+                renewed = conn.execute(
+                    "UPDATE onsite_stations SET last_seen = clock_timestamp() "
+                    "WHERE run = %s AND name = %s AND instance = %s RETURNING 1",
+                    [self.run, station, instance],
+                ).fetchone()
+                if renewed is None:
+                    return None
             rows = conn.execute(
                 "UPDATE onsite_jobs SET lease_until = clock_timestamp() "
                 "+ make_interval(secs => lease_seconds) "
-                "WHERE run = %s AND station = %s AND NOT finished RETURNING task, system",
-                [self.run, station],
+                "WHERE run = %s AND station = %s AND instance IS NOT DISTINCT FROM %s "
+                "AND NOT finished RETURNING task, system",
+                [self.run, station, instance],
             ).fetchall()
             return sorted((str(t), str(s)) for t, s in rows)
 
         return self._with_retry(f"renew the leases of station {station}", beat)
 
-    def release(self, station: str, task: str, system: str, finished: bool) -> bool:
+    def release(
+        self, station: str, task: str, system: str, finished: bool, instance: str | None = None
+    ) -> bool:
         """Give a job back: finished (nobody claims it again) or not (free for anyone now).
 
-        False when ``station`` no longer held it (its lease ran out and another took it).
+        False when ``station`` (that registration of it, with ``instance``) no longer
+        held it (its lease ran out and another took it).
         """
 
         def give_back(conn: psycopg.Connection[Any]) -> bool:
             row = conn.execute(
-                "UPDATE onsite_jobs SET finished = %s, station = NULL, lease_until = NULL "
-                "WHERE run = %s AND task = %s AND system = %s AND station = %s "
-                "RETURNING 1",
-                [finished, self.run, task, system, station],
+                "UPDATE onsite_jobs SET finished = %s, station = NULL, instance = NULL, "
+                "lease_until = NULL WHERE run = %s AND task = %s AND system = %s "
+                "AND station = %s AND instance IS NOT DISTINCT FROM %s RETURNING 1",
+                [finished, self.run, task, system, station, instance],
             ).fetchone()
             return row is not None
 
@@ -565,9 +634,91 @@ class PgRunStore:
         self._with_retry(
             f"mark {task}/{system} finished",
             lambda conn: conn.execute(
-                "UPDATE onsite_jobs SET finished = true, station = NULL, lease_until = NULL "
-                "WHERE run = %s AND task = %s AND system = %s",
+                "UPDATE onsite_jobs SET finished = true, station = NULL, instance = NULL, "
+                "lease_until = NULL WHERE run = %s AND task = %s AND system = %s",
                 [self.run, task, system],
+            ),
+        )
+
+    # -- station names ---------------------------------------------------------
+
+    def _holds_name(
+        self, conn: psycopg.Connection[Any], station: str, instance: str | None
+    ) -> bool:
+        """Whether ``instance`` holds the name ``station`` (always, without an instance).
+
+        The registration row is share-locked until the transaction ends, so the name
+        cannot be taken over while this transaction claims under it.
+        """
+        if instance is None:
+            return True
+        row = conn.execute(
+            "SELECT 1 FROM onsite_stations WHERE run = %s AND name = %s AND instance = %s "
+            "FOR SHARE",
+            [self.run, station, instance],
+        ).fetchone()
+        return row is not None
+
+    def register_station(
+        self,
+        name: str,
+        instance: str,
+        *,
+        host: str,
+        pid: int,
+        process: str | None,
+        lease_seconds: float,
+        replace: str | None = None,
+    ) -> Registration | None:
+        """Take the station name ``name`` for ``instance``; None when it now holds it.
+
+        Otherwise the answer is the live station that holds the name: one whose
+        registration has not expired (``lease_seconds`` after it was last renewed, on
+        the server's clock) and is not ``replace`` (a holder the caller knows is gone).
+        The name is taken in one statement on the name's unique row, so of any number
+        of stations registering one name at the same instant exactly one gets it.
+        """
+        _check_lease(lease_seconds)
+        params = {
+            "run": self.run,
+            "name": name,
+            "instance": instance,
+            "host": host,
+            "pid": pid,
+            "process": process,
+            "lease": lease_seconds,
+            "replace": replace,
+        }
+
+        def take(conn: psycopg.Connection[Any]) -> Registration | None:
+            # The row may be given back between the refusal and the read of its holder:
+            # then try again.
+            while True:
+                if conn.execute(_REGISTER, params).fetchone() is not None:
+                    return None
+                holder = _holder(conn, self.run, name)
+                if holder is not None:
+                    return holder
+
+        return self._with_retry(f"register station name {name}", take)
+
+    def station_holder(self, name: str) -> Registration | None:
+        """Who holds the station name ``name`` now (None: nobody)."""
+        return self._with_retry(
+            f"read station name {name}", lambda conn: _holder(conn, self.run, name)
+        )
+
+    def unregister_station(self, name: str, instance: str) -> bool:
+        """Give the name back; False when ``instance`` no longer held it."""
+        return self._with_retry(
+            f"give back station name {name}",
+            lambda conn: (
+                conn.execute(
+                    "DELETE FROM onsite_stations WHERE run = %s AND name = %s AND instance = %s "
+                    "RETURNING 1",
+                    [self.run, name, instance],
+                ).fetchone()
+                is not None
             ),
         )
 
@@ -595,14 +746,60 @@ WITH counter AS (
     AND (%(holder)s::text IS NULL OR EXISTS (
         SELECT 1 FROM onsite_jobs
         WHERE run = %(run)s AND task = %(task)s AND system = %(system)s
-        AND station = %(holder)s AND NOT finished
+        AND station = %(holder)s AND instance IS NOT DISTINCT FROM %(instance)s::text
+        AND NOT finished
         FOR SHARE))
+    AND (%(holder)s::text IS NULL OR %(instance)s::text IS NULL OR EXISTS (
+        SELECT 1 FROM onsite_stations
+        WHERE run = %(run)s AND name = %(holder)s AND instance = %(instance)s::text))
     RETURNING last_seq
 )
 INSERT INTO onsite_records (run, seq, rid, event, task, system, body)
 SELECT %(run)s, last_seq, %(rid)s, %(event)s, %(task)s, %(system)s, %(body)s::json FROM counter
 RETURNING seq
 """
+
+
+# The name is free (no row), held by this instance already, held by a holder known to be
+# gone, or held by a registration that expired: in each case this instance takes it. The
+# conflicting row is locked by ON CONFLICT and the WHERE is evaluated on its latest
+# version, so two stations cannot both take it.
+_REGISTER = """
+INSERT INTO onsite_stations AS s
+    (run, name, instance, host, pid, process, lease_seconds, started, last_seen)
+VALUES (%(run)s, %(name)s, %(instance)s, %(host)s, %(pid)s, %(process)s, %(lease)s,
+        clock_timestamp(), clock_timestamp())
+ON CONFLICT (run, name) DO UPDATE SET
+    instance = excluded.instance, host = excluded.host, pid = excluded.pid,
+    process = excluded.process, lease_seconds = excluded.lease_seconds,
+    started = excluded.started, last_seen = excluded.last_seen
+WHERE s.instance = excluded.instance
+    OR s.instance = %(replace)s::text
+    OR s.last_seen + make_interval(secs => s.lease_seconds) < clock_timestamp()
+RETURNING 1
+"""
+
+
+def _holder(conn: psycopg.Connection[Any], run: str, name: str) -> Registration | None:
+    row = conn.execute(
+        "SELECT name, instance, host, pid, process, lease_seconds, started, "
+        "extract(epoch FROM clock_timestamp() - last_seen) "
+        "FROM onsite_stations WHERE run = %s AND name = %s",
+        [run, name],
+    ).fetchone()
+    if row is None:
+        return None
+    name, instance, host, pid, process, lease, started, ago = row
+    return Registration(
+        str(name),
+        str(instance),
+        str(host),
+        int(pid),
+        None if process is None else str(process),
+        float(lease),
+        started,
+        float(ago),
+    )
 
 
 def _text(value: Any) -> str | None:

@@ -54,7 +54,7 @@ def run_station(
     from .pg_store import PgRunStore, PgStoreError, safe_dsn
     from .render import ProgressListener, leaderboard_table
     from .run_model import RunModel
-    from .station import Station, StationSettings, StationStore, state_of
+    from .station import NameTaken, Station, StationSettings, StationStore, state_of
     from .store import RunStoreError
 
     dsn = site.config.site.store
@@ -94,11 +94,13 @@ def run_station(
         )
 
     local = run_dir / "stations" / name
+    # This station's registration of its name; its session is named after it too.
+    instance = secrets.token_hex(6)
     try:
         pg = PgRunStore(dsn, site.name, on_wait=_to_stderr)
         beat = PgRunStore(dsn, site.name, on_wait=_to_stderr)
         # Reads the run's records so far (the state every claim starts from).
-        store = StationStore(local, f"{name}-{secrets.token_hex(6)}", pg, name)
+        store = StationStore(local, f"{name}-{instance}", pg, name, instance)
     except PgStoreError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 1
@@ -108,6 +110,21 @@ def run_station(
         beat,
         on_notice=lambda line: console.print(line, markup=False),
     )
+    try:
+        # Before anything is written: a station refused its name leaves no trace in the run.
+        station.take_name(socket.gethostname(), os.getpid())
+    except (NameTaken, PgStoreError) as exc:
+        hint = (
+            " (no --station was given, so this station took its host name as its name: "
+            "cloned PCs share one, so give each station a --station name of its own)"
+            if isinstance(exc, NameTaken) and args.station is None
+            else ""
+        )
+        sys.stderr.write(f"error: {exc}{hint}\n")
+        station.close()
+        store.close()
+        pg.close()
+        return 1
     resume = f"onsite run {args.site} --station {name}"
     try:
         store.keep_site_copy(site.path, site.root)
@@ -129,12 +146,21 @@ def run_station(
             console, testsets=controller.testsets, site=site, outputs=store.outputs_path
         ) as listener:
             controller.listener = listener
+            # Another station took the name over: stop at once (its records are refused).
+            station.on_name_lost = controller.stop
             results = controller.run(jobs)
         station.close()
+        if station.name_lost.is_set():
+            raise KeyboardInterrupt("name lost")  # ends as an interrupted session, saying why
         # This station's outputs files, every job's, as the database has them now.
         store.rebuild_outputs(site.jobs())
     except KeyboardInterrupt:
         station.close()
+        if station.name_lost.is_set():
+            with contextlib.suppress(Exception):
+                store.record("session_interrupted", reason="station name taken over")
+            sys.stderr.write(f"error: {station.lost_name}\n")
+            return 1
         with contextlib.suppress(Exception):
             store.record("session_interrupted", reason="stopped by the operator")
         console.print(
@@ -152,6 +178,7 @@ def run_station(
             store.record("session_interrupted", reason="refused: bad or changed input")
         raise
     finally:
+        station.close()  # gives back the name whatever ended the run (closing twice is fine)
         try:
             store.close()
         except RunStoreError as exc:
