@@ -6,6 +6,7 @@ import io
 import json
 import random
 import shutil
+import socket
 import sys
 import urllib.error
 import urllib.request
@@ -71,6 +72,41 @@ def make_tts_run(root: Path) -> Path:
     return run_dir
 
 
+# Systems writing the same samples in other WAV layouts (tests/systems/wav_layouts.py).
+LAYOUT_SYSTEMS = {
+    "plain-voice": "plain",
+    "listchunk-voice": "list",
+    "float-voice": "float",
+    "deep-voice": "pcm24",
+}
+
+
+def make_layout_run(root: Path) -> Path:
+    """A finished tts run whose systems write identical samples in different WAV layouts."""
+    testset = root / TESTSET_DIR
+    testset.mkdir(parents=True)
+    (testset / "text").write_text("".join(f"{k} {v}\n" for k, v in SENTENCES.items()), "utf-8")
+    systems = {
+        name: {
+            "command": [sys.executable, "-m", "tests.systems.wav_layouts", "--layout", layout],
+            "workdir": str(REPO),
+        }
+        for name, layout in LAYOUT_SYSTEMS.items()
+    }
+    site = write_site(
+        root / "site.toml",
+        testset,
+        systems,
+        budget={"chars_per_second": 2.0, "hang_seconds": 30.0},
+        task=TTS_TASK,
+        task_keys={"kind": "tts"},
+        device={"kind": "local", "sandbox": False},
+    )
+    run_dir, results = run_site(site)
+    assert all(r.failed is None for r in results), results
+    return run_dir
+
+
 def make_text_run(root: Path, kind: str) -> Path:
     """A finished run of the demo mt or cws set with two baseline systems."""
     baseline = [sys.executable, "-m", "examples.systems.text_baselines"]
@@ -98,11 +134,16 @@ def copy_run(run_dir: Path, to: Path) -> Path:
 
 @contextmanager
 def serving(
-    run_dir: Path, task: str, test: str, judges: int | None = None, seed: int | None = None
+    run_dir: Path,
+    task: str,
+    test: str,
+    judges: int | None = None,
+    seed: int | None = None,
+    link_host: str | None = None,
 ) -> Iterator[tuple[str, JudgeStore]]:
     """A real station (uvicorn on 127.0.0.1, a free port) for the duration of a block."""
     store, _ = open_station(run_dir, task, test, judges, seed)
-    server = StationServer(store, "127.0.0.1", 0)
+    server = StationServer(store, "127.0.0.1", 0, link_host=link_host)
     server.start()
     try:
         yield f"http://127.0.0.1:{server.port}", store
@@ -125,6 +166,34 @@ def call(base: str, method: str, path: str, body: Any = None) -> tuple[int, Any]
     if kind and "json" in kind:
         return status, json.loads(raw)
     return status, raw
+
+
+def raw(
+    base: str, head: str | bytes, body: bytes = b"", host: str | bytes | None = None
+) -> tuple[int, dict[str, str], bytes]:
+    """One request written on a socket as given (a client library would refuse to send it).
+
+    ``head`` is the request line, e.g. ``"GET /judge/x HTTP/1.1"``, with more header lines
+    after it if wanted; Host (the station's address unless given) and
+    ``Connection: close`` are added. The status, the headers (lower-case names) and the body.
+    """
+    port = int(base.rsplit(":", 1)[1])
+    line = head.encode("utf-8") if isinstance(head, str) else head
+    name = host if host is not None else f"127.0.0.1:{port}"
+    name = name.encode("utf-8") if isinstance(name, str) else name
+    request = line + b"\r\nHost: " + name + b"\r\nConnection: close\r\n\r\n" + body
+    with socket.create_connection(("127.0.0.1", port), timeout=20) as conn:
+        conn.sendall(request)
+        data = b""
+        while chunk := conn.recv(65536):
+            data += chunk
+    top, _, rest = data.partition(b"\r\n\r\n")
+    lines = top.decode("latin-1").split("\r\n")
+    headers: dict[str, str] = {}
+    for text in lines[1:]:
+        key, _, value = text.partition(":")
+        headers[key.strip().lower()] = value.strip()
+    return int(lines[0].split()[1]), headers, rest
 
 
 def answer_for(judge: str, view: dict[str, Any]) -> dict[str, Any]:

@@ -43,7 +43,20 @@ def browser():
 
 
 def _ended_count(page) -> int:
-    return int(page.evaluate("[...document.querySelectorAll('audio')].filter(a => a.ended).length"))
+    # A play-once sample is dropped by the page once it has ended (data-ended stays).
+    return int(
+        page.evaluate(
+            "[...document.querySelectorAll('audio')].filter(a => a.ended || a.dataset.ended).length"
+        )
+    )
+
+
+def _media_events(store, event: str) -> list[str]:
+    return [
+        r["data"]["media"]
+        for r in store.journal_rows()
+        if r["event"] == event and "media" in r["data"]
+    ]
 
 
 def test_sus_trial_in_chromium(tts_run: Path, tmp_path: Path, browser) -> None:
@@ -96,9 +109,17 @@ def test_pair_trial_in_chromium(tts_run: Path, tmp_path: Path, browser) -> None:
     with serving(run, TTS_TASK, "pair", judges=2, seed=0) as (base, store):
         token = store.tokens()["J1"]
         page = browser.new_page()
+        requested: list[tuple[str, str | None]] = []
+        page.on(
+            "request",
+            lambda r: (
+                requested.append((r.url, r.headers.get("range"))) if "/media/" in r.url else None
+            ),
+        )
         page.goto(f"{base}/judge/{token}")
         page.wait_for_selector('[data-testid="play"]')
         assert page.locator("audio").count() == 2
+        assert requested == [], "nothing is fetched before the judge presses play"
         page.screenshot(path=str(ARTIFACTS / "judge-pair-before.png"))
         page.click('[data-testid="play"]')
         page.wait_for_selector('[data-testid="playing"]:has-text("now playing A")')
@@ -107,6 +128,37 @@ def test_pair_trial_in_chromium(tts_run: Path, tmp_path: Path, browser) -> None:
         # Played once only: the button stays disabled.
         assert page.locator('[data-testid="play"]').is_disabled()
         assert "once only" in page.locator('[data-testid="playing"]').inner_text()
+        # Chromium's media element asked for each sample once (a Range of bytes=0- or none),
+        # got it whole, and played it: one play, one request, journaled once each.
+        urls = [u for u, _ in requested]
+        assert len(urls) == 2 and len(set(urls)) == 2, requested
+        assert {r for _, r in requested} <= {None, "bytes=0-"}, requested
+        assert sorted(_media_events(store, "played")) == sorted(
+            u.rsplit("/", 1)[1][:-4] for u in urls
+        )
+        assert _media_events(store, "refused") == []
+        # The page dropped both samples (nothing left in them to play again) ...
+        dropped = page.evaluate(
+            "[...document.querySelectorAll('audio')].map(a => [a.getAttribute('src'),"
+            " a.readyState])"
+        )
+        assert dropped == [[None, 0], [None, 0]]
+        # ... and asking the station again, as a page or a media element would, is a 410.
+        replays = page.evaluate(
+            """async urls => {
+              const out = [];
+              for (const u of urls) {
+                out.push((await fetch(u, {headers: {Range: "bytes=1-"}})).status);
+                const a = new Audio(u);
+                out.push(await a.play().then(() => "played", e => e.name));
+              }
+              return out;
+            }""",
+            urls,
+        )
+        assert replays == [410, "NotSupportedError"] * 2, replays
+        assert len(_media_events(store, "played")) == 2
+        assert len(_media_events(store, "refused")) == 4
         page.check('[data-testid="score-1"]')
         page.screenshot(path=str(ARTIFACTS / "judge-pair-answered.png"))
         page.click('[data-testid="submit"]')

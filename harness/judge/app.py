@@ -10,38 +10,61 @@ Routes::
     GET  /api/operator/{token}/progress progress per judge, as JSON
 
 A bad token is 401, a malformed answer or one outside the scale 400 with the
-reason, an answer for another trial than the current one (or answered before) 409.
+reason, an answer for another trial than the current one (or answered before) 409,
+a play-once sample asked for again 410. The app is wrapped in harness.webguard's
+GuardMiddleware: Host check (421), anti-framing headers, bodies capped at 64 KiB (413).
+
+Audio is served blind (media.py): every file in one canonical WAV form, from memory,
+with no header that depends on the file (no Last-Modified, no ETag, no name), and
+whole: a Range header is ignored, so one play is one request and every request is a
+play, counted on the server.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
+from ..webguard import ASGIApp, BadInput, GuardMiddleware, parse_json, small_int
+from .media import MediaBank
 from .pages import JUDGE_PAGE, OPERATOR_PAGE
 from .plan import balance
 from .schema import validate
 from .store import JudgeStore
 
 _NO_STORE = {"cache-control": "no-store"}
-_MAX_BODY = 64 << 10
+# An answer is a few hundred bytes; SUS blanks at most a few KiB.
+MAX_BODY = 64 << 10
+# More plays than any listener reports; a larger number is a client's mistake.
+_MAX_PLAYS = 1000
+# Trial ids are 16 hex digits; anything much longer is not one (and is not echoed).
+_MAX_TRIAL_ID = 64
+_SEND = 'send {"trial": "<id>", "answer": {...}, "plays": n}'
 
 
-def _error(status: int, message: str) -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=status, headers=_NO_STORE)
+def _error(status: int, message: str, **headers: str) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status, headers=_NO_STORE | headers)
 
 
 def _unknown_token() -> JSONResponse:
     return _error(401, "unknown judge token: use the link the operator gave you")
 
 
-def create_app(store: JudgeStore) -> Starlette:
-    """The station's ASGI app; every route reads and writes ``store`` only."""
+def create_app(
+    store: JudgeStore, hosts: Iterable[str] | None = None, bank: MediaBank | None = None
+) -> ASGIApp:
+    """The station's ASGI app, guarded; every route reads and writes ``store`` only.
+
+    ``hosts`` are the names the station answers to (webguard.allowed_hosts; None: any);
+    ``bank`` the plan's audio, loaded from the store's files when not given.
+    """
+    media_bank = bank if bank is not None else MediaBank.load(store.media_files())
 
     def judge_of(request: Request) -> str | None:
         return store.judge_of(request.path_params["token"])
@@ -61,9 +84,9 @@ def create_app(store: JudgeStore) -> Starlette:
             "text": served["text"],
             "answer_schema": served["answer_schema"],
             "play_once": served["play_once"],
-            # Audio fetched before (a judge who closed the page mid-trial): a test played
-            # once only must not be heard again.
-            "played": len(media) > 0 and store.fetched(trial) >= len(media),
+            # Audio served before (a judge who closed the page mid-trial): the play of a
+            # test played once only has begun, and its samples are not served again.
+            "played": len(media) > 0 and store.fetched(trial) > 0,
             "progress": {"answered": done, "total": total},
         }
 
@@ -73,18 +96,29 @@ def create_app(store: JudgeStore) -> Starlette:
         return HTMLResponse(JUDGE_PAGE, headers=_NO_STORE)
 
     def media(request: Request) -> Response:
+        if request.method != "GET":
+            # HEAD would tell the size without a play; browsers play with GET.
+            return _error(405, "audio is fetched with GET", allow="GET")
         judge = judge_of(request)
         if judge is None:
             return _unknown_token()
-        found = store.media_path(judge, request.path_params["media"])
-        if found is None or not found[1].is_file():
+        media_id = request.path_params["media"]
+        found = store.media_path(judge, media_id)
+        audio = None if found is None else media_bank.get(found[1])
+        served = None if found is None else store.served(found[0])
+        if found is None or audio is None or served is None:
             return _error(404, "no such audio for this judge")
-        trial, path = found
-        ranged = request.headers.get("range", "bytes=0-")
-        if ranged.startswith("bytes=0-"):
-            # A play starts at byte 0; later range requests of the same play are not counted.
-            store.journal("played", judge, trial)
-        return FileResponse(path, media_type="audio/wav", headers=_NO_STORE)
+        trial = found[0]
+        # Whatever the Range header asks, the whole sample is served in one 200 answer:
+        # a browser plays it from that one response, and any request is one play.
+        allowed = 1 if served[1]["play_once"] else None
+        if not store.claim_play(judge, trial, media_id, allowed, request.headers.get("range")):
+            return _error(
+                410,
+                "this sample was played once already: this test is heard once only, "
+                "answer with what you heard",
+            )
+        return Response(audio, media_type="audio/wav", headers=_NO_STORE)
 
     def next_trial(request: Request) -> Response:
         judge = judge_of(request)
@@ -99,19 +133,19 @@ def create_app(store: JudgeStore) -> Starlette:
         judge = judge_of(request)
         if judge is None:
             return _unknown_token()
+        # GuardMiddleware has capped the body at MAX_BODY bytes.
         raw = await request.body()
-        if len(raw) > _MAX_BODY:
-            return _error(400, f"the answer is larger than {_MAX_BODY} bytes")
         try:
-            body = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            return _error(400, f"the body is not JSON ({exc}); send {{'trial', 'answer'}}")
-        if not isinstance(body, dict) or not isinstance(body.get("trial"), str):
-            return _error(400, 'send {"trial": "<id>", "answer": {...}}')
+            body = parse_json(raw, "the answer")
+            if not isinstance(body, dict) or not isinstance(body.get("trial"), str):
+                raise BadInput('the answer needs a "trial" id')
+            _check_text(body)
+            plays = small_int(body.get("plays"), "plays", 0, _MAX_PLAYS)
+        except BadInput as exc:
+            return _error(exc.status, f"{exc}; {_SEND}")
         trial = body["trial"]
-        plays = body.get("plays")
-        if plays is not None and (not isinstance(plays, int) or isinstance(plays, bool)):
-            return _error(400, '"plays" must be a whole number (how often the audio was played)')
+        if len(trial) > _MAX_TRIAL_ID:
+            return _error(400, "that trial id is not one of this judge's trials")
         found = store.served(trial)
         if found is None or found[0] != judge:
             return _error(400, f"trial {trial!r} is not one of this judge's trials")
@@ -149,7 +183,7 @@ def create_app(store: JudgeStore) -> Starlette:
             headers=_NO_STORE,
         )
 
-    return Starlette(
+    app = Starlette(
         routes=[
             Route("/judge/{token}", page),
             Route("/judge/{token}/media/{media}.wav", media),
@@ -159,3 +193,12 @@ def create_app(store: JudgeStore) -> Starlette:
             Route("/api/operator/{token}/progress", progress),
         ]
     )
+    return GuardMiddleware(app, hosts, MAX_BODY)
+
+
+def _check_text(body: Any) -> None:
+    """Refuse text that cannot be stored as UTF-8 (JSON's lone surrogates, e.g. "\\ud800")."""
+    try:
+        json.dumps(body, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise BadInput("the answer holds a lone surrogate (\\ud800-\\udfff), not text") from None

@@ -22,7 +22,7 @@ from .store import JudgeStore, StationError
 
 def _listen(text: str) -> tuple[str, int]:
     host, _, port = text.rpartition(":")
-    if not host or not port.isdigit():
+    if not host or not port.isdigit() or len(port) > 5 or int(port) > 65535:
         raise StationError(f"--listen {text!r}: give HOST:PORT, e.g. 0.0.0.0:8017")
     return host, int(port)
 
@@ -69,7 +69,11 @@ def cmd_judge(args: argparse.Namespace, console: Console) -> int:
             for warning in station_warnings(store):
                 console.print(f"warning: {warning}", markup=False)
             return 0
-        host, port = _listen(args.listen)
+        try:
+            host, port = _listen(args.listen)
+        except StationError as exc:
+            sys.stderr.write(f"error: {exc}\n")
+            return 2
         link_host = args.link_host or host
         if link_host in ("0.0.0.0", "::"):
             # Listening on every interface: judges reach the machine by its name.
@@ -86,9 +90,15 @@ def cmd_judge(args: argparse.Namespace, console: Console) -> int:
         )
         if args.plan_only:
             return 0
+        try:
+            # Decodes the plan's audio (blind serving) before the first judge arrives.
+            server = StationServer(store, host, port, link_host=link_host)
+        except StationError as exc:
+            sys.stderr.write(f"error: {exc}\n")
+            return 2
         console.print("serving; Ctrl-C stops (nothing is lost: run again to go on)", markup=False)
         sys.stdout.flush()  # the links must reach a pipe or log before serving blocks
-        StationServer(store, host, port).run()
+        server.run()
         return 0
     finally:
         store.close()

@@ -64,7 +64,8 @@ async function load() {
 }
 
 function player(t) {
-  // preload none: the audio is fetched when played, so the station sees every play.
+  // preload none: the audio is fetched when played, in one request (the station serves
+  // a sample whole, and a play-once sample once only).
   const audios = t.media.map(src => el("audio", {src: src, preload: "none"}));
   const label = t.test === "pair" ? "Play A then B" : "Play";
   const button = el("button", {type: "button", "data-testid": "play", text: label});
@@ -86,7 +87,12 @@ function player(t) {
       }
       if (t.test === "pair") note.textContent = "now playing " + (k === 0 ? "A" : "B");
       const a = audios[k++];
-      a.onended = next;
+      a.onended = () => {
+        a.dataset.ended = "1";
+        // Heard once only: the page drops the sample (the station serves it once only).
+        if (t.play_once) { a.removeAttribute("src"); a.load(); }
+        next();
+      };
       a.currentTime = 0;
       a.play().catch(e => { document.getElementById("error").textContent = "cannot play: " + e; });
     };

@@ -37,6 +37,10 @@ SUMMARY_CRITERIA = (
     "points omitted; 5: fluent and coherent, no key point omitted, the main idea clear"
 )
 _MAX_BLANK_CHARS = 200
+# The largest whole number an answer may hold: every integer up to it is exact as a JSON
+# number in the judge's browser, and as a float in the checks below.
+MAX_ANSWER_INT = 1 << 53
+_SHOWN = 60  # characters of a refused value quoted in the reason
 
 
 @dataclass(frozen=True)
@@ -125,11 +129,10 @@ def _type_ok(kind: str, value: Any) -> bool:
     if kind == "integer":
         return isinstance(value, int) and not isinstance(value, bool)
     if kind == "number":
-        return (
-            isinstance(value, int | float)
-            and not isinstance(value, bool)
-            and math.isfinite(float(value))
-        )
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return False
+        # float() of a whole number past 1e308 raises; such a number is no score anyway.
+        return isinstance(value, int) or math.isfinite(value)
     if kind == "string":
         return isinstance(value, str)
     if kind == "boolean":
@@ -139,22 +142,37 @@ def _type_ok(kind: str, value: Any) -> bool:
     return isinstance(value, dict)
 
 
+def _show(value: Any) -> str:
+    """A refused value as the reason quotes it: short, whatever was sent."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_ANSWER_INT:
+        return "a whole number beyond ±2**53"
+    text = repr(value)
+    return text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
+
+
 def validate(schema: Mapping[str, Any], value: Any, where: str = "answer") -> str | None:
-    """None if ``value`` meets ``schema``, else the reason (naming the field)."""
+    """None if ``value`` meets ``schema``, else the reason (naming the field).
+
+    Whole numbers beyond ±2**53 are refused before any check converts them (a number
+    of thousands of digits is no score); a reason quotes at most 60 characters of it.
+    """
     kind = schema.get("type", "object")
     if not _type_ok(kind, value):
-        return f"{where} must be a{'n' if kind[0] in 'aeio' else ''} {kind}, got {value!r}"
+        article = "n" if kind[0] in "aeio" else ""
+        return f"{where} must be a{article} {kind}, got {_show(value)}"
+    if kind in ("integer", "number") and abs(value) > MAX_ANSWER_INT:
+        return f"{where} is {_show(value)}, out of any scale"
     if "enum" in schema and value not in schema["enum"]:
         allowed = ", ".join(map(str, schema["enum"]))
-        return f"{where} is {value!r}, not one of {allowed}"
+        return f"{where} is {_show(value)}, not one of {allowed}"
     if "minimum" in schema and value < schema["minimum"]:
-        return f"{where} is {value!r}, below the scale's minimum {schema['minimum']}"
+        return f"{where} is {_show(value)}, below the scale's minimum {schema['minimum']}"
     if "maximum" in schema and value > schema["maximum"]:
-        return f"{where} is {value!r}, above the scale's maximum {schema['maximum']}"
+        return f"{where} is {_show(value)}, above the scale's maximum {schema['maximum']}"
     if "multipleOf" in schema:
         steps = float(value) / schema["multipleOf"]
         if abs(steps - round(steps)) > 1e-6:
-            return f"{where} is {value!r}: give at most one decimal"
+            return f"{where} is {_show(value)}: give at most one decimal"
     if "maxLength" in schema and len(value) > schema["maxLength"]:
         return f"{where} is longer than {schema['maxLength']} characters"
     if kind == "array":
@@ -172,7 +190,7 @@ def validate(schema: Mapping[str, Any], value: Any, where: str = "answer") -> st
         if schema.get("additionalProperties") is False:
             extra = sorted(set(value) - set(props))
             if extra:
-                return f"{where} has unknown field {extra[0]!r}; fields: {', '.join(props)}"
+                return f"{where} has unknown field {_show(extra[0])}; fields: {', '.join(props)}"
         for key, sub in props.items():
             if key in value:
                 problem = validate(sub, value[key], key)

@@ -59,15 +59,29 @@ def open_station(
 
 
 class StationServer:
-    """The station's app under uvicorn, in a thread (tests) or in the foreground (CLI)."""
+    """The station's app under uvicorn, in a thread (tests) or in the foreground (CLI).
 
-    def __init__(self, store: JudgeStore, host: str, port: int) -> None:
+    It answers to ``host`` and ``link_host`` (and, listening on every interface or on
+    loopback, to the machine's own names): webguard.allowed_hosts. The plan's audio is
+    decoded here, before serving (StationError if a file cannot be read).
+    """
+
+    def __init__(
+        self, store: JudgeStore, host: str, port: int, link_host: str | None = None
+    ) -> None:
         import uvicorn
 
+        from ..webguard import allowed_hosts
         from .app import create_app
 
+        app = create_app(store, allowed_hosts(host, link_host))
         config = uvicorn.Config(
-            create_app(store), host=host, port=port, log_level="warning", access_log=False
+            app,
+            host=host,
+            port=port,
+            log_level="warning",
+            access_log=False,
+            server_header=False,
         )
         self.server = uvicorn.Server(config)
         self._thread: threading.Thread | None = None

@@ -9,7 +9,8 @@ serves the same plan from where each judge was.
 Tables: ``meta`` (test, task, seed, operator token), ``judges`` (name, token),
 ``trials`` (per judge and position: the hidden key, i.e. item and systems, and
 the served view), ``media`` (anonymous id -> file), ``answers`` (one per trial),
-``journal`` (every event: served, answered, media played, refused).
+``plays`` (how often each medium was served), ``journal`` (every event: served,
+answered, media played, refused).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..webguard import same_secret
 from .material import Material
 from .plan import Plan, Trial
 from .schema import present
@@ -42,6 +44,7 @@ CREATE TABLE IF NOT EXISTS media (
 CREATE TABLE IF NOT EXISTS answers (
     trial TEXT PRIMARY KEY, judge TEXT NOT NULL, answer TEXT NOT NULL,
     plays INTEGER, at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS plays (media TEXT PRIMARY KEY, served INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS journal (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, at REAL NOT NULL, judge TEXT,
     trial TEXT, event TEXT NOT NULL, data TEXT);
@@ -187,13 +190,20 @@ class JudgeStore:
     # --- serving ----------------------------------------------------------------------
 
     def judge_of(self, token: str) -> str | None:
-        """The judge a token belongs to, or None."""
-        rows = self._query("SELECT judge FROM judges WHERE token = ?", (token,))
-        return rows[0][0] if rows else None
+        """The judge a token belongs to, or None.
+
+        Every judge's token is compared in constant time (no SQL lookup whose time says
+        how much of a token was right), and any text, however odd, is just no match.
+        """
+        found = None
+        for judge, wanted in self._query("SELECT judge, token FROM judges"):
+            if same_secret(token, str(wanted)):
+                found = str(judge)
+        return found
 
     def is_operator(self, token: str) -> bool:
-        """Whether the token is the operator's."""
-        return secrets.compare_digest(token, self.meta().get("operator", ""))
+        """Whether the token is the operator's (constant time, never raises)."""
+        return same_secret(token, self.meta().get("operator"))
 
     def next_trial(self, judge: str) -> tuple[str, dict[str, Any], int, int] | None:
         """(trial id, served view, answered, total) of the judge's first unanswered trial."""
@@ -257,8 +267,43 @@ class JudgeStore:
         )
         return (rows[0][0], Path(rows[0][1])) if rows else None
 
+    def media_files(self) -> list[Path]:
+        """Every audio file of the plan (once each)."""
+        return [Path(p) for (p,) in self._query("SELECT DISTINCT path FROM media ORDER BY path")]
+
+    def claim_play(
+        self, judge: str, trial: str, media: str, allowed: int | None, ranged: str | None
+    ) -> bool:
+        """Count a request of a medium's bytes as a play, if one is left; False if not.
+
+        ``allowed`` is how often the medium may be served (None: no limit). The count,
+        the check and the journal row (``played`` or ``refused``, with the Range header
+        the client sent) are one transaction, so two requests at once cannot both get
+        the last play.
+        """
+        data = {"media": media, "range": None if ranged is None else ranged[:200]}
+        now = time.time()
+        with self._tx() as db:
+            row = db.execute("SELECT served FROM plays WHERE media = ?", (media,)).fetchone()
+            served = int(row[0]) if row else 0
+            if allowed is not None and served >= allowed:
+                data["reason"] = f"played {served} time(s) already, {allowed} allowed"
+                event = "refused"
+            else:
+                db.execute(
+                    "INSERT INTO plays VALUES (?, 1) "
+                    "ON CONFLICT (media) DO UPDATE SET served = served + 1",
+                    (media,),
+                )
+                event = "played"
+            db.execute(
+                "INSERT INTO journal (at, judge, trial, event, data) VALUES (?, ?, ?, ?, ?)",
+                (now, judge, trial, event, json.dumps(data, ensure_ascii=False)),
+            )
+        return event == "played"
+
     def fetched(self, trial: str) -> int:
-        """How many times the trial's audio was fetched from its start (each play fetches)."""
+        """How many times the trial's audio was served (every request served is a play)."""
         [(n,)] = self._query(
             "SELECT COUNT(*) FROM journal WHERE trial = ? AND event = 'played'", (trial,)
         )
