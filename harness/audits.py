@@ -145,3 +145,46 @@ def audit_lines(records: Iterable[CompletionLike], audit: Audit) -> list[AuditLi
             + (f": {', '.join(faster)}" if faster else ""),
         ),
     ]
+
+
+# A re-sent item answered in less than this share of the job's typical time looks like an
+# answer kept from the attempt that was lost (docs/security.md, "Failures have an owner").
+RESEND_SPEEDUP_LIMIT = 0.1
+
+
+def resend_lines(records: Iterable[CompletionLike]) -> list[AuditLine]:
+    """Judge a job's items that were sent again after venue failures: none may come back
+    far faster than the job's typical item (the median time of the items answered at
+    their first sending; where every item was re-sent, the median time a lost attempt
+    ran). No line when no item was re-sent."""
+    resent: list[tuple[str, float]] = []
+    typical: list[float] = []
+    lost: list[float] = []
+    for record in records:
+        count = record.get("resent")
+        if count:
+            lost.append(float(record.get("lost_seconds") or 0.0) / count)
+        if record["verdict"] not in ("ok", "over_budget"):
+            continue
+        own = float(record["seconds"]) - float(record.get("lost_seconds") or 0.0)
+        if count:
+            resent.append((record["item"], own))
+        else:
+            typical.append(own)
+    if not lost:
+        return []
+    reference = sorted(typical or lost)
+    median = reference[len(reference) // 2]
+    what = "the median item" if typical else "the median lost attempt"
+    faster = [
+        f"{item} ({own:.3f} s)" for item, own in resent if own < RESEND_SPEEDUP_LIMIT * median
+    ]
+    return [
+        AuditLine(
+            "re-sent items not suspiciously faster",
+            not faster,
+            f"{len(faster)}/{len(lost)} re-sent item(s) answered in less than "
+            f"{RESEND_SPEEDUP_LIMIT:g}x {what} ({median:.3f} s)"
+            + (f": {', '.join(faster)}" if faster else ""),
+        )
+    ]

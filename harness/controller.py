@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import os
 import secrets
@@ -20,7 +21,6 @@ from runners import (
     ItemAttempt,
     ItemRequest,
     Runner,
-    Sandbox,
     StartError,
     SystemSpec,
     open_runner,
@@ -75,8 +75,9 @@ from .store import RunStore
 from .testsets import TestItem, TestSet
 
 START_TRIES = 3
-# Times one item is sent again after the link (not the system) failed, before it is judged.
-LINK_RETRIES = 5
+# Times one item is sent again after a venue failure (a lost link nothing showed was the
+# participant's), before it is recorded as failed and flagged for the organizer.
+ITEM_RESENDS = 2
 START_BACKOFF_SECONDS = (0.5, 2.0)
 # Waits between tries of a device that does not answer (the last one repeats), until
 # the site's device_wait_seconds have passed.
@@ -605,12 +606,13 @@ class Controller:
         return items[: self.limit] if self.limit is not None else items
 
     def _spec(self, job: Job) -> SystemSpec:
-        device = job.device
-        sandbox = Sandbox(
-            enabled=getattr(device, "sandbox", True),
-            network=getattr(device, "network", False),
-            user=getattr(device, "user", "nobody"),
-            hidden=self._hidden_paths(job.system),
+        # A user number of its own for each system of the run (a root controller's
+        # sealed systems never share one: signals, process counts).
+        from runners.sandbox import auto_uid
+
+        index = list(self.site.config.systems).index(job.system)
+        sandbox = job.device.sandbox_settings(
+            self._hidden_paths(job.system), auto_uid(self.store.dir, index)
         )
         return SystemSpec(
             name=job.system,
@@ -631,13 +633,18 @@ class Controller:
     def _hidden_paths(self, system: str) -> tuple[Path, ...]:
         """What must not exist where a local system runs, even under its own workdir.
 
-        The run directory (journal, outputs, other items), the site file and every test
-        set; the other systems' workdirs unless they contain this one.
+        The runs directory (this run, every archived run and any other), the site file
+        and its directory, every test set, every key file the devices name, and the
+        other systems' workdirs unless they contain this one.
         """
         own = self.site.workdir(system)
-        paths = [self.store.dir, self.site.path, self.site.path.parent]
-        paths += [self.site.testset_path(task) for task in self.site.config.tasks]
-        paths += [self.site.workdir(other) for other in self.site.config.systems]
+        cfg = self.site.config
+        paths = [self.store.dir, self.store.dir.parent, self.site.run_dir.parent]
+        paths += [self.site.path, self.site.path.parent]
+        paths += [self.site.testset_path(task) for task in cfg.tasks]
+        for name in cfg.devices:
+            paths += self.site.device(name).private_files()
+        paths += [self.site.workdir(other) for other in cfg.systems]
         hidden: list[Path] = []
         for path in paths:
             path = path.resolve()
@@ -825,7 +832,6 @@ class Controller:
         max_restarts = job.system_cfg.max_restarts
         restarts = 0
         queue = list(reversed(pending))
-        link_retries = 0
         # Only kinds with a stream option (face-detect) have it.
         stream = bool(getattr(job.task_cfg, "stream", False))
         stream_start: float | None = None
@@ -852,20 +858,26 @@ class Controller:
             if self._stopping.is_set():
                 return None  # killed by stop(): not the system's fault, so not recorded
             lost: LinkLost | SystemLost
-            if result.link_lost and link_retries < LINK_RETRIES:
-                # The line to the device failed, not the system: the item is sent again
-                # (attempt + 1) once the link is back, and judged only then.
-                link_retries += 1
-                queue.append(item)
+            if result.link_lost:
+                # Nothing showed the participant's side was up when the link died: the
+                # item is sent again (attempt + 1) once the link is back, keeping its
+                # clock: what this attempt ran is charged to the item (docs/security.md).
                 lost = LinkLost(
                     task=job.task,
                     system=job.system,
                     item=item.id,
                     outcome=result.outcome,
                     reason=result.message,
+                    attempt=dispatch.attempt,
+                    seconds=max(0.0, result.seconds),
                 )
+                self._emit(lost)
+                count, _ = self.store.state.lost_attempts(job.task, job.system, item.id)
+                if count <= ITEM_RESENDS:
+                    queue.append(item)
+                else:
+                    self._complete(job, dispatch, self._resends_spent(result, count))
             else:
-                link_retries = 0
                 self._complete(job, dispatch, result)
                 if not result.system_lost:
                     continue
@@ -878,13 +890,28 @@ class Controller:
                     outcome=result.outcome,
                     reason=result.message,
                 )
-            self._emit(lost)
+                self._emit(lost)
             if restarts > max_restarts:
                 return f"more than max_restarts={max_restarts} restarts"
             failed = self._start(runner, job, restart=True, cause=lost.failure_class)
             if failed:
                 return failed
         return None
+
+    @staticmethod
+    def _resends_spent(result: ItemAttempt, lost: int) -> ItemAttempt:
+        """The attempt that records an item whose every sending was lost: failed, its time
+        the lost attempts' (already journaled with them), flagged for the organizer."""
+        return dataclasses.replace(
+            result,
+            outcome="crashed",
+            output=None,
+            sent=result.done,
+            link_lost=False,
+            message=f"the link was lost on all {lost} sendings of this item and nothing "
+            "showed whose failure it was: recorded as crashed and flagged for the "
+            f"organizer to review (the last: {result.message})",
+        )
 
     @staticmethod
     def _stream_timing(dispatch: Dispatch, result: ItemAttempt) -> dict[str, Any]:
@@ -942,7 +969,11 @@ class Controller:
         item = dispatch.item
         kind = job.kind
         budget = dispatch.budget_seconds
-        verdict = judge(result.outcome, result.seconds, budget)
+        # An item sent again after venue failures keeps its clock: its time is what every
+        # attempt ran, so a cached answer is never faster than the work it hides.
+        resent, lost_seconds = self.store.state.lost_attempts(job.task, job.system, item.id)
+        seconds = result.seconds + lost_seconds
+        verdict = judge(result.outcome, seconds, budget)
         message = result.message
         output = dict(result.output) if result.output is not None else None
         if output is not None and result.outcome == "result":
@@ -965,11 +996,11 @@ class Controller:
             # What was worth keeping is in media/ now; nothing of an item stays staged.
             with contextlib.suppress(OSError):
                 file.host.unlink()
-        speed = kind.speed(item, result.seconds) if result.outcome == "result" else None
+        speed = kind.speed(item, seconds) if result.outcome == "result" else None
         rtf = speed if kind.speed_unit == "rtf" else None
         if output is not None and verdict != "invalid_output" and output.get("audio_seconds"):
             # Synthesis: real-time factor against the audio the system produced.
-            rtf = result.seconds / float(output["audio_seconds"])
+            rtf = seconds / float(output["audio_seconds"])
         self._emit(
             Completed(
                 task=job.task,
@@ -982,7 +1013,7 @@ class Controller:
                 message=message,
                 sent=result.sent,
                 done=result.done,
-                seconds=result.seconds,
+                seconds=seconds,
                 budget_seconds=budget,
                 rtf=rtf,
                 speed=speed,
@@ -994,6 +1025,8 @@ class Controller:
                 spawn_seconds=result.spawn_seconds,
                 clock_start=result.clock_start,
                 fetch_seconds=result.fetch_seconds,
+                resent=resent or None,
+                lost_seconds=lost_seconds if resent else None,
                 **self._stream_timing(dispatch, result),
             )
         )

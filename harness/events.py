@@ -239,6 +239,14 @@ class Completed(JobEvent):
     late: bool | None = Field(
         default=None, description="streams: the answer came after the next frame was due"
     )
+    resent: int | None = Field(
+        default=None,
+        description="attempts of the item lost to a venue failure before this one, since v2",
+    )
+    lost_seconds: float | None = Field(
+        default=None,
+        description="what those attempts ran, charged: part of `seconds`, since v2",
+    )
 
 
 class _Lost(JobEvent):
@@ -256,14 +264,21 @@ class SystemLost(_Lost):
 
 
 class LinkLost(_Lost):
-    """The link to the device failed, not the system (`failure_class` `venue`)."""
+    """The link to the device failed, and nothing showed the participant's side was up
+    (`failure_class` `venue`; docs/security.md, "Failures have an owner")."""
 
     about = (
-        "after a reconnect the item is sent again with the next attempt number, "
-        "up to 5 times, and only then judged"
+        "after a reconnect the item is sent again with the next attempt number, at most "
+        "twice; the time each lost attempt ran is charged to the item (`seconds`); a "
+        "third loss records the item as crashed, flagged for the organizer"
     )
     event: Literal["link_lost"] = "link_lost"
     failure_class: FailureClass = Field(default="venue", description="`venue`")
+    attempt: int | None = Field(default=None, description="the attempt lost, since v2")
+    seconds: float | None = Field(
+        default=None,
+        description="what the lost attempt ran (sent to loss seen), charged to the item, since v2",
+    )
 
 
 class _JobEnd(JobEvent):

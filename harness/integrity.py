@@ -194,7 +194,8 @@ def job_settings(site: Site, task: str, system: str, testset_sha256: str) -> dic
         "workdir": sys_cfg.workdir,
         "env": dict(sys_cfg.env),
         "device": sys_cfg.device,
-        "device_settings": device.model_dump(),
+        # Who a sealed system runs as seals it; it changes nothing of how it is judged.
+        "device_settings": device.model_dump(exclude={"user"}),
     }
     # Round-tripped through JSON so it compares equal to what the journal gives back.
     return dict(json.loads(json.dumps(settings)))
@@ -213,8 +214,17 @@ def settings_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str
 
     # A key the new settings lack is an option the task's kind no longer has (runs journaled
     # before the kinds owned their options carry every kind's keys, e.g. `stream` for asr):
-    # it cannot change how items are judged, so it is not a change.
-    walk("", {k: v for k, v in old.items() if k in new}, dict(new))
+    # it cannot change how items are judged, so it is not a change. Likewise a device
+    # setting only one side has is one that one version of onsite does not know (a run
+    # begun before `memory_limit` existed resumes under its default).
+    old_kept = {k: v for k, v in old.items() if k in new}
+    new_kept = dict(new)
+    old_device, new_device = old_kept.get("device_settings"), new_kept.get("device_settings")
+    if isinstance(old_device, dict) and isinstance(new_device, dict):
+        both = set(old_device) & set(new_device)
+        old_kept["device_settings"] = {k: old_device[k] for k in both}
+        new_kept["device_settings"] = {k: new_device[k] for k in both}
+    walk("", old_kept, new_kept)
     return lines
 
 

@@ -9,10 +9,18 @@ thread of the journal's own instead of one by one: the controller's thread never
 waits for the disk between two items. A zero interval syncs every record, in the
 writer's thread. A record torn by a power loss can only be the last line; readers
 skip it.
+
+A full disk tears nothing: a write the disk cut short is taken back (the file is cut
+to where the record began), and the journal keeps a reserve file (``journal.reserve``,
+:data:`RESERVE_BYTES`) that it gives up when the disk is full, so that the record that
+met the full disk and the session's last records (``session_interrupted``) still get
+in. ``Journal.disk_full`` then tells the store to stop the run.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import threading
 import time
@@ -26,6 +34,9 @@ from pydantic import TypeAdapter, ValidationError
 from .events import SCHEMA_VERSION, JournalEvent, Record
 
 _RECORD: TypeAdapter[JournalEvent] = TypeAdapter(Record)
+# Room kept on the journal's disk for the last records of a session that fills it.
+RESERVE_BYTES = 256 << 10
+_FULL_ERRORS = (errno.ENOSPC, errno.EDQUOT)
 
 
 class Journal:
@@ -44,7 +55,11 @@ class Journal:
         # reach the disk, even one another thread's sync was still writing.
         self._sync_lock = threading.Lock()
         self._closing = threading.Event()
+        # Set once the disk was found full and the reserve given up: the store stops.
+        self.disk_full = False
+        self._reserve = path.with_name("journal.reserve")
         self._repair_tail()
+        self._make_reserve()
         self._syncer: threading.Thread | None = None
         if fsync_seconds > 0:
             self._syncer = threading.Thread(
@@ -62,10 +77,54 @@ class Journal:
             if fh.read(1) != b"\n":
                 os.write(self._fd, b"\n")
 
+    def _make_reserve(self) -> None:
+        """Set aside room for the last records of a session that fills the disk."""
+        try:
+            fd = os.open(self._reserve, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError:
+            return
+        try:
+            os.posix_fallocate(fd, 0, RESERVE_BYTES)
+        except OSError:
+            # No room for it now: a session that starts on a full disk has none.
+            with contextlib.suppress(OSError):
+                os.unlink(self._reserve)
+        finally:
+            os.close(fd)
+
+    def _give_up_reserve(self) -> bool:
+        """Free the reserve's room for the journal; False when there is none left."""
+        try:
+            os.unlink(self._reserve)
+        except OSError:
+            return False
+        return True
+
+    def _write(self, line: bytes) -> None:
+        """Append one whole line or nothing (under the lock): a write the disk cut short
+        is taken back; on a full disk the reserve is given up and the line tried again."""
+        try:
+            self._write_whole(line)
+        except OSError as exc:
+            if exc.errno not in _FULL_ERRORS or not self._give_up_reserve():
+                raise
+            self.disk_full = True
+            self._write_whole(line)
+
+    def _write_whole(self, line: bytes) -> None:
+        written = os.write(self._fd, line)
+        if written < len(line):
+            # A short write: the disk filled up mid-record. Cut the part off so that the
+            # next record starts on a line of its own; the record was not written.
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, os.fstat(self._fd).st_size - written)
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.path))
+
     def append(self, event: JournalEvent) -> JournalEvent:
         """Write one event now and return it as written (stamped with session and clocks).
 
         Raises OSError when the disk refused this record, or refused to sync earlier ones.
+        A record written into the reserve's room returns normally with ``disk_full`` set.
         """
         if self._failure is not None:
             raise self._failure
@@ -74,7 +133,7 @@ class Journal:
         # writes them directly: as fast as the untyped records were.
         line = orjson.dumps(stamped.__dict__) + b"\n"
         with self._lock:
-            os.write(self._fd, line)
+            self._write(line)
             self._dirty = True
         if self._syncer is None:
             self.sync()

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .audits import audit_lines
+from .audits import audit_lines, resend_lines
 from .collector import cycle_collector_held
 from .events import (
     Completed,
@@ -210,7 +210,13 @@ def job_row(
         budget_scope=cfg.budget.scope,
         set_budget_met=(total_seconds <= total_budget) if total_budget is not None else None,
         scores=scores,
-        audits=tuple(asdict(line) for line in audit_lines(completed.values(), cfg.audit)),
+        audits=tuple(
+            asdict(line)
+            for line in [
+                *audit_lines(completed.values(), cfg.audit),
+                *resend_lines(completed.values()),
+            ]
+        ),
         latency_p50=percentile(latencies, 0.5),
         latency_p95=percentile(latencies, 0.95),
         late_rate=(lates / len(timed)) if timed else None,

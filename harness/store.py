@@ -69,6 +69,8 @@ OUTPUT_FIELDS = (
     "late",
     "spawn_seconds",
     "clock_start",
+    "resent",
+    "lost_seconds",
 )
 
 
@@ -125,6 +127,9 @@ class RunState:
     # The ids of every job's completed items (first completions), kept in every mode.
     done: dict[JobKey, set[str]] = field(default_factory=lambda: defaultdict(set))
     attempts: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    # Items not yet completed that lost attempts to venue failures: how many, and the
+    # seconds those attempts ran (charged to the item when it completes).
+    lost: dict[tuple[str, str, str], tuple[int, float]] = field(default_factory=dict)
     records: list[JournalEvent] = field(default_factory=list)
     keep_records: bool = True
     keep_answers: bool | None = None
@@ -217,6 +222,7 @@ class RunState:
         done.add(item)
         # Its attempt number is never asked again: an item is sent until completed.
         self.attempts.pop((task, system, item), None)
+        self.lost.pop((task, system, item), None)
         return True
 
     def apply(self, record: JournalEvent) -> None:
@@ -232,6 +238,7 @@ class RunState:
             done = self.done[(record.task, record.system)]
             if record.item not in done:
                 done.add(record.item)
+                self.lost.pop((record.task, record.system, record.item), None)
                 keep = self.keep_records if self.keep_answers is None else self.keep_answers
                 if keep:
                     self.completed[(record.task, record.system)][record.item] = record
@@ -248,8 +255,12 @@ class RunState:
         elif isinstance(record, LinkLost):
             job = self.jobs[(record.task, record.system)]
             job.link_lost += 1
-            attempt = self.attempts.get((record.task, record.system, record.item))
+            key = (record.task, record.system, record.item)
+            attempt = self.attempts.get(key)
             job.incidents.append((record, attempt))
+            if record.item not in self.done.get((record.task, record.system), ()):
+                count, seconds = self.lost.get(key, (0, 0.0))
+                self.lost[key] = (count + 1, seconds + (record.seconds or 0.0))
         elif isinstance(record, StartFailed | JobFailed):
             self.jobs[(record.task, record.system)].incidents.append((record, None))
         elif isinstance(record, JobFinished):
@@ -310,6 +321,10 @@ class RunState:
                     answers[record.item] = record
                     state._share_fields_set(record)
         return state
+
+    def lost_attempts(self, task: str, system: str, item: str) -> tuple[int, float]:
+        """Attempts of an item not yet completed lost to venue failures, and what they ran."""
+        return self.lost.get((task, system, item), (0, 0.0))
 
     def next_attempt(self, task: str, system: str, item: str) -> int:
         """1 for a fresh item; one more than the last dispatch for an item that was in flight."""
@@ -513,6 +528,10 @@ class RunStore:
             out = self._outputs.get((record.task, record.system))
             if out is not None:
                 os.write(out, orjson.dumps(output_line(record)) + b"\n")
+        if self.journal.disk_full and not isinstance(record, SessionInterrupted):
+            # The record is kept (in the journal's reserve), but the run must stop: what
+            # comes next would find no room.
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.journal.path))
         return record
 
     def close(self) -> None:

@@ -28,22 +28,28 @@ class DeviceUnreachable(StartError):
 class Sandbox:
     """How a local system is sealed off from the run (docs/security.md).
 
-    ``enabled`` False runs the system unsealed (the report marks it). ``user`` is who the
-    system runs as when the controller is root (never root itself). ``network`` opens the
-    network, closed by default. ``hidden`` are paths that must not exist inside even when
-    they lie under a directory the sandbox shows (the run directory, the test sets, the
-    site file's directory under a workdir that is the repository root): an empty tmpfs
-    covers them. ``max_processes`` caps the processes and threads of the sandbox user
-    (RLIMIT_NPROC; applied when the controller is root and the system runs as ``user``).
+    ``enabled`` False runs the system unsealed (the report marks it). ``network`` opens
+    the network, closed by default. ``hidden`` are paths that must not exist inside even
+    when they lie under a directory the sandbox shows (the run directory, every run under
+    the runs directory, the test sets, site files, key files): an empty tmpfs covers them.
+
+    When the controller is root the system runs as ``user`` (a named account, never root)
+    or, when ``user`` is None, as ``uid``: a number of its own no account uses, so that no
+    two systems share a user (signals, process counts). ``memory_bytes`` and
+    ``max_processes`` are the system's own limits, kept by a control group of its own
+    where the controller can make one (else RLIMIT_AS and RLIMIT_NPROC);
+    ``scratch_bytes`` is the size of each of its writable RAM file systems (HOME, TMPDIR
+    and /onsite/out share one, /tmp is the other).
     """
 
     enabled: bool = True
     network: bool = False
-    user: str = "nobody"
-    # Paths that must not exist inside even when they lie under a bound directory
-    # (the run directory, test sets, the site file under a workdir of the repository root).
+    user: str | None = None
+    uid: int | None = None
     hidden: tuple[Path, ...] = ()
     max_processes: int = 1024
+    memory_bytes: int | None = 4 << 30
+    scratch_bytes: int = 1 << 30
 
 
 # Default ceilings; task kinds and devices may set their own.

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import json
 import os
 import secrets
 import shutil
-import stat
+import signal
 import subprocess
 import sys
 import time
@@ -22,6 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import orjson
 import psutil
 
 from . import protocol
@@ -34,6 +36,7 @@ from .base import (
     StartInfo,
     SystemSpec,
 )
+from .cgroups import SystemCgroup
 from .exchange import AttemptBuilder
 from .lines import LineReader, LineTooLong
 from .logcap import LogCap
@@ -50,11 +53,13 @@ from .sandbox import (
     account,
     check_available,
     clean_env,
+    leftover_pids,
     memory_inputs_dir,
     program_files,
 )
 from .serve import StreamServeRunner, log_note, log_tail
 from .spawn import spawn, wait_exit
+from .system_files import FileRefused, read_system_file
 
 _BYE_GRACE_SECONDS = 2.0
 _SPAWNER = Path(__file__).with_name("spawner.py")
@@ -102,10 +107,18 @@ class _LocalRunner(Runner):
         # they are staged in RAM. Unsealed, it is handed host paths: they stay in the run's
         # stage directory, where an operator debugging the system looks for them.
         memory = memory_inputs_dir(spec.stage_dir) if spec.sandbox.enabled else None
-        self.scratch = ScratchDirs.under(spec.stage_dir, memory)
+        self.scratch = ScratchDirs.under(
+            spec.stage_dir, memory, host_scratch=not spec.sandbox.enabled
+        )
         self.sealed = spec.sandbox.enabled
         self._account: Account | None = None
         self._sandbox: SandboxCommand | None = None
+        # The system's own control group (memory, processes), where one can be made.
+        self._cgroup: SystemCgroup | None = None
+        self._oom_mark = 0
+        # The sandbox's first process (our supervisor), on the host: the system's files
+        # are read through its root (/proc/PID/root), the RAM file systems it holds.
+        self._init_pid: int | None = None
         spec.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log: LogCap | None = None
         self._setup_staged: dict[str, str] | None = None
@@ -116,15 +129,56 @@ class _LocalRunner(Runner):
         """The path the system uses for a file in one of its scratch directories."""
         if not self.sealed:
             return str(path)
-        for host, inside in (
-            (self.scratch.inputs, IN_DIR),
-            (self.scratch.outputs, OUT_DIR),
-            (self.scratch.home, HOME_DIR),
-            (self.scratch.tmp, TMP_DIR),
-        ):
-            if path.parent == host:
-                return str(inside / path.name)
+        if path.parent == self.scratch.inputs:
+            return str(IN_DIR / path.name)
         return str(path)
+
+    @property
+    def sandbox_root(self) -> Path | None:
+        """The sealed system's file system as the controller reaches it (through the
+        supervisor's /proc root) while it runs; None unsealed or stopped."""
+        if self._init_pid is None:
+            return None
+        return Path(f"/proc/{self._init_pid}/root")
+
+    def _output_place(self, name: str) -> OutputFile:
+        """Where the system writes a file ``name`` for the controller, and where the
+        controller reads it: the scratch output directory, or, sealed, /onsite/out in the
+        sandbox's RAM file system, reached through the supervisor's root."""
+        if not self.sealed:
+            host = self.scratch.outputs / name
+            return OutputFile(host, str(host))
+        root = f"/proc/{self._init_pid}/root" if self._init_pid is not None else "/nonexistent"
+        return OutputFile(Path(f"{root}{OUT_DIR}/{name}"), f"{OUT_DIR}/{name}")
+
+    def _find_init(self, outer_pid: int) -> None:
+        """Note the sandbox's first process: the first below bubblewrap's own."""
+        self._init_pid = None
+        if not self.sealed:
+            return
+        try:
+            proc = psutil.Process(outer_pid)
+            while proc.name() == "bwrap":
+                children = proc.children()
+                if len(children) != 1:
+                    return
+                proc = children[0]
+            self._init_pid = proc.pid
+        except psutil.Error:
+            return
+
+    def _oom_message(self) -> str:
+        """Why the kernel killed the system, if it was for memory (else "")."""
+        group = self._cgroup
+        if group is None:
+            return ""
+        kills = group.oom_kills()
+        if kills <= self._oom_mark:
+            return ""
+        self._oom_mark = kills
+        limit = self.spec.sandbox.memory_bytes
+        shown = f"{limit / (1 << 20):.0f} MiB" if limit is not None else "the machine's"
+        return f"out of memory: killed by the kernel at its memory_limit ({shown}); "
 
     @property
     def env(self) -> dict[str, str]:
@@ -134,10 +188,20 @@ class _LocalRunner(Runner):
         return clean_env(self.spec.env, self.scratch.home, self.scratch.tmp)
 
     def _prepare(self) -> None:
-        """Check the sandbox can be made and empty the scratch directories (every start)."""
+        """Check the sandbox can be made, end what an earlier start or controller left of
+        the system, and empty the scratch directories (every start)."""
+        if self.sealed:
+            # Made again at every start (the stop removed it); an earlier controller's
+            # group of the same key is emptied first.
+            key = "sys-" + hashlib.sha256(
+                str(self.spec.stage_dir.absolute()).encode("utf-8")
+            ).hexdigest()[:24]
+            self._cgroup = SystemCgroup.make(
+                key, self.spec.sandbox.memory_bytes, self.spec.sandbox.max_processes
+            )
         if self.sealed and self._sandbox is None:
             bwrap = check_available(self.spec.sandbox)
-            self._account = account(self.spec.sandbox)
+            self._account = account(self.spec.sandbox, self.spec.stage_dir)
             self._sandbox = SandboxCommand(
                 self.spec.sandbox,
                 bwrap,
@@ -146,17 +210,32 @@ class _LocalRunner(Runner):
                 self._account,
                 program_files(self.spec.command, self.spec.workdir),
                 tools=[_SPAWNER],
+                per_process_memory=self._cgroup is None,
             )
+        self._end_leftovers()
         try:
             self.scratch.reset(self._account)
         except OSError as exc:
             raise StartError(f"cannot prepare {self.spec.stage_dir}: {exc}") from exc
         self._setup_staged = None
 
+    def _end_leftovers(self) -> None:
+        """Kill whatever still runs of this system: an earlier start, or what a controller
+        killed with -9 left (found by the system's own control group, or its own user)."""
+        if self._cgroup is not None:
+            self._cgroup.kill_all()
+            self._oom_mark = self._cgroup.oom_kills()
+        elif self._account is not None and self.spec.sandbox.user is None:
+            # A user number of its own: every process of it is this system's.
+            for pid in leftover_pids(self._account.uid):
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+
     def _wrap(self, command: Sequence[str], pdeathsig: bool) -> list[str]:
         """The command line that starts ``command`` sealed, or dying with the controller."""
         if self._sandbox is not None:
-            return self._sandbox.argv(command)
+            argv = self._sandbox.argv(command)
+            return argv if self._cgroup is None else [*self._cgroup.join_prefix(), *argv]
         if not pdeathsig:
             return list(command)
         return ["/usr/bin/setpriv", "--pdeathsig", "KILL", "--", *command]
@@ -209,13 +288,12 @@ class _LocalRunner(Runner):
         return inputs, staged
 
     def _output_files(self, request: ItemRequest) -> dict[str, OutputFile]:
-        """Where the system writes the item's output files: its scratch output directory
-        (writable by the system; OUT_DIR inside the sandbox), read there after the answer."""
-        files: dict[str, OutputFile] = {}
-        for key, suffix in request.outputs.items():
-            host = self.scratch.outputs / f"{request.anon_id}-{key}{suffix}"
-            files[key] = OutputFile(host, self._seen(host))
-        return files
+        """Where the system writes the item's output files (``_output_place``), read there
+        after the answer."""
+        return {
+            key: self._output_place(f"{request.anon_id}-{key}{suffix}")
+            for key, suffix in request.outputs.items()
+        }
 
     def _with_outputs(self, request: ItemRequest, result: ItemAttempt) -> ItemAttempt:
         """The attempt with the output files to read, after an answer."""
@@ -242,13 +320,16 @@ class _LocalRunner(Runner):
                 os.unlink(path)
 
     def _close_log(self) -> None:
-        """After the system is gone: close the log, remove its inputs and scratch."""
+        """After the system is gone: close the log, remove its inputs, scratch and group."""
         if self._log is not None:
             self._log.close()
             self._log = None
         self._setup_staged = None
+        self._init_pid = None
         with contextlib.suppress(OSError):
             self.scratch.clear()
+        if self._cgroup is not None:
+            self._cgroup.remove()
 
 
 def _kill_and_close(proc: subprocess.Popen[bytes]) -> None:
@@ -336,6 +417,7 @@ class LocalServeRunner(_LocalRunner, StreamServeRunner):
 
     def _on_ready(self, ready_at: float) -> None:
         assert self._proc is not None
+        self._find_init(self._proc.pid)
         self._system_pid = _system_process(self._proc.pid)
         self._meter = TreeMeter(self._system_pid)
 
@@ -421,7 +503,7 @@ class LocalServeRunner(_LocalRunner, StreamServeRunner):
                 f"stdout open until bye); killed; stderr: {tail}"
             )
         else:
-            message = f"exited with code {code}; stderr: {tail}"
+            message = f"{self._oom_message()}exited with code {code}; stderr: {tail}"
         result = attempt("crashed", now, message=message)
         self.kill()
         return result
@@ -517,6 +599,7 @@ class LocalExecRunner(_LocalRunner):
                 + ("" if line is None else f" (said {line[:200]!r})")
                 + f"; log: {self._log_tail()}"
             )
+        self._find_init(proc.pid)
 
     def _kill_spawner(self) -> None:
         proc = self._spawner
@@ -538,12 +621,11 @@ class LocalExecRunner(_LocalRunner):
             input_path = self.scratch.inputs / f"{request.anon_id}-input.json"
             input_path.write_text(json.dumps(inputs, ensure_ascii=False), encoding="utf-8")
             staged.append(input_path)
-        output_path = self.scratch.outputs / f"{request.anon_id}-output"
+        output = self._output_place(f"{request.anon_id}-output")
+        output_path = output.host
         staged.append(output_path)
         command = [
-            arg.replace("{input}", self._seen(input_path)).replace(
-                "{output}", self._seen(output_path)
-            )
+            arg.replace("{input}", self._seen(input_path)).replace("{output}", output.seen)
             for arg in self.spec.command
         ]
         stage_seconds = time.monotonic() - t_stage
@@ -615,7 +697,7 @@ class LocalExecRunner(_LocalRunner):
             return attempt(
                 "crashed",
                 done,
-                message=f"exited with code {code}; log: {self._log_tail()}",
+                message=f"{self._oom_message()}exited with code {code}; log: {self._log_tail()}",
                 **fields,
             )
         return self._read_output(output_path, self.spec.max_output_bytes, attempt, done, fields)
@@ -632,19 +714,11 @@ class LocalExecRunner(_LocalRunner):
             return attempt("invalid_output", done, message=message, **fields)
 
         try:
-            # Never follow a link or block on a FIFO the system left there: the controller
-            # must read the system's own bytes and nothing else.
-            fd = os.open(output_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-        except FileNotFoundError:
+            raw = read_system_file(output_path, max_bytes, f"max_output_bytes={max_bytes}")
+        except FileRefused as exc:
+            return invalid(f"the output file at {{output}} {exc}")
+        if raw is None:
             return invalid("exited 0 but wrote no output file at {output}")
-        except OSError as exc:
-            return invalid(f"cannot read the output file: {exc.strerror or exc}")
-        with open(fd, "rb") as fh:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                return invalid("the output at {output} is not a regular file")
-            raw = fh.read(max_bytes + 1)
-        if len(raw) > max_bytes:
-            return invalid(f"output file larger than max_output_bytes={max_bytes}")
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -652,8 +726,10 @@ class LocalExecRunner(_LocalRunner):
         stripped = text.strip()
         if stripped.startswith("{"):
             try:
-                output = json.loads(stripped)
-            except json.JSONDecodeError as exc:
+                # orjson, as for answer lines: its depth limit turns nesting deep enough
+                # to exhaust the stdlib parser's recursion into a plain decode error.
+                output = orjson.loads(stripped)
+            except orjson.JSONDecodeError as exc:
                 return invalid(f"output file starts with '{{' but is not JSON: {exc}")
         else:
             output = {"text": stripped}

@@ -24,7 +24,7 @@ from typing import Any, Generic, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from .base import Mode, Runner, SystemSpec
+from .base import Mode, Runner, Sandbox, SystemSpec
 
 
 @dataclass(frozen=True)
@@ -64,6 +64,16 @@ class DeviceSettings(BaseModel):
     def problems(self) -> list[DeviceProblem]:
         """What the machine says is wrong with resolved settings (none by default)."""
         return []
+
+    def sandbox_settings(self, hidden: tuple[Path, ...], uid: int | None) -> Sandbox:
+        """How a system on this device is sealed (runners.base.Sandbox): the transports
+        that run systems on the controller's machine say; others run none there."""
+        return Sandbox(hidden=hidden, uid=uid)
+
+    def private_files(self) -> tuple[Path, ...]:
+        """Files of the controller's this device's settings name that no system may read
+        (key files); none by default."""
+        return ()
 
 
 @dataclass(frozen=True)

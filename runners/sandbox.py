@@ -1,11 +1,18 @@
 """The bubblewrap sandbox a local system runs in (docs/security.md).
 
 Inside, the system sees the operating system read-only, its own workdir read-only, its
-current inputs read-only at :data:`IN_DIR`, a private writable HOME and /tmp, a fresh
+current inputs read-only at :data:`IN_DIR`, a private writable HOME, TMPDIR, /onsite/out
+and /tmp in RAM file systems of bounded size (never the run directory's disk), a fresh
 /proc of its own PID namespace, and nothing of the run: the run directory, the site file,
 the test sets and other systems' files are either never mounted or hidden under an empty
-tmpfs (``Sandbox.hidden``). Killing the namespace's first process kills everything the
-system started, daemons included. When the controller runs as root the system runs as
+tmpfs (``Sandbox.hidden``).
+
+The namespace's first process is a small supervisor of ours (:data:`SUPERVISOR`), which
+starts the system and holds the namespace: when it dies, the kernel kills every process
+of the namespace, daemons included. It dies with bubblewrap, and bubblewrap with the
+controller, whatever user the controller runs as (a change of user clears a process's
+parent-death signal, so the system itself could not be the one to hold it). When the
+controller runs as root the system runs as a user of its own (``Sandbox.uid``) or as
 ``Sandbox.user``; otherwise bubblewrap makes an unprivileged user namespace.
 """
 
@@ -31,9 +38,21 @@ IN_DIR = ONSITE_DIR / "in"
 OUT_DIR = ONSITE_DIR / "out"
 HOME_DIR = ONSITE_DIR / "home"
 TMP_DIR = ONSITE_DIR / "tmp"
-# /tmp itself is a small tmpfs; TMPDIR points at the disk-backed TMP_DIR.
-_TMPFS_BYTES = 256 << 20
 TOOLS_DIR = ONSITE_DIR / "tools"
+# Users of their own for sealed systems of a root controller: numbers no account uses, a
+# block of them per run directory (docs/security.md).
+AUTO_UID_BASE = 1_600_000_000
+_AUTO_UID_BLOCKS = 4096
+_AUTO_UID_BLOCK = 4096
+
+# The sandbox's first process (PID 1 in its namespace): starts the system with the
+# sandbox's stdin and stdout, lets go of its own copies (so that a system that closes
+# its stdout is seen to), and exits with the system's status. The shell gives an
+# asynchronous command /dev/null for stdin, hence the copy on descriptor 3.
+SUPERVISOR = (
+    'exec 3<&0; "$@" 0<&3 3<&- & child=$!; exec 0</dev/null 1>/dev/null 3<&-; '
+    'wait "$child"; exit $?'
+)
 
 _SYSTEM_DIRS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt")
 # Files under /etc a system has no business reading even where they are readable.
@@ -72,25 +91,32 @@ def memory_inputs_dir(stage_dir: Path) -> Path | None:
 
 @dataclass(frozen=True)
 class ScratchDirs:
-    """The host directories behind a system's /onsite/in, /onsite/out, HOME and /tmp.
+    """The host directories behind a system's inputs and, unsealed, its writable places.
 
-    ``inputs`` is under the stage directory, or in RAM (``memory_inputs_dir``); the
-    others are always under the stage directory.
+    ``inputs`` is under the stage directory, or in RAM (``memory_inputs_dir``). A sealed
+    system's HOME, TMPDIR, /tmp and /onsite/out are RAM file systems inside its sandbox,
+    of bounded size and gone with it (``host_scratch`` False): nothing it writes reaches
+    the run directory's disk. An unsealed system gets ``outputs``, ``home`` and ``tmp``
+    under the stage directory.
     """
 
     inputs: Path
     outputs: Path
     home: Path
     tmp: Path
+    host_scratch: bool = True
 
     @classmethod
-    def under(cls, stage_dir: Path, inputs: Path | None = None) -> ScratchDirs:
-        """The four directories of one system's stage directory (inputs elsewhere if given)."""
+    def under(
+        cls, stage_dir: Path, inputs: Path | None = None, host_scratch: bool = True
+    ) -> ScratchDirs:
+        """The directories of one system's stage directory (inputs elsewhere if given)."""
         return cls(
             inputs if inputs is not None else stage_dir / "in",
             stage_dir / "out",
             stage_dir / "home",
             stage_dir / "tmp",
+            host_scratch,
         )
 
     @property
@@ -101,6 +127,11 @@ class ScratchDirs:
     def _memory(self) -> Path | None:
         # The RAM directory holding the inputs, when they are not in the stage directory.
         return None if self.inputs.parent == self.stage else self.inputs.parent
+
+    def _host_dirs(self) -> tuple[Path, ...]:
+        if self.host_scratch:
+            return (self.inputs, self.outputs, self.home, self.tmp)
+        return (self.inputs,)
 
     def clear(self) -> None:
         """Remove them: nothing of the system stays in the run directory after it stops."""
@@ -126,10 +157,10 @@ class ScratchDirs:
         if memory is not None:
             memory.mkdir(mode=0o755, exist_ok=True)
             memory.chmod(0o755)
-        for path in (self.inputs, self.outputs, self.home, self.tmp):
+        for path in self._host_dirs():
             path.mkdir(parents=True)
         self.inputs.chmod(0o755)
-        for path in (self.outputs, self.home, self.tmp):
+        for path in self._host_dirs()[1:]:
             path.chmod(0o700)
             if owner is not None:
                 os.chown(path, owner.uid, owner.gid)
@@ -155,24 +186,71 @@ def bwrap_path() -> str | None:
     )
 
 
-def account(sandbox: Sandbox) -> Account | None:
-    """The account a sandboxed system runs as: ``sandbox.user`` when we are root, else None."""
+def auto_uid(place: Path, index: int | None = None) -> int:
+    """A user number no account uses, for a sealed system of a root controller.
+
+    The controller gives each system of a run the ``index``-th number of a block of its
+    own per run directory ``place``, so that no two systems of a run, nor of two runs on
+    one machine, share a user; without an index the number comes from ``place`` alone
+    (a system's stage directory).
+    """
+    digest = hashlib.sha256(str(place.absolute()).encode("utf-8")).digest()
+    if index is None:
+        return AUTO_UID_BASE + int.from_bytes(digest[:4], "big") % (
+            _AUTO_UID_BLOCKS * _AUTO_UID_BLOCK
+        )
+    block = int.from_bytes(digest[:4], "big") % _AUTO_UID_BLOCKS
+    return AUTO_UID_BASE + block * _AUTO_UID_BLOCK + index % _AUTO_UID_BLOCK
+
+
+def account(sandbox: Sandbox, place: Path | None = None) -> Account | None:
+    """The account a sandboxed system runs as when we are root, else None.
+
+    ``sandbox.user`` names an existing unprivileged account; without one the system runs
+    as ``sandbox.uid``, or a number drawn from ``place`` (``auto_uid``): a user number of
+    its own (refused if an account has it).
+    """
     if os.geteuid() != 0:
         return None
+    if sandbox.user is None:
+        uid = sandbox.uid if sandbox.uid is not None else auto_uid(place or Path("."))
+        try:
+            taken = pwd.getpwuid(uid).pw_name
+        except KeyError:
+            return Account(f"uid {uid}", uid, uid)
+        raise StartError(
+            f"the user number {uid} picked for the sandbox is the account {taken!r}; set "
+            "user on the device to an unprivileged account of its own"
+        )
     try:
         entry = pwd.getpwnam(sandbox.user)
     except KeyError:
         raise StartError(
             f"sandbox user {sandbox.user!r} does not exist on this machine; "
-            "create it (useradd --system) or set user on the device to an existing "
-            "unprivileged account"
+            "create it (useradd --system) or leave user out on the device (each system "
+            "then runs as a user number of its own)"
         ) from None
     if entry.pw_uid == 0:
         raise StartError(
             f"sandbox user {sandbox.user!r} is root; set user on the device to an "
-            "unprivileged account (the default is nobody)"
+            "unprivileged account, or leave it out"
         )
     return Account(entry.pw_name, entry.pw_uid, entry.pw_gid)
+
+
+def leftover_pids(uid: int) -> list[int]:
+    """Processes of ``uid`` on this machine (a system's own user: what an earlier
+    controller left running)."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            if os.stat(f"/proc/{name}").st_uid == uid:
+                found.append(int(name))
+        except OSError:
+            continue
+    return found
 
 
 @functools.lru_cache(maxsize=4)
@@ -252,7 +330,8 @@ class SandboxCommand:
     ``program_files`` are files outside the workdir the command names (the system's
     script given by absolute path); they are bound read-only at their own paths.
     ``tools`` are the controller's own helper files the sandbox needs (the exec-mode
-    spawner), bound read-only under :data:`TOOLS_DIR`.
+    spawner), bound read-only under :data:`TOOLS_DIR`. ``per_process_memory`` puts the
+    memory limit on each process (RLIMIT_AS) where no control group holds it.
     """
 
     def __init__(
@@ -264,8 +343,11 @@ class SandboxCommand:
         user: Account | None,
         program_files: Iterable[Path] = (),
         tools: Iterable[Path] = (),
+        per_process_memory: bool = False,
     ) -> None:
         self.sandbox = sandbox
+        # No control group holds the memory limit: each process gets RLIMIT_AS instead.
+        self.per_process_memory = per_process_memory
         self.bwrap = bwrap
         self.workdir = workdir.resolve()
         self.scratch = scratch
@@ -333,8 +415,8 @@ class SandboxCommand:
         args = [
             self.bwrap,
             "--unshare-pid",
-            # The system (or the spawner) is the namespace's first process, so no bwrap
-            # process whose command line names host paths is visible inside.
+            # Our supervisor is the namespace's first process, so no bwrap process whose
+            # command line names host paths is visible inside.
             "--as-pid-1",
             "--unshare-ipc",
             "--unshare-uts",
@@ -366,30 +448,44 @@ class SandboxCommand:
                 args += ["--ro-bind", mount.source, str(target)]
                 bound.append(target)
             elif mount.kind == "tmpfs":
-                args += ["--perms", "1777", "--size", str(_TMPFS_BYTES), "--tmpfs", str(target)]
+                size = str(self.sandbox.scratch_bytes)
+                args += ["--perms", "1777", "--size", size, "--tmpfs", str(target)]
             elif os.path.isdir(target):
                 args += ["--perms", "0755", "--tmpfs", str(target)]
             else:
                 args += ["--ro-bind", "/dev/null", str(target)]
         args += ["--proc", "/proc", "--dev", "/dev"]
-        args += ["--perms", "0755", "--dir", str(ONSITE_DIR)]
+        # One RAM file system of bounded size for everything the system writes under
+        # /onsite; its inputs and our tools are bound read-only into it.
+        args += ["--perms", "0755", "--size", str(self.sandbox.scratch_bytes)]
+        args += ["--tmpfs", str(ONSITE_DIR)]
+        for writable in (OUT_DIR, HOME_DIR, TMP_DIR):
+            args += ["--perms", "1777", "--dir", str(writable)]
         args += ["--ro-bind", str(self.scratch.inputs), str(IN_DIR)]
-        args += ["--bind", str(self.scratch.outputs), str(OUT_DIR)]
-        args += ["--bind", str(self.scratch.home), str(HOME_DIR)]
-        args += ["--bind", str(self.scratch.tmp), str(TMP_DIR)]
         if self.tools:
             args += ["--perms", "0755", "--dir", str(TOOLS_DIR)]
             for tool in self.tools:
                 args += ["--ro-bind", str(tool), str(TOOLS_DIR / tool.name)]
+        if self.user is not None:
+            # The supervisor keeps only what it needs to become the system's user.
+            args += ["--cap-drop", "ALL"]
+            for cap in ("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP"):
+                args += ["--cap-add", cap]
         args += ["--chdir", str(chdir or self.workdir)]
         args.append("--")
+        args += ["/bin/sh", "-c", SUPERVISOR, "onsite-init"]
         args += self._drop(command)
         return args
 
     def _drop(self, command: Sequence[str]) -> list[str]:
-        """Become the sandbox user (when root) with no capabilities and no way back."""
+        """Become the sandbox user (when root) with no capabilities and no way back, under
+        the process limits (and, without a control group, the memory limit)."""
+        limits = [f"--nproc={self.sandbox.max_processes}"]
+        if self.per_process_memory and self.sandbox.memory_bytes is not None:
+            limits.append(f"--as={self.sandbox.memory_bytes}")
+        limited = ["/usr/bin/prlimit", *limits, "--", *command]
         if self.user is None:
-            return list(command)
+            return limited
         return [
             "/usr/bin/setpriv",
             f"--reuid={self.user.uid}",
@@ -399,10 +495,7 @@ class SandboxCommand:
             "--bounding-set=-all",
             "--no-new-privs",
             "--",
-            "/usr/bin/prlimit",
-            f"--nproc={self.sandbox.max_processes}",
-            "--",
-            *command,
+            *limited,
         ]
 
 

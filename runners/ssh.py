@@ -52,6 +52,7 @@ from .ssh_link import (
     connect,
     connect_once,
     exec_put,
+    host_answers,
     key_file_warning,
     last_send,
     packet_age,
@@ -78,6 +79,9 @@ _WORKDIR_PREFIX = "onsite-workdir "
 _MIN_FREE_BYTES = 1 << 30
 # After the channel closes, the wrapper gives the system this long to exit on its own.
 _WRAPPER_GRACE_SECONDS = 2.0
+# The venue's own check of a machine whose session died: a TCP connection that must be
+# answered before the kernel would send its first retransmission (1 s).
+_EVIDENCE_SECONDS = 0.9
 
 
 class _ChannelLines(LineBuffer):
@@ -315,7 +319,7 @@ class SshServeRunner(StreamServeRunner):
         except (OSError, EOFError, paramiko.SSHException) as exc:
             now = time.monotonic()
             lost = self._lost_reason(wait=0.0)
-            message = f"link lost: {lost}" if lost else f"staging failed: {exc}"
+            loss = self._whose_loss(lost) if lost else {"message": f"staging failed: {exc}"}
             self._unstage(staged)
             self.kill()
             return ItemAttempt(
@@ -324,10 +328,9 @@ class SshServeRunner(StreamServeRunner):
                 now,
                 now,
                 now - t_stage,
-                message=message,
                 round_trip_seconds=self._rtt,
                 system_lost=True,
-                link_lost=lost is not None,
+                **loss,
             )
         data = protocol.item(request.anon_id, inputs)
         stage_seconds = time.monotonic() - t_stage
@@ -397,10 +400,9 @@ class SshServeRunner(StreamServeRunner):
                 return dataclasses.replace(
                     result,
                     outcome="crashed",
-                    message=f"link lost while fetching {key}: {lost}",
                     system_lost=True,
-                    link_lost=True,
                     fetch_seconds=time.monotonic() - t0,
+                    **self._whose_loss(f"while fetching {key}: {lost}"),
                 )
             files[key] = OutputFile(host, remote)
         return dataclasses.replace(result, output_files=files, fetch_seconds=time.monotonic() - t0)
@@ -489,7 +491,7 @@ class SshServeRunner(StreamServeRunner):
         now = time.monotonic()
         lost, code = self._ended()
         if lost:
-            result = attempt("crashed", now, message=f"link lost: {lost}", link_lost=True)
+            result = attempt("crashed", now, **self._whose_loss(lost))
         else:
             result = attempt(
                 "crashed",
@@ -503,8 +505,14 @@ class SshServeRunner(StreamServeRunner):
         """After end of stream: why the link died (None if alive), else the exit code."""
         chan = self._chan
         assert chan is not None
-        # Set by exit-status and by the channel closing, whichever comes first.
-        chan.status_event.wait(5.0)
+        # Set by exit-status and by the channel closing, whichever comes first; a dead
+        # connection sets neither, and must be told at once: the venue's check of the
+        # machine (_whose_loss) means something only right after the loss.
+        deadline = time.monotonic() + 5.0
+        while not chan.status_event.wait(0.05):
+            transport = self._transport
+            if transport is None or not transport.is_active() or time.monotonic() > deadline:
+                break
         if chan.exit_status != -1:
             if self._pump is not None:
                 self._pump.join(timeout=2.0)  # so the stderr tail is in the log
@@ -515,6 +523,25 @@ class SshServeRunner(StreamServeRunner):
         if self._pump is not None:
             self._pump.join(timeout=2.0)
         return None, None
+
+    def _whose_loss(self, lost: str) -> dict[str, Any]:
+        """An attempt's message and ``link_lost`` for a session that died: the venue's only
+        when the venue cannot show the participant's host and the network were up.
+
+        A new connection to the machine is tried at once: when its kernel answers it, the
+        machine and the network were up and the session ended on the participant's machine
+        (its sshd or the system's session killed), which is the participant's failure
+        (docs/security.md, "Failures have an owner").
+        """
+        down = host_answers(self.options, _EVIDENCE_SECONDS)
+        if down is None:
+            return {
+                "message": f"the SSH session ended ({lost}) while the machine answered a new "
+                "connection at once, so it and the network were up: the participant's "
+                "failure, not the link's",
+                "link_lost": False,
+            }
+        return {"message": f"link lost: {lost}; {down}", "link_lost": True}
 
     def _lost_reason(self, wait: float) -> str | None:
         """Why the SSH connection is down, or None if it is up (waiting up to `wait` to tell)."""

@@ -41,6 +41,9 @@ class SshDevice(DeviceSettings):
     first_connect_timeout: PositiveFloat = 3.0
     trust_on_first_use: bool = False
     rtt_interval: PositiveFloat = 30.0
+    # A connection that acknowledges nothing for this long is dead (keep-alives every
+    # second; TCP_USER_TIMEOUT): a lost link is seen within it, not at the item's limit.
+    link_timeout: Annotated[float, Field(ge=1.0, le=600.0)] = 5.0
 
     @model_validator(mode="after")
     def _no_password(self) -> SshDevice:
@@ -73,6 +76,10 @@ class SshDevice(DeviceSettings):
             if (value := getattr(self, name))
         }
         return self.model_copy(update=paths) if paths else self
+
+    def private_files(self) -> tuple[Path, ...]:
+        """The private key and known_hosts files: no sealed system may read them."""
+        return tuple(p for p in (self.key_file, self.known_hosts_file) if p is not None)
 
     def problems(self) -> list[DeviceProblem]:
         """A key file that is not there (checked before the day, not at the first start)."""

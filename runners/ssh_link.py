@@ -301,7 +301,45 @@ def connect_once(
         if _retryable(exc):
             raise UnreachableError(f"cannot reach {opts.endpoint}: {exc}") from exc
         raise StartError(f"ssh to {opts.address} failed: {exc}") from exc
+    transport = client.get_transport()
+    if transport is not None:
+        watch_link(transport, opts.link_timeout)
     return client, policy.trusted
+
+
+def watch_link(transport: paramiko.Transport, timeout: float) -> None:
+    """Make a dead link show within ``timeout`` seconds, not at an item's hang limit.
+
+    A keep-alive goes out every second the connection is quiet, and the kernel gives up
+    on a connection whose sent bytes stay unacknowledged for ``timeout``
+    (TCP_USER_TIMEOUT, with TCP keep-alive probes while nothing else is sent): the
+    transport then ends and the runner sees the link lost.
+    """
+    transport.set_keepalive(1)
+    sock = transport.sock
+    if not isinstance(sock, socket.socket):
+        return
+    with contextlib.suppress(OSError, AttributeError):
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, int(timeout * 1000))
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, 1)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, 1)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, max(1, int(timeout)))
+
+
+def host_answers(opts: SshDevice, timeout: float) -> str | None:
+    """None when the machine's kernel answers a new TCP connection to its sshd's port at
+    once (within ``timeout``, less than the kernel's first retransmission), accepting or
+    refusing it: the machine and the network are up. Otherwise why not (no answer, no
+    route). The venue's independent evidence of whose failure a dead session is
+    (docs/security.md, "Failures have an owner")."""
+    try:
+        with socket.create_connection((opts.host, opts.port), timeout=timeout):
+            return None
+    except ConnectionRefusedError:
+        return None  # the machine answered: nothing listens there now (its own doing)
+    except OSError as exc:
+        return f"a new connection to {opts.endpoint} failed: {exc.strerror or exc}"
 
 
 def connect(

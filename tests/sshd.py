@@ -34,11 +34,12 @@ class Sshd:
     host_key_line: str
     root: Path
     process: subprocess.Popen[bytes]
+    host: str = "127.0.0.1"
 
     def options(self, **extra: object) -> dict[str, object]:
         """Device settings for an ssh runner pointed at this server with the host key pinned."""
         return {
-            "host": "127.0.0.1",
+            "host": self.host,
             "port": self.port,
             "user": self.user,
             "key": str(self.user_key),
@@ -109,12 +110,16 @@ def start_sshd(
     sftp: bool = True,
     port: int | None = None,
     extra: tuple[str, ...] = (),
+    address: str = "127.0.0.1",
+    netns: str | None = None,
 ) -> Sshd:
     """Generate keys and a config under root, start sshd -D -e on a free port, wait for it.
 
     ``sftp=False`` leaves out the sftp Subsystem, as on many small boards. Started again
     on the same root with the same ``port``, it is the same machine come back: same keys.
     ``extra`` are more sshd_config lines (``SetEnv HOME=...`` gives sessions another home).
+    ``netns`` runs it in that network namespace, listening on ``address`` (tests/netns.py:
+    a machine whose network cable a test can pull).
     """
     require_sshd()
     root.mkdir(parents=True, exist_ok=True)
@@ -129,7 +134,7 @@ def start_sshd(
         "\n".join(
             [
                 f"Port {port}",
-                "ListenAddress 127.0.0.1",
+                f"ListenAddress {address}",
                 f"HostKey {host_key}",
                 f"PidFile {root / 'sshd.pid'}",
                 f"AuthorizedKeysFile {authorized}",
@@ -154,8 +159,9 @@ def start_sshd(
     if os.geteuid() == 0:
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
     log = open(root / "sshd.log", "ab")
+    inside = ["ip", "netns", "exec", netns] if netns else []
     process = subprocess.Popen(
-        [str(SSHD), "-D", "-e", "-f", str(config)],
+        [*inside, str(SSHD), "-D", "-e", "-f", str(config)],
         stdin=subprocess.DEVNULL,
         stdout=log,
         stderr=log,
@@ -168,7 +174,7 @@ def start_sshd(
                 f"sshd exited with code {process.returncode}: {(root / 'sshd.log').read_text()}"
             )
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5) as sock:
+            with socket.create_connection((address, port), timeout=0.5) as sock:
                 if sock.recv(4).startswith(b"SSH-"):
                     break
         except OSError:
@@ -178,4 +184,4 @@ def start_sshd(
             raise RuntimeError(f"sshd did not accept connections on port {port}")
         time.sleep(0.05)
     kind, blob = Path(f"{host_key}.pub").read_text().split()[:2]
-    return Sshd(port, getpass.getuser(), user_key, f"{kind} {blob}", root, process)
+    return Sshd(port, getpass.getuser(), user_key, f"{kind} {blob}", root, process, address)

@@ -3,6 +3,7 @@ change nothing, leave nothing running, and stay within their process limit."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import shutil
@@ -17,7 +18,7 @@ import pytest
 
 from harness import Controller, RunStore, load_site
 from runners import ItemRequest, LocalServeRunner, Sandbox, StartError, SystemSpec
-from runners.sandbox import MEMORY_ROOT, account
+from runners.sandbox import AUTO_UID_BASE, MEMORY_ROOT, account
 from tests.helpers import REPO, make_testset, read_outputs, write_site
 
 HOSTILE = [sys.executable, str(REPO / "tests" / "systems" / "hostile.py")]
@@ -60,13 +61,7 @@ class Venue:
             stage_dir=self.run_dir / "stage" / "hostile",
             env=env,
             setup_seconds=30,
-            sandbox=Sandbox(
-                enabled=sandbox.enabled,
-                network=sandbox.network,
-                user=sandbox.user,
-                hidden=hidden,
-                max_processes=sandbox.max_processes,
-            ),
+            sandbox=dataclasses.replace(sandbox, hidden=hidden),
             **extra,
         )
 
@@ -141,8 +136,9 @@ def test_snooping_system_finds_nothing_of_the_run(venue: Venue, listener, monkey
         assert not any("pytest" in c or "harness" in c for c in seen["cmdlines"].values())
         assert max(seen["pids"]) < 20, "its own PID namespace shows only its own processes"
         if os.geteuid() == 0:
-            assert seen["uid"] == seen["euid"] == 65534, "root controller, system as nobody"
-            assert seen["groups"] in ([], [65534])
+            # A root controller runs the system as a user number of its own.
+            assert seen["uid"] == seen["euid"] >= AUTO_UID_BASE, "not a user of its own"
+            assert seen["groups"] in ([], [seen["uid"]])
     assert connections == []
     # The input path says nothing of where the run lives.
     assert str(venue.run_dir) not in str(first.output)
@@ -198,15 +194,19 @@ def test_setsid_daemon_is_gone_with_the_system(venue: Venue) -> None:
         attempt = runner.run_item(venue.request("u1", "a1"))
         assert attempt.output is not None and attempt.output["started"] is True
         assert attempt.output["marker"] == "/onsite/home/marker"
-        marker = spec.stage_dir / "home" / "marker"
+        # HOME is a RAM file system inside the sandbox: nothing of it is in the run dir.
+        assert not (spec.stage_dir / "home").exists()
+        assert runner.sandbox_root is not None
+        marker = runner.sandbox_root / "onsite" / "home" / "marker"
         size = marker.stat().st_size
         time.sleep(0.3)
         assert marker.stat().st_size > size, "the daemon runs while the system runs"
+        assert runner.pid is not None
+        tree = psutil.Process(runner.pid).children(recursive=True)
     finally:
         runner.kill()
-    size = marker.stat().st_size
-    time.sleep(0.5)
-    assert marker.stat().st_size == size, "the daemon outlived its system"
+    gone, alive = psutil.wait_procs(tree, timeout=5)
+    assert not alive, f"the daemon outlived its system: {alive}"
     runner.stop()
 
 
@@ -350,7 +350,7 @@ def test_through_the_controller_a_snooping_system_sees_nothing(
     assert "hunter2" not in str(seen)
     assert seen["network"].startswith("refused") and connections == []
     if os.geteuid() == 0:
-        assert seen["uid"] == 65534
+        assert seen["uid"] >= AUTO_UID_BASE
 
 
 def test_missing_or_broken_bubblewrap_is_refused_with_the_ways_forward(
@@ -373,3 +373,46 @@ def test_missing_or_broken_bubblewrap_is_refused_with_the_ways_forward(
     with pytest.raises(StartError, match="cannot create its namespaces") as broken:
         LocalServeRunner(venue.spec({"HOSTILE": "snoop"})).start()
     assert "No permissions" in str(broken.value) and "user namespaces" in str(broken.value)
+
+
+def test_archived_runs_site_files_and_keys_are_masked_under_the_default_workdir(
+    tmp_path: Path,
+) -> None:
+    """The default workdir is the site file's directory, which holds the runs directory:
+    an earlier run `--fresh` archived there (its manifest maps input hashes to items,
+    its outputs hold another system's answers) and the SSH key a device names must be
+    as invisible as the current run."""
+    venue = tmp_path / "venue"
+    testset = make_testset(venue / "data" / "set", [("u1", 1600, "secret words")])
+    archived = venue / "runs" / "t-20261127-101010"
+    (archived / "outputs" / "asr").mkdir(parents=True)
+    (archived / "manifest.json").write_text('{"items": {"abc": "u1"}}')
+    (archived / "outputs" / "asr" / "best.jsonl").write_text('{"id": "u1", "output": {}}\n')
+    (venue / "team.key").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\n")
+    # Readable by others, as a careless operator leaves it (onsite warns of it).
+    (venue / "team.key").chmod(0o644)
+    site_path = write_site(
+        venue / "site.toml",
+        testset,
+        {
+            "snoop": {
+                "command": HOSTILE,
+                "env": {"HOSTILE": "snoop", "HOSTILE_WANTED": "team.key,best.jsonl"},
+            }
+        },
+    )
+    # A device (unused by the snoop) whose key file lies in the site's directory.
+    site_path.write_text(
+        site_path.read_text()
+        + '\n[devices.team]\nkind = "ssh"\nhost = "192.0.2.1"\nuser = "team"\nkey = "team.key"\n'
+    )
+    site = load_site(site_path)
+    store = RunStore(site.run_dir, "test", fsync_seconds=0)
+    try:
+        results = Controller(site, store).run()
+    finally:
+        store.close()
+    assert [r.failed for r in results] == [None]
+    (row,) = read_outputs(site.run_dir, "asr", "snoop")
+    assert row["verdict"] == "ok", row["message"]
+    assert row["output"]["found"] == [], "an archived run, a site file or a key is visible"

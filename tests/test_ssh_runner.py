@@ -27,6 +27,7 @@ from runners import (
     probe,
 )
 from tests.helpers import FAKE_SERVE, make_testset
+from tests.netns import remote_machine
 from tests.sshd import Sshd, free_port, keygen
 
 pytestmark = pytest.mark.sshd
@@ -259,34 +260,37 @@ def test_hung_remote_system_is_killed_with_its_children(tmp_path: Path, sshd: Ss
         assert after.output == {"text": "after"}
 
 
-def test_connection_lost_mid_item_then_reconnect(tmp_path: Path, sshd: Sshd) -> None:
+def test_connection_lost_mid_item_then_reconnect(tmp_path: Path) -> None:
     items = make_testset(tmp_path / "set", [("a", 1600, ""), ("b", 3200, "")])
-    spec = spec_for(tmp_path, plan({1600: {"delay": 3}, 3200: {"text": "after"}}))
-    with ssh_runner(sshd, spec, tmp_path / "remote") as runner:
-        runner.start()
-        port, old_pid = runner.link_port, runner.pid
-        assert port is not None and old_pid is not None
-        sessions = sshd.session_processes(port)
-        assert sessions, "found the sshd processes serving this runner"
+    spec = spec_for(tmp_path, plan({1600: {"delay": 4}, 3200: {"text": "after"}}))
+    with remote_machine(tmp_path / "machine") as machine:
+        assert machine.sshd is not None
+        with ssh_runner(machine.sshd, spec, tmp_path / "remote", link_timeout=1.0) as runner:
+            runner.start()
+            port, old_pid = runner.link_port, runner.pid
+            assert port is not None and old_pid is not None
 
-        def cut() -> None:
-            time.sleep(0.7)
-            for proc in sessions:
-                proc.kill()
+            def cut() -> None:
+                time.sleep(0.7)
+                machine.pull_cable()
+                time.sleep(4.5)
+                machine.plug_cable()
 
-        cutter = threading.Thread(target=cut)
-        cutter.start()
-        attempt = runner.run_item(request(items / "a.wav", "l1"))
-        cutter.join()
-        assert attempt.outcome == "crashed" and attempt.system_lost
-        assert attempt.message.startswith("link lost: ")
-        assert attempt.seconds < 3.0, "the loss is noticed at once, not at the system's answer"
-        info = runner.restart()
-        assert info.name == "fake"
-        assert runner.link_port != port
-        assert wait_gone([old_pid]) == [], "the system left behind by the lost link is killed"
-        after = runner.run_item(request(items / "b.wav", "l2"))
-        assert (after.outcome, after.output) == ("result", {"text": "after"})
+            cutter = threading.Thread(target=cut)
+            cutter.start()
+            attempt = runner.run_item(request(items / "a.wav", "l1"))
+            assert attempt.outcome == "crashed" and attempt.system_lost and attempt.link_lost, (
+                attempt.message
+            )
+            assert attempt.message.startswith("link lost: ")
+            assert attempt.seconds < 3.5, "the loss is noticed within the link timeout"
+            cutter.join()
+            info = runner.restart()
+            assert info.name == "fake"
+            assert runner.link_port != port
+            assert wait_gone([old_pid]) == [], "the system left behind by the lost link is killed"
+            after = runner.run_item(request(items / "b.wav", "l2"))
+            assert (after.outcome, after.output) == ("result", {"text": "after"})
 
 
 def test_unreachable_machine_is_tried_once_then_reported(tmp_path: Path, sshd: Sshd) -> None:

@@ -29,6 +29,7 @@ from runners.ssh_wrapper import (
     wrapper_command,
 )
 from tests.helpers import REPO, make_testset
+from tests.netns import remote_machine
 from tests.sshd import Sshd, keygen, start_sshd
 
 pytestmark = pytest.mark.sshd
@@ -500,7 +501,38 @@ def test_answers_and_stderr_are_capped(tmp_path: Path, sshd: Sshd) -> None:
     assert b"e" * 1000 in log[-20_000:], "the tail is kept"
 
 
-def test_link_lost_is_not_called_a_crash(tmp_path: Path, sshd: Sshd) -> None:
+def test_link_lost_is_not_called_a_crash(tmp_path: Path) -> None:
+    marker, out, command = hostile_setup(tmp_path)
+    wav = make_testset(tmp_path / "set", [("a", 1600, "")]) / "a.wav"
+    spec = hostile_spec(tmp_path, command)
+    with remote_machine(tmp_path / "machine") as machine:
+        assert machine.sshd is not None
+        with runner_for(machine.sshd, spec, tmp_path / "remote", link_timeout=2.0) as runner:
+            runner.start()
+
+            def cut() -> None:
+                assert wait_until(lambda: (out / "system").exists())
+                machine.pull_cable()
+                time.sleep(5.0)
+                machine.plug_cable()
+
+            cutter = threading.Thread(target=cut)
+            cutter.start()
+            attempt = runner.run_item(ItemRequest("l1", {"audio": wav}, {"do": "daemons"}, 30.0))
+            cutter.join()
+            assert attempt.link_lost and attempt.message.startswith("link lost: ")
+            assert "a new connection to" in attempt.message, "what the venue checked"
+            assert "crash" not in attempt.message
+            # Seen within the link timeout, not at the item's 30 s hang limit.
+            assert attempt.seconds < 15
+            info = runner.restart()
+            survivors = [p.pid for p in marked(marker)]
+            assert survivors == [info.pid], "what the lost link left is killed at the restart"
+
+
+def test_a_session_killed_on_a_machine_that_answers_is_the_participants(
+    tmp_path: Path, sshd: Sshd
+) -> None:
     marker, out, command = hostile_setup(tmp_path)
     wav = make_testset(tmp_path / "set", [("a", 1600, "")]) / "a.wav"
     spec = hostile_spec(tmp_path, command)
@@ -519,11 +551,11 @@ def test_link_lost_is_not_called_a_crash(tmp_path: Path, sshd: Sshd) -> None:
         cutter.start()
         attempt = runner.run_item(ItemRequest("l1", {"audio": wav}, {"do": "daemons"}, 30.0))
         cutter.join()
-        assert attempt.link_lost and attempt.message.startswith("link lost: ")
-        assert "crash" not in attempt.message
+        assert attempt.outcome == "crashed" and not attempt.link_lost
+        assert "the participant's failure" in attempt.message
         info = runner.restart()
         survivors = [p.pid for p in marked(marker)]
-        assert survivors == [info.pid], "what the lost link left is killed at the restart"
+        assert survivors == [info.pid], "what the killed session left is killed at the restart"
 
 
 def test_a_system_that_needs_its_profile_sources_it(tmp_path: Path, sshd: Sshd) -> None:

@@ -19,6 +19,7 @@ import pytest
 from harness import Controller, RunStore, load_site, read_journal
 from harness.report import build_report, html_text
 from tests.helpers import FAKE_SERVE, REPO, make_testset, onsite, read_outputs, toml_value
+from tests.netns import remote_machine
 from tests.sshd import Sshd
 
 pytestmark = pytest.mark.sshd
@@ -34,11 +35,12 @@ def ssh_site(
     systems: dict[str, dict[str, Any]],
     devices: int = 1,
     budget: dict[str, Any] | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> Path:
     """A site with `devices` ssh devices (all this sshd), a local device, one ASR task."""
     lines = ["[site]", 'name = "ssh"', "", "[devices.local]", 'kind = "local"', ""]
     for n in range(devices):
-        options = sshd.options(workdir=str(path.parent / f"remote{n}"))
+        options = sshd.options(workdir=str(path.parent / f"remote{n}"), **(extra or {}))
         lines.append(f"[devices.team{n}]")
         lines.append('kind = "ssh"')
         lines.extend(f"{k} = {toml_value(v)}" for k, v in options.items())
@@ -94,41 +96,45 @@ def test_demo_asr_over_ssh_gives_the_local_outputs(tmp_path: Path, sshd: Sshd) -
     assert "link round trip measured around the items" in html_text(build_report(run_dir))
 
 
-def test_connection_killed_mid_run_recovers_exactly_once(
-    tmp_path: Path, sshd: Sshd, plan_env
-) -> None:
+def test_cable_pulled_mid_run_recovers_exactly_once(tmp_path: Path, plan_env) -> None:
     testset = make_testset(tmp_path / "set", [(f"u{i}", 1600 + i, "x") for i in range(8)])
     env = plan_env({1600 + i: {"delay": 0.25, "text": f"t{i}"} for i in range(8)})
-    site = ssh_site(
-        tmp_path / "site.toml",
-        sshd,
-        testset,
-        {"fake": {"device": "team0", "command": FAKE_SERVE, "env": env}},
-        budget={"seconds": 5, "hang_seconds": 10},
-    )
     journal = tmp_path / "runs" / "ssh" / "journal.jsonl"
+    with remote_machine(tmp_path / "machine") as machine:
+        assert machine.sshd is not None
+        site = ssh_site(
+            tmp_path / "site.toml",
+            machine.sshd,
+            testset,
+            {"fake": {"device": "team0", "command": FAKE_SERVE, "env": env}},
+            budget={"seconds": 20, "hang_seconds": 30},
+            extra={"link_timeout": 2.0},
+        )
 
-    def cut_when_busy() -> None:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            done = sum(1 for r in read_journal(journal) if r["event"] == "completed")
-            if done >= 3:
-                time.sleep(0.1)  # somewhere inside an item
-                for proc in psutil.Process(sshd.process.pid).children():
-                    proc.kill()  # every session's sshd: the link drops, the server stays
-                return
-            time.sleep(0.02)
+        def cut_when_busy() -> None:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                done = sum(1 for r in read_journal(journal) if r["event"] == "completed")
+                if done >= 3:
+                    time.sleep(0.1)  # somewhere inside an item
+                    machine.pull_cable()
+                    time.sleep(5.0)
+                    machine.plug_cable()
+                    return
+                time.sleep(0.02)
 
-    cutter = threading.Thread(target=cut_when_busy)
-    cutter.start()
-    run_dir = run(site)
-    cutter.join()
+        cutter = threading.Thread(target=cut_when_busy)
+        cutter.start()
+        run_dir = run(site)
+        cutter.join()
     rows = read_outputs(run_dir, "asr", "fake")
     assert Counter(r["id"] for r in rows) == Counter(f"u{i}" for i in range(8))
     assert all(r["verdict"] == "ok" and r["output"] == {"text": f"t{r['id'][1:]}"} for r in rows)
     events = [r["event"] for r in read_journal(journal)]
     assert "link_lost" in events
-    assert any(r["attempt"] == 2 for r in rows), "the item in flight is sent again"
+    again = [r for r in rows if r["attempt"] == 2]
+    assert again, "the item in flight is sent again"
+    assert all(r["resent"] == 1 and r["lost_seconds"] > 0 for r in again)
 
 
 def test_eight_concurrent_ssh_systems(tmp_path: Path, sshd: Sshd, plan_env) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,7 @@ import soundfile
 from harness import Controller, RunStore, load_site, read_journal
 from runners import ItemRequest, SshServeRunner, SystemSpec
 from tests.helpers import REPO, read_outputs, toml_value
+from tests.netns import remote_machine
 from tests.sshd import Sshd, start_sshd
 from tests.test_tts_task import ESPEAK, tts_testset
 
@@ -70,10 +73,12 @@ def server(request: pytest.FixtureRequest) -> Sshd:
     return request.getfixturevalue(name)  # type: ignore[no-any-return]
 
 
-def tts_ssh_site(tmp_path: Path, sshd: Sshd, systems: dict[str, list[str]]) -> Path:
+def tts_ssh_site(
+    tmp_path: Path, sshd: Sshd, systems: dict[str, list[str]], **extra: Any
+) -> Path:
     """A tts task (three sentences) with every system on one ssh device (this sshd)."""
     testset = tts_testset(tmp_path / "set")
-    options = sshd.options(workdir=str(tmp_path / "remote"))
+    options = sshd.options(workdir=str(tmp_path / "remote"), **extra)
     lines = [
         "[site]",
         'name = "t"',
@@ -271,11 +276,12 @@ def test_output_path_in_the_log_never_names_the_controller(tmp_path: Path, sshd:
     assert json.dumps(rows).count("media/tts/") == 3
 
 
-# First attempt: leave a large file, answer, and cut the SSH connection (every session of
-# the test's sshd) as soon as some process on the machine has the file open: the fetch.
+# First attempt: leave a large file, answer, and as soon as some process on the machine has
+# the file open (the fetch), say "cut" in the marker; with "kill", also cut the SSH
+# connection itself (every session of the test's sshd), as a hostile system would.
 CUTTER = """
 import json, os, sys, time, wave
-listener, marker = int(sys.argv[1]), sys.argv[2]
+listener, marker, mode = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 
 def opened(path):
     for pid in os.listdir("/proc"):
@@ -311,32 +317,73 @@ for line in sys.stdin:
                 time.sleep(0.001)
             with open(marker, "w") as fh:
                 fh.write("cut" if opened(out) else "missed")
-            for line in open(f"/proc/{listener}/task/{listener}/children").read().split():
-                try:
-                    os.kill(int(line), 9)
-                except OSError:
-                    pass
+            if mode == "kill":
+                for line in open(f"/proc/{listener}/task/{listener}/children").read().split():
+                    try:
+                        os.kill(int(line), 9)
+                    except OSError:
+                        pass
 """
 
 
 # paramiko's SFTP prefetch thread reports the dropped connection on its own as well.
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
-def test_link_lost_while_fetching_sends_the_item_again(tmp_path: Path, server: Sshd) -> None:
+@pytest.mark.parametrize("sftp", [True, False], ids=["sftp", "exec"])
+def test_link_lost_while_fetching_sends_the_item_again(tmp_path: Path, sftp: bool) -> None:
+    """The machine's cable is pulled during the fetch: the venue's failure, sent again."""
     script = tmp_path / "cutter.py"
     script.write_text(CUTTER, encoding="utf-8")
     marker = tmp_path / "cut.marker"
-    command = [sys.executable, str(script), str(server.process.pid), str(marker)]
-    site = tts_ssh_site(tmp_path, server, {"cut": command})
-    run_dir = run(site, limit=1)
-    assert marker.read_text() == "cut", "the connection was cut during the fetch"
+    with remote_machine(tmp_path / "machine", sftp=sftp) as machine:
+        assert machine.sshd is not None
+        command = [sys.executable, str(script), str(machine.sshd.process.pid), str(marker), "ask"]
+        site = tts_ssh_site(tmp_path, machine.sshd, {"cut": command}, link_timeout=2.0)
+
+        def pull_at_the_fetch() -> None:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                if marker.exists() and marker.read_text() == "cut":
+                    machine.pull_cable()
+                    time.sleep(5.0)
+                    machine.plug_cable()
+                    return
+                time.sleep(0.005)
+
+        puller = threading.Thread(target=pull_at_the_fetch)
+        puller.start()
+        run_dir = run(site, limit=1)
+        puller.join()
+    assert marker.read_text() == "cut", "the cable was pulled during the fetch"
     [row] = read_outputs(run_dir, "tts", "cut")
     assert row["verdict"] == "ok" and row["attempt"] == 2, row
     records = list(read_journal(run_dir / "journal.jsonl"))
     [lost] = [r for r in records if r["event"] == "link_lost"]
     assert lost["failure_class"] == "venue"
-    assert "link lost while fetching audio_out" in lost["reason"], lost
+    assert "while fetching audio_out" in lost["reason"], lost
+    assert row["resent"] == 1 and row["lost_seconds"] == pytest.approx(lost["seconds"])
     assert len(list(run_dir.glob("media/tts/*.wav"))) == 1
     assert_nothing_left(tmp_path, run_dir)
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_system_that_cuts_its_link_while_fetching_gets_no_second_sending(
+    tmp_path: Path, server: Sshd
+) -> None:
+    """The system kills the SSH sessions itself while its file is fetched: the machine
+    answers a new connection at once, so it is the participant's crash, not sent again."""
+    script = tmp_path / "cutter.py"
+    script.write_text(CUTTER, encoding="utf-8")
+    marker = tmp_path / "cut.marker"
+    command = [sys.executable, str(script), str(server.process.pid), str(marker), "kill"]
+    site = tts_ssh_site(tmp_path, server, {"cut": command})
+    run_dir = run(site, limit=1)
+    assert marker.read_text() == "cut", "the connection was cut during the fetch"
+    [row] = read_outputs(run_dir, "tts", "cut")
+    assert row["verdict"] == "crashed" and row["attempt"] == 1, row
+    assert "the participant's failure" in row["message"]
+    records = list(read_journal(run_dir / "journal.jsonl"))
+    assert not [r for r in records if r["event"] == "link_lost"]
+    assert not list(run_dir.glob("media/tts/*.wav"))
 
 
 def test_controller_side_failure_is_the_venues(tmp_path: Path, sshd: Sshd) -> None:

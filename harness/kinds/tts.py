@@ -18,9 +18,9 @@ anonymous name (``media/<task>/<anon id>.wav``) and records
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -159,21 +159,6 @@ def audio_limit(text: str) -> float:
     return max(MIN_MAX_SECONDS, MAX_SECONDS_PER_CHAR * len(text))
 
 
-def _read_regular(path: Path) -> bytes:
-    # O_NOFOLLOW: a system must not make the controller read some other file through a link.
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise ValueError("not a regular file")
-        if info.st_size > MAX_AUDIO_BYTES:
-            raise ValueError(f"larger than {MAX_AUDIO_BYTES} bytes")
-        with os.fdopen(fd, "rb", closefd=False) as fh:
-            return fh.read(MAX_AUDIO_BYTES + 1)
-    finally:
-        os.close(fd)
-
-
 def keep_audio(
     item: TestItem, output: Mapping[str, Any], file: OutputFile, media_dir: Path, anon_id: str
 ) -> tuple[dict[str, Any], str | None]:
@@ -181,33 +166,32 @@ def keep_audio(
 
     Returns the output to record and a problem (the item is then invalid_output).
     The answered path must be the one given: a system may not point the controller
-    at any other file.
+    at any other file. The file is read once, safely (runners/system_files.py), and
+    checked and kept from those bytes: the name is never opened again.
     """
+    from runners.system_files import FileRefused, read_system_file
+
     answered = str(output.get("audio"))
     given = file.host
     try:
         if answered != file.seen:
             return dict(output), f"answered audio {answered!r} but audio_out was {file.seen!r}"
-        data = _read_regular(given)
-    except FileNotFoundError:
-        return dict(output), "no audio file at audio_out"
-    except (OSError, ValueError) as exc:
-        return dict(output), f"cannot read the audio at audio_out: {exc}"
+        data = read_system_file(given, MAX_AUDIO_BYTES)
+    except FileRefused as exc:
+        return dict(output), f"the audio at audio_out {exc}"
     finally:
         # The stage keeps nothing of an item: what is worth keeping was read into data.
         with contextlib.suppress(OSError):
             given.unlink()
+    if data is None:
+        return dict(output), "no audio file at audio_out"
+    problem, info = _check_wav(data, item)
+    if problem or info is None:
+        return dict(output), problem or "audio_out is not a readable audio file"
     media_dir.mkdir(parents=True, exist_ok=True)
     target = media_dir / f"{anon_id}.wav"
     tmp = target.with_suffix(".part")
     tmp.write_bytes(data)
-    problem = _check_wav(tmp, item)
-    if problem:
-        tmp.unlink()
-        return dict(output), problem
-    import soundfile
-
-    info = soundfile.info(str(tmp))
     os.replace(tmp, target)
     kept = {
         "audio": f"media/{media_dir.name}/{target.name}",
@@ -217,31 +201,37 @@ def keep_audio(
     return kept, None
 
 
-def _check_wav(path: Path, item: TestItem) -> str | None:
+def _check_wav(data: bytes, item: TestItem) -> tuple[str | None, Any]:
+    """A problem with the audio (None if it is fine) and what libsndfile says of it."""
     import soundfile
 
     try:
-        info = soundfile.info(str(path))
+        info = soundfile.info(io.BytesIO(data))
     except (RuntimeError, soundfile.LibsndfileError) as exc:
-        return f"audio_out is not a readable audio file ({exc})"
+        return f"audio_out is not a readable audio file ({_why(exc)})", None
     if info.format != "WAV":
-        return f"audio_out must be a WAV file, got {info.format}"
+        return f"audio_out must be a WAV file, got {info.format}", info
     if info.channels != 1:
-        return f"audio must be mono, got {info.channels} channels"
+        return f"audio must be mono, got {info.channels} channels", info
     rate = int(item.fields.get("sample_rate", 0))
     if info.samplerate != rate:
-        return f"audio is at {info.samplerate} Hz, the item asked for {rate} Hz"
+        return f"audio is at {info.samplerate} Hz, the item asked for {rate} Hz", info
     if info.frames <= 0:
-        return "audio is empty (no samples)"
+        return "audio is empty (no samples)", info
     seconds = info.frames / info.samplerate
     limit = audio_limit(str(item.fields.get("text", "")))
     if seconds > limit:
-        return f"audio lasts {seconds:.1f} s, more than {limit:.0f} s for this text"
+        return f"audio lasts {seconds:.1f} s, more than {limit:.0f} s for this text", info
     try:
-        soundfile.read(str(path), frames=min(info.frames, 1 << 20), dtype="int16")
+        soundfile.read(io.BytesIO(data), frames=min(info.frames, 1 << 20), dtype="int16")
     except (RuntimeError, soundfile.LibsndfileError) as exc:
-        return f"audio cannot be decoded ({exc})"
-    return None
+        return f"audio cannot be decoded ({_why(exc)})", info
+    return None, info
+
+
+def _why(exc: Exception) -> str:
+    # libsndfile's own words, without the repr of the in-memory file it was given.
+    return str(getattr(exc, "error_string", None) or exc)
 
 
 def score_tts(

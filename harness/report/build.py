@@ -197,12 +197,31 @@ def _failures(summary: JobSummary, scope: str) -> tuple[Failure, ...]:
             if r.verdict in failed:
                 out.append(Failure(r.item, r.attempt, r.verdict, r.message or ""))
         elif isinstance(r, LinkLost):
-            out.append(Failure(r.item or "-", attempt, "link_lost", r.reason or ""))
+            ran = "" if r.seconds is None else f"lost after {r.seconds:.3f} s, charged: "
+            out.append(
+                Failure(r.item or "-", r.attempt or attempt, "link_lost", ran + (r.reason or ""))
+            )
         elif isinstance(r, StartFailed):
             out.append(Failure("-", r.try_number, "start_failed", r.reason or ""))
         elif isinstance(r, JobFailed):
             out.append(Failure("-", None, "job_failed", r.reason or ""))
     return tuple(out)
+
+
+def _resent(completed: Iterable[Completed]) -> tuple[Failure, ...]:
+    """Each item sent again after venue failures: its final verdict and its whole time."""
+    return tuple(
+        Failure(
+            r.item,
+            r.attempt,
+            f"re-sent, {r.verdict}",
+            f"{r.resent} attempt(s) lost to the link ({r.lost_seconds or 0.0:.3f} s) before "
+            f"this one ({r.seconds - (r.lost_seconds or 0.0):.3f} s): recorded "
+            f"{r.seconds:.3f} s. {r.message}".strip(),
+        )
+        for r in completed
+        if r.resent
+    )
 
 
 def _job(
@@ -239,7 +258,7 @@ def _job(
         verdict=judge_job(row, limits, audits),
         running=running_score(scored, row.restarts, weights),
         timings=timings,
-        failures=_failures(summary, scope),
+        failures=_failures(summary, scope) + _resent(completed),
         speeds=speeds,
         setup_seconds_total=setup,
         execution_seconds=sum(t.seconds for t in timings) + setup,

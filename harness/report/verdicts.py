@@ -147,9 +147,10 @@ def judge_job(
     if row.venue_failures:
         lines.append(
             RuleLine(
-                "venue failures not charged",
+                "venue failures: items re-sent, their clock kept",
                 True,
-                f"{row.venue_failures} lost link(s) or resets by the harness, re-sent",
+                f"{row.venue_failures} lost link(s) or resets by the harness; each item "
+                "re-sent at most twice, charged what its lost attempts ran",
             )
         )
     given = row.audits if audits is None else audits

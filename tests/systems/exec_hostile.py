@@ -27,7 +27,8 @@ def main() -> None:
     if mode == "grandchild":
         marker = os.path.join(os.environ["HOME"], "grandchild")
         loop = f"import time\nwhile True:\n open({marker!r}, 'a').write('.')\n time.sleep(0.05)"
-        child = subprocess.Popen([sys.executable, "-c", loop])
+        # The rest of the command line (a test's tag) goes to the child too: a test finds it.
+        child = subprocess.Popen([sys.executable, "-c", loop, *sys.argv[4:]])
         child.wait()
     if mode == "daemon":
         marker = os.path.join(os.environ["HOME"], "marker")

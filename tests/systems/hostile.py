@@ -28,6 +28,15 @@ _WANTED = {"journal.jsonl", "site.toml", "run.json", "text", "manifest.json"}
 _SKIP = {"/proc", "/sys", "/dev", "/usr", "/etc", sys.prefix, sys.base_prefix}
 
 
+def _readable(path: str) -> bool:
+    """A file whose bytes can be read (a name masked by /dev/null reads nothing)."""
+    try:
+        with open(path, "rb") as fh:
+            return bool(fh.read(1))
+    except OSError:
+        return False
+
+
 def snoop(input_path: str) -> dict:
     found = []
     seen_inputs = []
@@ -38,7 +47,8 @@ def snoop(input_path: str) -> dict:
             dirnames[:] = [d for d in dirnames if os.path.join(dirpath, d) not in _SKIP]
             for name in filenames:
                 path = os.path.join(dirpath, name)
-                if name in _WANTED or name.endswith(".toml"):
+                wanted = _WANTED | set(os.environ.get("HOSTILE_WANTED", "").split(",")) - {""}
+                if (name in wanted or name.endswith(".toml")) and _readable(path):
                     found.append(path)
                 if name.endswith(".wav") and path != input_path:
                     seen_inputs.append(path)
@@ -129,6 +139,57 @@ def daemon() -> dict:
     return {"marker": marker, "started": os.path.exists(marker)}
 
 
+def fill() -> dict:
+    """Write into every writable place until refused (or HOSTILE_FILL_BYTES), then free it."""
+    limit = int(os.environ.get("HOSTILE_FILL_BYTES", str(1 << 30)))
+    chunk = b"x" * (1 << 20)
+    written: dict[str, int] = {}
+    errors: dict[str, str] = {}
+    for place in (os.environ["HOME"], os.environ["TMPDIR"], "/tmp", "/onsite/out"):
+        path = os.path.join(place, "filler")
+        total = 0
+        try:
+            with open(path, "wb") as fh:
+                while total < limit:
+                    total += fh.write(chunk)
+                    fh.flush()
+        except OSError as exc:
+            errors[place] = exc.strerror or str(exc)
+        written[place] = total
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+    return {"written": written, "errors": errors}
+
+
+def hog() -> dict:
+    """Hold HOSTILE_HOG_BYTES of memory, touching every page."""
+    wanted = int(os.environ.get("HOSTILE_HOG_BYTES", str(2 << 30)))
+    held = []
+    total = 0
+    while total < wanted:
+        block = bytearray(16 << 20)
+        for i in range(0, len(block), 4096):
+            block[i] = 1
+        held.append(block)
+        total += len(block)
+    return {"held": total}
+
+
+def helpers() -> dict:
+    """Start HOSTILE_HELPERS short helper processes, as a system calling a tool does."""
+    wanted = int(os.environ.get("HOSTILE_HELPERS", "4"))
+    ran = 0
+    for _ in range(wanted):
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0)
+        os.waitpid(pid, 0)
+        ran += 1
+    return {"helpers": ran}
+
+
 def forkbomb() -> dict:
     wanted = int(os.environ.get("HOSTILE_FORKS", "300"))
     made = 0
@@ -174,6 +235,12 @@ def main() -> None:
                 output = daemon()
             elif mode == "forkbomb":
                 output = forkbomb()
+            elif mode == "fill":
+                output = fill()
+            elif mode == "hog":
+                output = hog()
+            elif mode == "helpers":
+                output = helpers()
             elif mode == "slow":
                 time.sleep(3600)
                 output = {}
@@ -192,6 +259,9 @@ def main() -> None:
             else:
                 output = {}
             output.setdefault("text", "")
+            output.setdefault("uid", os.getuid())
+            # Work on (or hang) after the item's work, with what it started still running.
+            time.sleep(float(os.environ.get("HOSTILE_SLEEP", "0")))
             send({"op": "result", "id": message["id"], "output": output})
         elif message["op"] == "bye":
             return
