@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
+
 from tests.sshd import Sshd, start_sshd
 
 
@@ -77,6 +79,8 @@ class RemoteMachine:
 @contextmanager
 def remote_machine(root: Path, sftp: bool = True) -> Iterator[RemoteMachine]:
     """A RemoteMachine (with or without the sftp subsystem), started, removed afterwards."""
+    if os.geteuid() != 0:
+        pytest.skip("a machine in a network namespace of its own needs root")
     machine = RemoteMachine(root, sftp)
     try:
         machine.start()
