@@ -178,3 +178,61 @@ def _cut_second_item(journal: Path, signal: Path) -> None:
             signal.write_text("cut")
             return
         time.sleep(0.02)
+
+
+def test_an_item_lost_three_times_is_recorded_failed_and_flagged(tmp_path: Path) -> None:
+    """The venue-failure rule is bounded: the same item is sent again at most twice; the
+    third loss records it as crashed, with its lost time, for the organizer to review."""
+    env = {"FAKER_MODE": "honest", "FAKER_WORK": "0.3", "FAKER_CACHE": str(tmp_path / "c")}
+    journal = tmp_path / "runs" / "att" / "journal.jsonl"
+    with remote_machine(tmp_path / "machine") as machine:
+        assert machine.sshd is not None
+        options = machine.sshd.options(
+            workdir=str(tmp_path / "remote"), link_timeout=2.0, connect_timeout=3.0
+        )
+        site_path = _site(tmp_path / "site.toml", options, env, budget=30.0)
+        done = threading.Event()
+
+        def pull_at_every_sending_of_u0() -> None:
+            seen = 0
+            while not done.is_set():
+                try:
+                    records = list(read_journal(journal))
+                except OSError:
+                    records = []
+                sendings = [
+                    r for r in records if r["event"] == "dispatched" and r["item"] == "u0"
+                ]
+                if len(sendings) > seen:
+                    seen = len(sendings)
+                    time.sleep(0.1)
+                    machine.pull_cable()
+                    time.sleep(5.0)
+                    machine.plug_cable()
+                time.sleep(0.02)
+
+        puller = threading.Thread(target=pull_at_every_sending_of_u0)
+        puller.start()
+        try:
+            run_dir, results = _run(site_path)
+        finally:
+            done.set()
+            puller.join()
+    assert [r.failed for r in results] == [None]
+    rows = {r["id"]: r for r in read_outputs(run_dir, "asr", "faker")}
+    lost = [r for r in read_journal(run_dir / "journal.jsonl") if r["event"] == "link_lost"]
+    assert [r["item"] for r in lost] == ["u0"] * 3
+    assert [r["attempt"] for r in lost] == [1, 2, 3]
+    flagged = rows["u0"]
+    assert flagged["verdict"] == "crashed" and flagged["attempt"] == 3
+    assert "lost on all 3 sendings" in flagged["message"]
+    assert "flagged for the organizer" in flagged["message"]
+    assert flagged["resent"] == 3
+    assert flagged["seconds"] == pytest.approx(sum(r["seconds"] for r in lost))
+    assert all(rows[f"u{n}"]["verdict"] == "ok" for n in (1, 2, 3))
+    # The report lists every lost attempt and the item's charged time.
+    (job,) = build_report(run_dir).jobs()
+    listed = [f for f in job.failures if f.item == "u0"]
+    assert [f.verdict for f in listed] == ["link_lost"] * 3 + ["re-sent, crashed"]
+    assert all("charged" in f.message for f in listed[:3])
+    assert "recorded" in listed[-1].message

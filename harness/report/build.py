@@ -193,8 +193,9 @@ def _failures(summary: JobSummary, scope: str) -> tuple[Failure, ...]:
     out: list[Failure] = []
     for r, attempt in summary.incidents:
         if isinstance(r, Completed):
-            # Only first completions are summarised, as the leaderboard counts them.
-            if r.verdict in failed:
+            # Only first completions are summarised, as the leaderboard counts them; an
+            # item sent again after lost links has its own line (_resent).
+            if r.verdict in failed and not r.resent:
                 out.append(Failure(r.item, r.attempt, r.verdict, r.message or ""))
         elif isinstance(r, LinkLost):
             ran = "" if r.seconds is None else f"lost after {r.seconds:.3f} s, charged: "
