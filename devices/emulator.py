@@ -342,6 +342,7 @@ class Emulator:
         self._rx = _Buffer()  # host -> device, after the line
         self._tx = _Buffer()  # device -> host, before the line
         self._stop = threading.Event()
+        self._unplugged = threading.Event()
         self._threads: list[threading.Thread] = []
         self._boot_lock = threading.Lock()
         self._boot_stop: threading.Event | None = None
@@ -409,6 +410,17 @@ class Emulator:
         self._boot(delay=self.boot_seconds)
 
     hard_reset = reboot  # what toggling DTR/RTS does to a board wired for it
+
+    def unplug(self) -> None:
+        """Cut the line: every byte either end sends is lost until :meth:`plug`.
+
+        The device keeps running (a cable pulled out, not a power cut).
+        """
+        self._unplugged.set()
+
+    def plug(self) -> None:
+        """Reconnect the line cut by :meth:`unplug`."""
+        self._unplugged.clear()
 
     def inject(self, garbage: bytes, to_host: bool = True) -> None:
         """Put raw bytes on the line (line noise, a boot banner, a half frame)."""
@@ -563,6 +575,8 @@ class Emulator:
             if not data:
                 continue
             free_at = self._pace(free_at, len(data), at)
+            if self._unplugged.is_set():
+                continue
             self._bytes_up += len(data)
             data = self._noise_up.apply(data)
             with self._boot_lock:
@@ -577,6 +591,8 @@ class Emulator:
             if not data:
                 continue
             free_at = self._pace(free_at, len(data), at)
+            if self._unplugged.is_set():
+                continue
             self._bytes_down += len(data)
             data = self._noise_down.apply(data)
             view = memoryview(data)

@@ -35,6 +35,10 @@ QUEUE_SECONDS = 0.03
 # Least scheduling slack in the retransmission timeout (device, host and the OS between).
 RTO_SLACK_SECONDS = 0.05
 _POLL_SECONDS = 0.02
+# How often a device that is silent on its job is asked (PING) whether it is alive.
+PING_SECONDS = 0.5
+# Host frames after which a device's ``ack`` can no longer be compared with a seq (mod 2**16).
+_SEQ_HORIZON = 0x8000
 # What a DATA frame costs beyond its chunk on the wire: header, CRC, DATA fields, COBS, 0x00.
 _DATA_WIRE_OVERHEAD = wire.FRAME_OVERHEAD + wire.DATA_HEADER_SIZE + 2
 
@@ -55,6 +59,26 @@ def _newer_or_same(seq: int, than: int) -> bool:
 
 class LinkLost(Exception):
     """The device stopped answering, or rebooted, in the middle of something."""
+
+
+class JobTimeout(TimeoutError):
+    """The device was alive (it answered PING) but silent on its job past the deadline.
+
+    ``since`` is where the item's clock ran from: the input's last byte could have
+    reached the device then, or (input not all sent) the item's first byte went out.
+    """
+
+    def __init__(self, message: str, since: float) -> None:
+        super().__init__(message)
+        self.since = since
+
+
+class ProtocolViolation(Exception):
+    """The device broke a rule that a device holding what it claims could not break.
+
+    It said COMPLETE, acknowledged the last byte or answered a job before it held the
+    whole input (docs/device-protocol.md section 6): the participant's failure.
+    """
 
 
 class LinkInterrupted(Exception):
@@ -97,8 +121,13 @@ class Transfer:
     arrived, ``clock_start`` when the DATA frame that completed the input had
     crossed the line (the processing clock's start, never later than
     ``complete_at``), and ``clock_event`` which frame confirmed it: "complete",
-    "ack" (the device acknowledged the last byte but sent no COMPLETE) or
-    "answer" (RESULT or ERROR came first).
+    "ack" (the device acknowledged the last byte but sent no COMPLETE),
+    "answer" (RESULT or ERROR came first) or "first_byte" (the confirming frame
+    began to cross before the input could have reached the device, so the clock
+    starts at ``first_byte``; ``note`` says why). ``first_byte`` is when the
+    item's first byte (BEGIN's) could start to cross the line, and
+    ``input_crossed`` the earliest moment the whole input could have reached the
+    device at the line rate.
     """
 
     job: int
@@ -107,6 +136,40 @@ class Transfer:
     length: int
     clock_start: float
     clock_event: str
+    first_byte: float = 0.0
+    input_crossed: float = 0.0
+    note: str = ""
+
+    def clock_for(self, began: float) -> tuple[float, str, str]:
+        """(clock start, event, note) for an answer that began to cross the line at ``began``.
+
+        An answer cannot begin before the input could have reached the device; one
+        that did was worked out during the transfer, so its clock runs from the
+        item's first byte (docs/device-protocol.md section 7).
+        """
+        if self.clock_event == "first_byte" or began >= self.input_crossed:
+            return self.clock_start, self.clock_event, self.note
+        return min(self.first_byte, began), "first_byte", _early_note("answer", self, began)
+
+
+def _early_note(what: str, transfer: Transfer | _Cover, began: float) -> str:
+    return (
+        f"the device's {what} began to cross the line "
+        f"{transfer.input_crossed - began:.3f} s before the input could have reached it: "
+        "processing timed from the item's first byte (if the line is faster than the "
+        "site file's baud, correct it)"
+    )
+
+
+@dataclass
+class _Cover:
+    """When the whole input had first been written, and could first have crossed the line."""
+
+    first_byte: float = 0.0
+    written_at: float | None = None  # just before the write of its last new bytes
+    input_crossed: float = math.inf  # when those bytes could have reached the device
+    last_seq: int | None = None  # the seq of the frame that carried them
+    frames_before: int = 0  # the link's frame count when it was sent
 
 
 @dataclass
@@ -170,6 +233,86 @@ class _ClockStart:
             return min(min(t for _, t in copies), latest), event
         # No copy left to blame (a device that misreports ack): the confirmation itself.
         return latest, event
+
+
+class _Watch:
+    """Tells a device that is silent on its job from a dead line, by PING.
+
+    Once no frame of the job has come for PING_SECONDS, the host pings every
+    PING_SECONDS. A device that answers nothing at all (no PONG, no frame) for
+    ``silence_seconds`` after the first unanswered PING could have reached it has
+    lost the link; so has one whose PONG says it is idle or on another job (a
+    reset or reboot whose READY was lost), once it had taken the job up (before
+    that, a PONG on no job says only that BEGIN has not reached it yet). A PONG
+    for the job says the device and the line work: its silence on the job is its
+    own.
+    """
+
+    def __init__(self, link: DeviceLink, job: int) -> None:
+        self.link = link
+        self.job = job
+        now = link.clock()
+        self.job_heard = now  # the last frame of the job
+        self.taken = False  # the device has answered on the job
+        self.pongs = 0
+        self._seqs: set[int] = set()
+        self._unanswered = 0
+        self._first_unanswered: tuple[float, float] | None = None  # (sent, reaches the device)
+        self._next_ping = now
+
+    def job_frame(self) -> None:
+        self.job_heard = self.link.clock()
+        self.taken = True
+
+    def pong(self, frame: wire.Frame) -> None:
+        """A PONG: LinkLost if it says the device lost the job."""
+        if frame.ack not in self._seqs:
+            return  # an answer to a PING of an earlier job
+        state, got_job, _ = wire.unpack_pong(frame.payload)
+        if self.taken and (got_job != self.job or state == DeviceState.IDLE):
+            raise LinkLost(_lost_job(self.job, state, got_job))
+        self.pongs += 1
+
+    def tick(self, quiet_ok: bool) -> float:
+        """PING if the job has been silent long enough; LinkLost if the device answers nothing.
+
+        ``quiet_ok``: the device may be processing and does not answer PING then
+        (READY flag bit 0 clear), so its silence proves nothing. Returns when to
+        call again.
+        """
+        link = self.link
+        now = link.clock()
+        if self._first_unanswered is not None and link._last_heard >= self._first_unanswered[0]:
+            self._first_unanswered = None
+            self._unanswered = 0
+        if now - self.job_heard >= PING_SECONDS and now >= self._next_ping:
+            self._seqs.add(link.send(FrameType.PING, b""))
+            if self._first_unanswered is None:
+                self._first_unanswered = (now, link._line_free)
+            self._unanswered += 1
+            self._next_ping = now + PING_SECONDS
+        if self._first_unanswered is not None and not quiet_ok:
+            sent, arrival = self._first_unanswered
+            if now > arrival + link.silence_seconds:
+                raise LinkLost(
+                    f"no answer on job {self.job} and no PONG to {self._unanswered} "
+                    f"PINGs over {now - sent:.1f} s"
+                )
+        return max(self.job_heard + PING_SECONDS, self._next_ping)
+
+
+def _lost_job(job: int, state: int, got_job: int) -> str:
+    return (
+        f"PONG says state {state} on job {got_job}: the device lost job {job} "
+        "(a reset or reboot whose READY was lost)"
+    )
+
+
+def _name(frame: wire.Frame) -> str:
+    try:
+        return FrameType(frame.type).name
+    except ValueError:
+        return f"frame type {frame.type:#04x}"
 
 
 class ChunkSizer:
@@ -296,7 +439,17 @@ class DeviceLink:
         self._sizer: ChunkSizer | None = None
         self._interrupted = threading.Event()
         self._last_heard = clock()
-        self._pending: list[wire.Frame] = []
+        # Frames decoded but not yet handed out, each with when its bytes were read.
+        self._pending: list[tuple[wire.Frame, float]] = []
+        self._drained_for = -math.inf  # the past deadline whose waiting bytes were read
+        # When the bytes of the frame receive() returned last were read: it had arrived by then.
+        self.read_at = clock()
+        self._last_write_at = 0.0  # just before the last frame's write
+        self._last_start = 0.0  # when the last frame's first byte could start to cross
+        self._frames_written = 0
+        # When the first byte of the current job (its BEGIN) could start to cross the line:
+        # what a runner reports as the start of an attempt that ends without a clock.
+        self.job_first_byte: float | None = None
 
     # --- frames ------------------------------------------------------------------------------
 
@@ -317,32 +470,40 @@ class DeviceLink:
         # Taken before the write: the bytes cannot start crossing before this moment.
         now = self.clock()
         self.port.write(frame)
-        self._line_free = max(now, self._line_free) + self.line_seconds(len(frame))
+        self._last_write_at = now
+        self._last_start = max(now, self._line_free)
+        self._line_free = self._last_start + self.line_seconds(len(frame))
+        self._frames_written += 1
         self.counters.frames_sent += 1
         return seq
 
     def receive(self, deadline: float) -> wire.Frame | None:
         """The next valid frame, or None at ``deadline``.
 
-        Bytes already waiting in the port are always read, even past the
-        deadline: an answer that has arrived is never taken for a lost one. No
-        read on a port with a file descriptor blocks beyond the deadline (the
-        port's coarse poll would let a timer fire late).
+        Bytes already waiting in the port when the deadline has passed are read,
+        once for that deadline: an answer that has arrived is never taken for a
+        lost one, and a device that keeps sending cannot hold the host past its
+        deadline (a caller that loops on frames it does not want gets None once
+        they are read). No read on a port with a file descriptor blocks beyond
+        the deadline (the port's coarse poll would let a timer fire late).
         """
         pending = self._pending
         while True:
             if pending:
                 self._last_heard = self.clock()
-                return pending.pop(0)
+                frame, self.read_at = pending.pop(0)
+                return frame
             if self._interrupted.is_set():
                 self._interrupted.clear()
                 raise LinkInterrupted("interrupted")
             left = deadline - self.clock()
             try:
                 waiting = self.port.in_waiting
-                if not waiting:
-                    if left <= 0:
+                if left <= 0:
+                    if not waiting or self._drained_for == deadline:
                         return None
+                    self._drained_for = deadline
+                elif not waiting:
                     if left < _POLL_SECONDS and self._fileno is not None:
                         # The port's own timeout is the coarse poll; wait exactly to the deadline.
                         if not select.select([self._fileno], [], [], left)[0]:
@@ -352,8 +513,9 @@ class DeviceLink:
             except Exception as exc:  # pyserial raises SerialException, OSError or ValueError
                 raise LinkLost(f"serial port error: {exc}") from exc
             if data:
+                read_at = self.clock()
                 bad = self._decoder.bad
-                pending.extend(self._decoder.feed(bytes(data)))
+                pending.extend((f, read_at) for f in self._decoder.feed(bytes(data)))
                 self.counters.bad_frames += self._decoder.bad - bad
 
     def _silent_for(self) -> float:
@@ -453,7 +615,14 @@ class DeviceLink:
             self._sizer = ChunkSizer(max_chunk)
         return self._sizer
 
-    def transfer(self, job: int, kind: int, data: bytes, sample_rate: int = 0) -> Transfer:
+    def transfer(
+        self,
+        job: int,
+        kind: int,
+        data: bytes,
+        sample_rate: int = 0,
+        hang_seconds: float = 60.0,
+    ) -> Transfer:
         """Send ``data`` as ``job``; return when the host knows the device has all of it.
 
         A device that keeps out-of-order DATA (READY flag bit 1) gets a lost frame
@@ -462,7 +631,14 @@ class DeviceLink:
         across items (:class:`ChunkSizer`). The returned :class:`Transfer` carries
         the processing clock's start: when the DATA frame that completed the input
         had crossed the line, whichever frame (COMPLETE, an ACK of the last byte,
-        the answer) then confirmed it.
+        the answer) then confirmed it; or the item's first byte if that frame began
+        to cross before the input could have reached the device.
+
+        A device silent on the job is pinged: LinkLost if it answers nothing,
+        :class:`JobTimeout` if it answers PING but is still silent on the job
+        ``hang_seconds`` after the input could have reached it (or, input not all
+        sent, after the first byte). :class:`ProtocolViolation` if it claims the
+        whole input, or answers, before it could hold it.
         """
         ready = self.ready
         if ready is None:
@@ -471,6 +647,37 @@ class DeviceLink:
         begin = wire.Begin(job, kind, sample_rate, total, zlib.crc32(data)).pack()
         started = self.clock()
         self._last_heard = started
+        self.job_first_byte = None
+        cover = _Cover()
+        watch = _Watch(self, job)
+
+        def quiet_ok() -> bool:
+            # All sent, and a device that does not answer PING while it processes: its
+            # silence may be work, so it is waited for until the deadline.
+            return cover.written_at is not None and not ready.ping_while_busy
+
+        def stalled(stalls: int, what: str) -> None:
+            """The device has been silent on the job a while: past the deadline, a timeout."""
+            now = self.clock()
+            if stalls <= MAX_STALLS and now - watch.job_heard <= self.silence_seconds:
+                return
+            since = cover.input_crossed if cover.written_at is not None else cover.first_byte
+            if now < since + hang_seconds:
+                return
+            silent = f"silent on job {job} ({what}) for {now - watch.job_heard:.1f} s"
+            if quiet_ok():
+                raise JobTimeout(
+                    f"{silent}; the device does not answer PING while it processes (READY "
+                    "flag bit 0), so the line was not checked",
+                    since,
+                )
+            evidence = self._check_alive(job)
+            raise JobTimeout(
+                f"{silent} while answering PING ({watch.pongs} PONGs; {evidence}): "
+                "the device's failure, not the line's",
+                since,
+            )
+
         sizer = self.sizer_for(ready)
         selective = ready.selective
         if selective:
@@ -485,12 +692,19 @@ class DeviceLink:
         begin_sent: dict[int, float] = {}
         while True:
             seq = self.send(FrameType.BEGIN, begin)
+            if not begin_sent:
+                cover.first_byte = self.job_first_byte = self._last_start
             begin_sent[seq] = self.clock()
             begin_arrival = self._line_free
             if total == 0:
                 clock.sent(seq, self._line_free)
-            got = self._await_job_frame(job, self.clock() + self._rto(64))
+                if cover.written_at is None:
+                    self._covered(cover, seq)
+            got = self._await_job_frame(
+                job, min(self.clock() + self._rto(64), watch.tick(quiet_ok())), watch
+            )
             if got is not None:
+                watch.job_frame()
                 if got.ack in begin_sent:
                     self.round_trip_seconds = self.clock() - begin_sent[got.ack]
                     if got.ack == seq:
@@ -499,8 +713,8 @@ class DeviceLink:
             stalls += 1
             self.counters.timeouts += 1
             self.counters.retransmitted_frames += 1
-            if stalls > MAX_STALLS or self._silent_for() > self.silence_seconds:
-                raise LinkLost("no answer to BEGIN")
+            watch.tick(quiet_ok())
+            stalled(stalls, "no answer to BEGIN")
         base = 0  # the device has every byte before this (its last ACK)
         next_new = 0  # go-back-N: the next byte to send; selective: the first never sent
         high = 0  # the highest byte ever sent, to count retransmitted bytes
@@ -517,9 +731,32 @@ class DeviceLink:
             sizer.replies(frame is not None, self.counters.bad_frames - bad_seen)
             bad_seen = self.counters.bad_frames
             if frame is not None:
-                confirmed = clock.confirmed(frame, total, self._sent_at(frame))
+                read_at = self.read_at
+                began = self._sent_at(frame, read_at)
+                confirmed = clock.confirmed(frame, total, began)
                 if confirmed is not None:
-                    return Transfer(job, started, self.clock(), total, *confirmed)
+                    try:
+                        self._judge(job, frame, cover, total, read_at, began)
+                    except ProtocolViolation:
+                        # An early answer waits for wait_answer no more.
+                        self._pending = [p for p in self._pending if p[0] is not frame]
+                        raise
+                    start, event = confirmed
+                    note = ""
+                    if began < cover.input_crossed:
+                        start, event = min(cover.first_byte, began), "first_byte"
+                        note = _early_note(_name(frame), cover, began)
+                    return Transfer(
+                        job,
+                        started,
+                        read_at,
+                        total,
+                        start,
+                        event,
+                        cover.first_byte,
+                        cover.input_crossed,
+                        note,
+                    )
                 _, offset = wire.unpack_job_offset(frame.payload)
                 named = flights.get(by_seq.get(frame.ack, -1))
                 if named is not None and named.seq == frame.ack:
@@ -572,8 +809,7 @@ class DeviceLink:
                 # Nothing moved for a whole RTO: a frame, or its answer, was lost.
                 self.counters.timeouts += 1
                 stalls += 1
-                if stalls > MAX_STALLS or self._silent_for() > self.silence_seconds:
-                    raise LinkLost(f"no ACK after {stalls} retransmissions")
+                stalled(stalls, f"no ACK after {stalls} retransmissions")
                 oldest = flights.get(min(flights)) if flights else None
                 # Every frame still unanswered is taken for lost, so that a chunk far too
                 # long for the line shrinks in one step, not one timeout at a time.
@@ -600,6 +836,8 @@ class DeviceLink:
                 end = min(total, next_new + sizer.chunk)
                 flight = _Flight(next_new, end, 0, resent=next_new < high)
                 self._send_data(job, data, flight, clock, by_seq=by_seq)
+                if end >= total and cover.written_at is None:
+                    self._covered(cover, flight.seq)
                 if flight.resent:
                     self.counters.retransmitted_frames += 1
                     self.counters.retransmitted_bytes += min(end, high) - next_new
@@ -613,7 +851,48 @@ class DeviceLink:
             if next_new < total and len(flights) < window:
                 # Come back when the line has room for the next frame.
                 due = min(due, max(self.clock(), self._line_free - QUEUE_SECONDS) + 0.001)
-            got = self._await_job_frame(job, due)
+            got = self._await_job_frame(job, min(due, watch.tick(quiet_ok())), watch)
+            if got is not None:
+                watch.job_frame()
+
+    def _covered(self, cover: _Cover, seq: int) -> None:
+        """The frame just sent (``seq``) carried the input's last bytes for the first time."""
+        cover.written_at = self._last_write_at
+        cover.input_crossed = self._line_free
+        cover.last_seq = seq
+        cover.frames_before = self._frames_written
+
+    def _judge(
+        self, job: int, frame: wire.Frame, cover: _Cover, total: int, read_at: float, began: float
+    ) -> None:
+        """ProtocolViolation if ``frame`` (COMPLETE, ACK of the last byte or the answer)
+        came before the device could hold the whole input.
+
+        Two proofs, neither resting on the line model alone: the frame was read
+        before the host had written the input's last bytes; or its ``ack`` says the
+        device had not read the frame that carried them, and the line model agrees
+        (it began to cross before they could have arrived).
+        """
+        what = _name(frame)
+        if cover.written_at is None or read_at < cover.written_at:
+            raise ProtocolViolation(
+                f"the device sent {what} on job {job} before it held the whole input: it "
+                f"arrived before the host had sent all {total} bytes (a device says "
+                "COMPLETE, acknowledges the last byte or answers only once it holds the "
+                "whole input: docs/device-protocol.md section 6)"
+            )
+        if began >= cover.input_crossed or cover.last_seq is None:
+            return
+        if self._frames_written - cover.frames_before >= _SEQ_HORIZON:
+            return  # the seqs have wrapped since: ack can no longer be compared
+        if frame.ack == wire.NO_ACK or not _newer_or_same(frame.ack, cover.last_seq):
+            raise ProtocolViolation(
+                f"the device sent {what} on job {job} before it held the whole input: its "
+                f"ack {frame.ack} says it had not read frame {cover.last_seq}, which "
+                "carried the input's last bytes, and it began to cross the line "
+                f"{cover.input_crossed - began:.3f} s before those could have reached it "
+                "(docs/device-protocol.md section 6)"
+            )
 
     def _send_data(
         self,
@@ -659,14 +938,21 @@ class DeviceLink:
         self.counters.data_frames += 1
         clock.sent(flight.seq, self._line_free)
 
-    def _await_job_frame(self, job: int, deadline: float) -> wire.Frame | None:
-        """The next ACK/NAK/COMPLETE for ``job``; ERROR raises DeviceRefused."""
+    def _await_job_frame(
+        self, job: int, deadline: float, watch: _Watch | None = None
+    ) -> wire.Frame | None:
+        """The next ACK/NAK/COMPLETE for ``job``; ERROR raises DeviceRefused.
+
+        PONGs go to ``watch``, which raises LinkLost if one says the job is lost.
+        """
         while True:
             frame = self.receive(deadline)
             if frame is None:
                 return None
             self._check_reboot(frame)
-            if frame.type in (FrameType.ACK, FrameType.NAK, FrameType.COMPLETE):
+            if frame.type == FrameType.PONG and watch is not None:
+                watch.pong(frame)
+            elif frame.type in (FrameType.ACK, FrameType.NAK, FrameType.COMPLETE):
                 got_job, _ = wire.unpack_job_offset(frame.payload)
                 if got_job == job:
                     return frame
@@ -680,34 +966,52 @@ class DeviceLink:
                     raise DeviceRefused(code, message)
                 # An answer means the input was complete (its COMPLETE was lost); the
                 # answer itself stays for wait_answer.
-                self._pending.insert(0, frame)
+                self._pending.insert(0, (frame, self.read_at))
                 return frame
 
     def wait_answer(self, job: int, deadline: float, ping_every: float | None = 0.5) -> Answer:
         """Wait for the job's RESULT or ERROR until ``deadline`` (TimeoutError after it).
 
-        With ``ping_every`` the device is pinged while it works; a device that
-        answers nothing for ``silence_seconds`` raises LinkLost.
+        With ``ping_every`` the device is pinged while it works: one that answers
+        nothing for ``silence_seconds``, or whose PONG says it lost the job, raises
+        LinkLost. At the deadline such a device is pinged once more: if it answers,
+        the line works and TimeoutError says so; if not, LinkLost. Without
+        ``ping_every`` (a device that does not answer PING while it processes) the
+        deadline is a TimeoutError unchecked.
         """
         next_ping = self.clock() + (ping_every or 0.0)
-        ping_seq: int | None = None
-        ping_at = 0.0
+        pings: dict[int, float] = {}  # seq -> when sent
+        pongs = 0
+        unanswered = 0
         self._last_heard = self.clock()
         while True:
             now = self.clock()
             if now >= deadline:
-                raise TimeoutError("no RESULT before the deadline")
+                if ping_every is None:
+                    raise TimeoutError(
+                        f"no answer on job {job} by its deadline; the device does not answer "
+                        "PING while it processes (READY flag bit 0), so the line was not checked"
+                    )
+                evidence = self._check_alive(job)
+                raise TimeoutError(
+                    f"no answer on job {job} by its deadline while the device answered "
+                    f"{pongs} PINGs ({evidence}): the device's failure, not the line's"
+                )
             if ping_every is not None:
                 if self._silent_for() > self.silence_seconds:
-                    raise LinkLost(f"the device was silent for {self.silence_seconds:g} s")
+                    raise LinkLost(
+                        f"no answer on job {job} and no PONG to {unanswered} PINGs over "
+                        f"{self._silent_for():.1f} s"
+                    )
                 if now >= next_ping:
-                    ping_seq = self.send(FrameType.PING, b"")
-                    ping_at = now
+                    pings[self.send(FrameType.PING, b"")] = now
+                    unanswered += 1
                     next_ping = now + ping_every
             until = min(deadline, next_ping) if ping_every is not None else deadline
             frame = self.receive(until)
             if frame is None:
                 continue
+            unanswered = 0
             self._check_reboot(frame)
             if frame.type == FrameType.RESULT:
                 got_job, _ = wire.unpack_job_code(frame.payload)
@@ -719,22 +1023,61 @@ class DeviceLink:
                 self.send(FrameType.RESULT_ACK, wire.pack_job(got_job))
                 if got_job == job:
                     return Answer(job, self._sent_at(frame), error_code=code, error=message)
-            elif frame.type == FrameType.PONG:
-                if frame.ack == ping_seq:
-                    self.round_trip_seconds = self.clock() - ping_at
+            elif frame.type == FrameType.PONG and frame.ack in pings:
+                pongs += 1
+                self.round_trip_seconds = self.read_at - pings[frame.ack]
                 state, got_job, _ = wire.unpack_pong(frame.payload)
                 if got_job != job or state == DeviceState.IDLE:
                     # The device forgot the job (a reset we did not see): it will never answer.
-                    raise LinkLost(f"the device is in state {state} for job {got_job}")
+                    raise LinkLost(_lost_job(job, state, got_job))
 
-    def _sent_at(self, frame: wire.Frame) -> float:
-        """When ``frame``, just read, began to cross the line: now less its own line time.
+    def _check_alive(self, job: int) -> str:
+        """After a job's deadline: PING until the device answers anything (LinkLost if not).
+
+        Returns the evidence that the device and the line work, for the timeout's
+        message. A PONG saying the device lost the job is a LinkLost.
+        """
+        start = self.clock()
+        seqs: set[int] = set()
+        first_arrival: float | None = None
+        next_ping = start
+        while True:
+            now = self.clock()
+            if now >= next_ping:
+                seqs.add(self.send(FrameType.PING, b"onsite"))
+                first_arrival = self._line_free if first_arrival is None else first_arrival
+                next_ping = now + PING_SECONDS
+            assert first_arrival is not None
+            give_up = first_arrival + self.silence_seconds
+            if now > give_up:
+                raise LinkLost(
+                    f"no answer on job {job} by its deadline and no PONG to {len(seqs)} "
+                    f"PINGs over {now - start:.1f} s"
+                )
+            frame = self.receive(min(next_ping, give_up))
+            if frame is None:
+                continue
+            self._check_reboot(frame)
+            if frame.type == FrameType.PONG and frame.ack in seqs:
+                state, got_job, _ = wire.unpack_pong(frame.payload)
+                if got_job != job or state == DeviceState.IDLE:
+                    raise LinkLost(_lost_job(job, state, got_job))
+                return f"PONG in state {state} {self.read_at - start:.3f} s after the deadline"
+            if frame.type in (FrameType.RESULT, FrameType.ERROR):
+                late_job, _ = wire.unpack_job_code(frame.payload)
+                self.send(FrameType.RESULT_ACK, wire.pack_job(late_job))
+            if frame.type != FrameType.PONG:
+                return f"{_name(frame)} {self.read_at - start:.3f} s after the deadline"
+
+    def _sent_at(self, frame: wire.Frame, read_at: float | None = None) -> float:
+        """When ``frame`` began to cross the line: when it was read less its own line time.
 
         The processing clock stops there, as it started when the input's last byte
         had crossed: the line time of the answer itself is not the device's work.
+        ``read_at`` defaults to when the frame receive() returned last was read.
         """
         size = len(wire.encode_frame(frame.type, frame.seq, frame.payload, frame.ack, frame.flags))
-        return self.clock() - self.line_seconds(size)
+        return (self.read_at if read_at is None else read_at) - self.line_seconds(size)
 
     def _result_answer(self, job: int, frame: wire.Frame) -> Answer:
         """A RESULT as an Answer; one too long or not UTF-8 comes back with ``invalid`` set."""
@@ -757,7 +1100,7 @@ class DeviceLink:
         """Transfer and wait for the answer in one call (setup, probes)."""
         job = self.next_job()
         try:
-            self.transfer(job, kind, data, sample_rate)
+            self.transfer(job, kind, data, sample_rate, max(0.0, deadline - self.clock()))
         except DeviceRefused as exc:
             return Answer(job, self.clock(), error_code=exc.code, error=exc.message)
         ping = 0.5 if self.ready is not None and self.ready.ping_while_busy else None

@@ -226,7 +226,9 @@ class Completed(JobEvent):
         default=None, description="exec mode: what starting the process cost, part of `seconds`"
     )
     clock_start: str | None = Field(
-        default=None, description="serial: the frame that started the processing clock"
+        default=None,
+        description="serial: what started the processing clock (`complete`, `ack`, `answer`, "
+        "or `first_byte` for an answer faster than its input could cross)",
     )
     fetch_seconds: float | None = Field(
         default=None,

@@ -4,10 +4,16 @@ The wire protocol is docs/device-protocol.md, spoken by devices.host. An item
 is one recording sent as 16-bit PCM: the transfer is timed as the item's
 stage_seconds, and the processing clock starts when the input had reached the
 device (whatever frame then confirmed it; the attempt's ``clock_start`` names
-it). A device that stops answering is reset (soft, then hard), and one that
-lost its setup is given HELLO and SETUP again; either way the attempt comes
-back with link_lost, so the controller sends the item again. The device's settings
-(``SerialDevice``) and the transport's registration are in runners/serial_device.py.
+it), or at the item's first byte if the device answered before its input could
+have crossed the line. A device silent on its job is pinged: one that answers
+PING is alive, and its silence ends as a timeout (its failure). Only a device
+that answers nothing (or lost the job) has lost the link: it is reset (soft,
+then hard), and one that lost its setup is given HELLO and SETUP again; either
+way the attempt comes back with link_lost, spanning from the item's first byte
+to the detection, so the controller can charge that time and send the item
+again. A device that claims or answers the input before it could hold it is
+invalid_output. The device's settings (``SerialDevice``) and the transport's
+registration are in runners/serial_device.py.
 """
 
 from __future__ import annotations
@@ -31,9 +37,11 @@ from devices import wire
 from devices.host import (
     DeviceLink,
     DeviceRefused,
+    JobTimeout,
     LinkCounters,
     LinkInterrupted,
     LinkLost,
+    ProtocolViolation,
 )
 
 from .base import ItemAttempt, ItemRequest, Outcome, Runner, StartError, StartInfo, SystemSpec
@@ -79,7 +87,7 @@ class SerialRunner(Runner):
             ready = self._handshake(link, min(setup_deadline, t0 + self.options.boot_timeout))
             vocabulary = wire.vocabulary_bytes(self._vocabulary())
             answer = link.run_job(wire.JobKind.SETUP, vocabulary, 0, setup_deadline)
-        except (LinkLost, TimeoutError, OSError, serial.SerialException) as exc:
+        except (LinkLost, TimeoutError, ProtocolViolation, OSError, serial.SerialException) as exc:
             self._log(f"start failed: {exc}")
             raise StartError(f"device on {self._port_path}: {exc}") from exc
         if answer.error is not None:
@@ -238,34 +246,62 @@ class SerialRunner(Runner):
             return attempt("error", now, now, 0.0, message=refusal)
         job = link.next_job()
         self._fresh = False
+
+        def first_byte(now: float) -> float:
+            # Where an attempt that ends without a clock starts: the item's first byte on
+            # the line, from when the device could have begun on it (never a shorter span).
+            return now if link.job_first_byte is None else min(now, link.job_first_byte)
+
         try:
-            transfer = link.transfer(job, wire.JobKind.ITEM, pcm, rate)
+            transfer = link.transfer(job, wire.JobKind.ITEM, pcm, rate, request.hang_seconds)
         except DeviceRefused as exc:
             now = time.monotonic()
             if exc.code == wire.ErrorCode.NOT_SET_UP:
-                return self._setup_lost(attempt, now, now - t_stage, str(exc))
+                start = first_byte(now)
+                return self._setup_lost(attempt, start, now, start - t_stage, str(exc))
             return attempt("error", now, now, now - t_stage, message=str(exc))
         except LinkInterrupted:
             now = time.monotonic()
             return attempt("crashed", now, now, now - t_stage, message="interrupted")
+        except JobTimeout as exc:
+            now = time.monotonic()
+            since = min(now, exc.since)
+            result = attempt(
+                "timeout",
+                since,
+                now,
+                since - t_stage,
+                message=f"during transfer, hang_seconds={request.hang_seconds:g}: {exc}; reset",
+                system_lost=True,
+            )
+            self.kill()
+            return result
+        except ProtocolViolation as exc:
+            now = time.monotonic()
+            start = first_byte(now)
+            return attempt(
+                "invalid_output", start, now, start - t_stage, message=f"protocol violation: {exc}"
+            )
         except LinkLost as exc:
             now = time.monotonic()
-            return self._lost(attempt, now, now, now - t_stage, f"during transfer: {exc}")
-        # The clock starts when the input had reached the device, not when COMPLETE said so.
+            start = first_byte(now)
+            return self._lost(attempt, start, now, start - t_stage, f"during transfer: {exc}")
+        # The clock starts when the input had reached the device, not when COMPLETE said so
+        # (or at the first byte, when the device answered before the input could cross).
         sent = transfer.clock_start
         stage_seconds = sent - t_stage
         clock_kw: dict[str, Any] = {"clock_start": transfer.clock_event}
         ping = self.options.ping_seconds if ready.ping_while_busy else None
         try:
             answer = link.wait_answer(job, sent + request.hang_seconds, ping)
-        except TimeoutError:
+        except TimeoutError as exc:
             now = time.monotonic()
             result = attempt(
                 "timeout",
                 sent,
                 now,
                 stage_seconds,
-                message=f"no RESULT within hang_seconds={request.hang_seconds:g}; reset",
+                message=f"no RESULT within hang_seconds={request.hang_seconds:g}: {exc}; reset",
                 system_lost=True,
                 **clock_kw,
             )
@@ -275,14 +311,19 @@ class SerialRunner(Runner):
             now = time.monotonic()
             return attempt("crashed", sent, now, stage_seconds, message="interrupted")
         except LinkLost as exc:
-            return self._lost(attempt, sent, time.monotonic(), stage_seconds, str(exc))
+            now = time.monotonic()
+            start = first_byte(now)
+            return self._lost(attempt, start, now, start - t_stage, str(exc))
+        sent, event, note = transfer.clock_for(answer.arrived)
+        stage_seconds = sent - t_stage
+        clock_kw = {"clock_start": event}
         if answer.invalid is not None:
             return attempt(
                 "invalid_output",
                 sent,
                 answer.arrived,
                 stage_seconds,
-                message=answer.invalid,
+                message="; ".join(m for m in (answer.invalid, note) if m),
                 **clock_kw,
             )
         if answer.error is not None:
@@ -291,24 +332,35 @@ class SerialRunner(Runner):
                 sent,
                 answer.arrived,
                 stage_seconds,
-                message=f"device error {answer.error_code}: {answer.error}",
+                message="; ".join(
+                    m for m in (f"device error {answer.error_code}: {answer.error}", note) if m
+                ),
                 **clock_kw,
             )
         return attempt(
-            "result", sent, answer.arrived, stage_seconds, output={"text": answer.text}, **clock_kw
+            "result",
+            sent,
+            answer.arrived,
+            stage_seconds,
+            output={"text": answer.text},
+            message=note,
+            **clock_kw,
         )
 
-    def _setup_lost(self, attempt: Any, now: float, stage: float, why: str) -> ItemAttempt:
+    def _setup_lost(
+        self, attempt: Any, sent: float, done: float, stage: float, why: str
+    ) -> ItemAttempt:
         """The device forgot its setup (a reboot whose READY was lost): the venue's failure.
 
         Handshake and SETUP again at once, and hand the item back as link_lost so
-        the controller sends it again as the next attempt without judging it.
+        the controller sends it again as the next attempt without judging it. The
+        attempt spans from the item's first byte to the refusal.
         """
         self._log(f"the device lost its setup ({why}); HELLO and SETUP again")
         result = attempt(
             "crashed",
-            now,
-            now,
+            sent,
+            done,
             stage,
             message=f"link lost: the device lost its setup ({why}); handshake repeated",
             link_lost=True,

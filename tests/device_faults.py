@@ -7,10 +7,11 @@ docs/device-protocol.md; pass it to ``Emulator(..., core=Class)``.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import threading
 
 from devices import AgentCore, wire
-from devices.wire import FrameType
+from devices.wire import DeviceState, FrameType
 from examples.devices.checksum import ChecksumRecognizer
 
 
@@ -139,3 +140,19 @@ class KeepsSetupOnReset(AgentCore):
         set_up = self._set_up
         super()._drop_session()
         self._set_up = set_up
+
+
+class NoPingWhileBusy(AgentCore):
+    """A single-threaded device: clears READY flag bit 0 and answers nothing (not even
+    PING) while its recognizer runs."""
+
+    def _ready_payload(self) -> bytes:
+        ready = wire.Ready.unpack(super()._ready_payload())
+        flags = ready.flags & ~wire.READY_FLAG_PING_WHILE_BUSY
+        return dataclasses.replace(ready, flags=flags).pack()
+
+    def _send(self, ftype: int, payload: bytes, flush: bool = False) -> None:
+        busy = self._state == DeviceState.PROCESSING
+        if busy and ftype not in (FrameType.COMPLETE, FrameType.RESULT, FrameType.ERROR):
+            return
+        super()._send(ftype, payload, flush)

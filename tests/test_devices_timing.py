@@ -110,7 +110,10 @@ def test_a_deadline_shorter_than_the_poll_is_kept() -> None:
 def test_a_line_model_ahead_of_the_line_never_credits_the_device() -> None:
     # The host believes 9600 baud, the line runs at 115200: its model says the input
     # arrives a second after it really does. The clock must still not start later
-    # than the device's COMPLETE began to cross.
+    # than the device's COMPLETE began to cross: COMPLETE came before the input could
+    # have crossed at 9600 baud, so the clock runs from the item's first byte, and
+    # the note says to check the baud rate (the device is charged the real line time
+    # of the input, never credited).
     sleep = 0.3
     with Emulator(lambda: ChecksumRecognizer(sleep=sleep), baud=115200, seed=4) as emu:
         port = serial.serial_for_url(emu.path, baudrate=emu.baud)
@@ -122,8 +125,10 @@ def test_a_line_model_ahead_of_the_line_never_credits_the_device() -> None:
             job = link.next_job()
             transfer = link.transfer(job, JobKind.ITEM, data, 8000)
             complete = wire.encoded_size(8) * 10 / 9600
-            assert transfer.clock_event == "complete"
+            assert transfer.clock_event == "first_byte"
+            assert transfer.clock_start == transfer.first_byte
             assert transfer.clock_start <= transfer.complete_at - complete + 1e-6
+            assert "baud" in transfer.note
             answer = link.wait_answer(job, time.monotonic() + 10, None)
             assert answer.text == expected_text(data)
             # Read whole no sooner than the recognizer's sleep after the clock's start.

@@ -186,7 +186,7 @@ COMMANDS = ["turn left", "turn right", "go forward", "go back", "open the door",
 def test_sphinx_command_agent_matches_local(tmp_path: Path) -> None:
     from examples.devices.sphinx_command import SphinxCommandRecognizer
 
-    # The committed demo recordings (examples/make_demo_command.py): deterministic audio,
+    # The committed demo recordings (datagen/make_demo_command.py): deterministic audio,
     # so the expected answers are too.
     demo = Path(__file__).resolve().parent.parent / "site_config" / "data" / "demo-command"
     wavs = [demo / "c01.flac", demo / "c02.flac", demo / "c03.flac"]
