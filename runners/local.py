@@ -152,20 +152,8 @@ class _LocalRunner(Runner):
         return OutputFile(Path(f"{root}{OUT_DIR}/{name}"), f"{OUT_DIR}/{name}")
 
     def _find_init(self, outer_pid: int) -> None:
-        """Note the sandbox's first process: the first below bubblewrap's own."""
-        self._init_pid = None
-        if not self.sealed:
-            return
-        try:
-            proc = psutil.Process(outer_pid)
-            while proc.name() == "bwrap":
-                children = proc.children()
-                if len(children) != 1:
-                    return
-                proc = children[0]
-            self._init_pid = proc.pid
-        except psutil.Error:
-            return
+        """Note the sandbox's first process (our supervisor): the first below bubblewrap's."""
+        self._init_pid = _system_process(outer_pid) if self.sealed else None
 
     def _oom_message(self) -> str:
         """Why the kernel killed the system, if it was for memory (else "")."""
@@ -343,7 +331,8 @@ def _kill_and_close(proc: subprocess.Popen[bytes]) -> None:
 
 
 def _system_process(pid: int) -> int:
-    """The system's own process below bubblewrap's (measured without bwrap's memory)."""
+    """The first process below bubblewrap's (the sandbox's supervisor, which holds the
+    system's whole tree): measured without bwrap's memory, and the root of its files."""
     try:
         proc = psutil.Process(pid)
         while proc.name() == "bwrap":
@@ -418,7 +407,7 @@ class LocalServeRunner(_LocalRunner, StreamServeRunner):
     def _on_ready(self, ready_at: float) -> None:
         assert self._proc is not None
         self._find_init(self._proc.pid)
-        self._system_pid = _system_process(self._proc.pid)
+        self._system_pid = self._init_pid or self._proc.pid
         self._meter = TreeMeter(self._system_pid)
 
     def _write(self, data: bytes) -> None:

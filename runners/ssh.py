@@ -42,7 +42,7 @@ from .lines import LineBuffer, LineTooLong
 from .logcap import CappedLog
 from .registry import ProbeResult, settings_from
 from .serve import StreamServeRunner, log_note, log_tail
-from .ssh_fetch import FetchRefused, LocalWriteError, fetch_file
+from .ssh_fetch import FetchRefused, FetchSession, LocalWriteError, fetch_file
 from .ssh_link import (
     AuthError,
     HostKeyError,
@@ -159,6 +159,8 @@ class SshServeRunner(StreamServeRunner):
         self._client: paramiko.SSHClient | None = None
         self._transport: paramiko.Transport | None = None
         self._sftp: paramiko.SFTPClient | None = None
+        # The connection's own SFTP session for fetching files back (ssh_fetch).
+        self._fetcher = FetchSession()
         self._has_sftp = True
         self._remote_dir = self.options.workdir
         self._slug = system_slug(spec.task, spec.name, str(spec.log_path.absolute()))
@@ -365,6 +367,7 @@ class SshServeRunner(StreamServeRunner):
                     host,
                     self.spec.max_output_file_bytes,
                     _REMOTE_OP_SECONDS,
+                    self._fetcher,
                 )
             except FetchRefused as exc:
                 self._drop_fetched(files)
@@ -641,6 +644,7 @@ class SshServeRunner(StreamServeRunner):
         self._system_dir = system_dir(self._remote_dir, self._slug)
 
     def _drop_connection(self) -> None:
+        self._fetcher.close()
         for closable in (self._meter, self._sftp, self._client):
             if closable is not None:
                 with contextlib.suppress(Exception):

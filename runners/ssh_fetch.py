@@ -20,7 +20,6 @@ import contextlib
 import os
 import shlex
 import stat
-import threading
 from pathlib import Path
 from typing import BinaryIO
 
@@ -68,8 +67,12 @@ def fetch_file(
     host: Path,
     limit: int,
     timeout: float,
+    session: FetchSession | None = None,
 ) -> bool:
     """Copy ``remote`` to ``host`` (which must not exist); False if there is no remote file.
+
+    Over SFTP the copy goes through ``session`` (the connection's fetching session)
+    where the server grants one, else through ``sftp``.
 
     Raises FetchRefused for a file the controller does not take (the partial copy is
     removed), and OSError, EOFError or paramiko.SSHException when the link fails.
@@ -77,7 +80,8 @@ def fetch_file(
     fd = -1
     try:
         if sftp is not None:
-            client = _fetch_client(transport, timeout) or sftp
+            fetching = session.client(transport, timeout) if session is not None else None
+            client = fetching or sftp
             try:
                 if _sftp_check(client, remote, limit) is None:
                     return False
@@ -95,7 +99,8 @@ def fetch_file(
             except (OSError, EOFError, paramiko.SSHException) as exc:
                 if not isinstance(exc, FileNotFoundError | LocalWriteError):
                     # Timed out or failed mid-answer: never ask that session again.
-                    _drop_fetch_client(transport, client)
+                    if session is not None and fetching is not None:
+                        session.drop(fetching)
                 raise
             return True
         fd = _create(host)
@@ -116,49 +121,50 @@ def fetch_file(
             os.close(fd)
 
 
-# Per connection, the SFTP session that fetches files: apart from the session that
-# stages inputs, so that an open the remote server cannot finish (a device, a file under
-# a lease) holds only this one. Replaced after any failure. A session refers to its
-# connection, so the weak keys alone would never let go: closed connections are pruned.
-_fetchers: dict[paramiko.Transport, paramiko.SFTPClient] = {}
-_fetchers_lock = threading.Lock()
+class FetchSession:
+    """A connection's SFTP session that fetches files: apart from the session that stages
+    inputs, so that an open the remote server cannot finish (a device, a file under a
+    lease) holds only this one. Opened on first use, replaced after any failure; a runner
+    keeps one and closes it with its connection."""
 
+    def __init__(self) -> None:
+        self._client: paramiko.SFTPClient | None = None
+        self._transport: paramiko.Transport | None = None
 
-def _fetch_client(transport: paramiko.Transport, timeout: float) -> paramiko.SFTPClient | None:
-    """The connection's fetching session, opened on first use; None if the server refuses
-    another session (then the staging session fetches as well)."""
-    with _fetchers_lock:
-        for closed in [t for t in _fetchers if not t.is_active()]:
-            del _fetchers[closed]
-        client = _fetchers.get(transport)
-    if client is not None:
-        chan = client.get_channel()
-        if chan is not None and not chan.closed:
-            return client
-    try:
-        chan = transport.open_session(timeout=timeout)
-    except (OSError, EOFError, paramiko.SSHException):
-        return None
-    try:
-        chan.settimeout(timeout)
-        chan.invoke_subsystem("sftp")
-        client = paramiko.SFTPClient(chan)
-    except (OSError, EOFError, paramiko.SSHException):
-        chan.close()
-        return None
-    with _fetchers_lock:
-        _fetchers[transport] = client
-    return client
+    def client(self, transport: paramiko.Transport, timeout: float) -> paramiko.SFTPClient | None:
+        """The fetching session on ``transport``; None if the server refuses another
+        session (then the staging session fetches as well)."""
+        client = self._client
+        if client is not None and self._transport is transport:
+            chan = client.get_channel()
+            if chan is not None and not chan.closed:
+                return client
+        self.close()
+        try:
+            chan = transport.open_session(timeout=timeout)
+        except (OSError, EOFError, paramiko.SSHException):
+            return None
+        try:
+            chan.settimeout(timeout)
+            chan.invoke_subsystem("sftp")
+            client = paramiko.SFTPClient(chan)
+        except (OSError, EOFError, paramiko.SSHException):
+            chan.close()
+            return None
+        self._client, self._transport = client, transport
+        return client
 
+    def drop(self, client: paramiko.SFTPClient) -> None:
+        """Forget and close the fetching session after a failure (never the staging one)."""
+        if client is self._client:
+            self.close()
 
-def _drop_fetch_client(transport: paramiko.Transport, client: paramiko.SFTPClient) -> None:
-    """Forget and close the fetching session after a failure (never the staging one)."""
-    with _fetchers_lock:
-        if _fetchers.get(transport) is not client:
-            return
-        del _fetchers[transport]
-    with contextlib.suppress(Exception):
-        client.close()
+    def close(self) -> None:
+        """Close the session, if any."""
+        client, self._client, self._transport = self._client, None, None
+        if client is not None:
+            with contextlib.suppress(Exception):
+                client.close()
 
 
 def _sftp_open(
