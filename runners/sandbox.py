@@ -18,7 +18,6 @@ controller runs as root the system runs as a user of its own (``Sandbox.uid``) o
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import os
 import pwd
@@ -253,9 +252,22 @@ def leftover_pids(uid: int) -> list[int]:
     return found
 
 
-@functools.lru_cache(maxsize=4)
+# (bwrap, network) pairs that worked: asked once per controller. A failure is not kept,
+# so that a probe that timed out on a loaded machine is tried again at the next start.
+_PROBED: set[tuple[str, bool]] = set()
+
+
 def _probe(bwrap: str, network: bool) -> str | None:
     """None when bubblewrap can create the namespaces here, else its complaint."""
+    if (bwrap, network) in _PROBED:
+        return None
+    complaint = _probe_once(bwrap, network)
+    if complaint is None:
+        _PROBED.add((bwrap, network))
+    return complaint
+
+
+def _probe_once(bwrap: str, network: bool) -> str | None:
     args = [bwrap, "--ro-bind", "/", "/", "--unshare-pid", "--die-with-parent"]
     if not network:
         args.append("--unshare-net")
