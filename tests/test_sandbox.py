@@ -19,7 +19,7 @@ import pytest
 from harness import Controller, RunStore, load_site
 from runners import ItemRequest, LocalServeRunner, Sandbox, StartError, SystemSpec
 from runners.sandbox import AUTO_UID_BASE, MEMORY_ROOT, account
-from tests.helpers import REPO, make_testset, read_outputs, write_site
+from tests.helpers import REPO, make_testset, read_outputs, run_site, write_site
 
 HOSTILE = [sys.executable, str(REPO / "tests" / "systems" / "hostile.py")]
 ALLOWED_ENV = {"PWD", "PATH", "HOME", "TMPDIR", "LANG", "PYTHONUNBUFFERED"} | {
@@ -406,13 +406,8 @@ def test_archived_runs_site_files_and_keys_are_masked_under_the_default_workdir(
         site_path.read_text()
         + '\n[devices.team]\nkind = "ssh"\nhost = "192.0.2.1"\nuser = "team"\nkey = "team.key"\n'
     )
-    site = load_site(site_path)
-    store = RunStore(site.run_dir, "test", fsync_seconds=0)
-    try:
-        results = Controller(site, store).run()
-    finally:
-        store.close()
+    run_dir, results = run_site(site_path)
     assert [r.failed for r in results] == [None]
-    (row,) = read_outputs(site.run_dir, "asr", "snoop")
+    (row,) = read_outputs(run_dir, "asr", "snoop")
     assert row["verdict"] == "ok", row["message"]
     assert row["output"]["found"] == [], "an archived run, a site file or a key is visible"

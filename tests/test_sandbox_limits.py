@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 import runners.cgroups as cgroups
-from harness import Controller, RunStore, load_site
+from harness import load_site
 from runners import LocalServeRunner, Sandbox
 from runners.sandbox import AUTO_UID_BASE
-from tests.helpers import REPO, make_testset, read_outputs, toml_value
+from tests.helpers import REPO, make_testset, read_outputs, run_site, toml_value
 from tests.test_sandbox import Venue
 
 pytestmark = pytest.mark.sandbox
@@ -127,16 +127,11 @@ def test_one_system_exhausting_its_processes_does_not_harm_another(
         pytest.skip("users of their own are a root controller's")
     if not cgroup:
         monkeypatch.setattr(cgroups, "_parents", lambda: None)
-    site = load_site(_two_device_site(tmp_path, {"max_processes": 64}))
-    store = RunStore(site.run_dir, "test", fsync_seconds=0)
-    try:
-        results = Controller(site, store).run()
-    finally:
-        store.close()
+    run_dir, results = run_site(_two_device_site(tmp_path, {"max_processes": 64}))
     assert [r.failed for r in results] == [None, None]
-    hoarded = read_outputs(site.run_dir, "asr", "hoarder")
+    hoarded = read_outputs(run_dir, "asr", "hoarder")
     assert hoarded[0]["output"]["refused"] > 0, "the hoarder met its own limit"
-    victim = read_outputs(site.run_dir, "asr", "victim")
+    victim = read_outputs(run_dir, "asr", "victim")
     assert [row["verdict"] for row in victim] == ["ok"] * 4, victim
     assert all(row["output"]["helpers"] == 8 for row in victim)
     # Each a user of its own: neither can signal the other or count against its limit.

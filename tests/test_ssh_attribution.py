@@ -21,10 +21,10 @@ from typing import Any
 
 import pytest
 
-from harness import Controller, RunStore, load_site, read_journal
+from harness import read_journal
 from harness.leaderboard import leaderboard
 from harness.report import build_report
-from tests.helpers import REPO, make_testset, read_outputs, toml_value
+from tests.helpers import REPO, make_testset, read_outputs, run_site, toml_value
 from tests.netns import remote_machine
 from tests.sshd import Sshd
 
@@ -57,17 +57,6 @@ def _site(path: Path, options: dict[str, Any], env: dict[str, str], budget: floa
     return path
 
 
-def _run(site_path: Path) -> tuple[Path, list[Any]]:
-    site = load_site(site_path)
-    store = RunStore(site.run_dir, "t", 0)
-    try:
-        store.keep_site_copy(site.path, site.root)
-        results = Controller(site, store).run()
-    finally:
-        store.close()
-    return site.run_dir, results
-
-
 def test_killing_its_own_session_is_the_participants_crash(tmp_path: Path, sshd: Sshd) -> None:
     env = {
         "FAKER_MODE": "kill-session",
@@ -75,7 +64,7 @@ def test_killing_its_own_session_is_the_participants_crash(tmp_path: Path, sshd:
         "FAKER_CACHE": str(tmp_path / "cache"),
     }
     options = sshd.options(workdir=str(tmp_path / "remote"), link_timeout=2.0)
-    run_dir, results = _run(_site(tmp_path / "site.toml", options, env, budget=1.0))
+    run_dir, results = run_site(_site(tmp_path / "site.toml", options, env, budget=1.0))
     rows = read_outputs(run_dir, "asr", "faker")
     assert len(rows) == 4
     # Every item: a crash on its only sending, never a re-sent answer from the cache.
@@ -127,7 +116,7 @@ def test_a_pulled_cable_is_the_venues_and_the_item_keeps_its_clock(
                 # The venue's network fails under the second item.
                 journal = tmp_path / "runs" / "att" / "journal.jsonl"
                 threading.Thread(target=_cut_second_item, args=(journal, signal)).start()
-            run_dir, results = _run(site_path)
+            run_dir, results = run_site(site_path)
         finally:
             stop.set()
             puller.join()
@@ -214,7 +203,7 @@ def test_an_item_lost_three_times_is_recorded_failed_and_flagged(tmp_path: Path)
         puller = threading.Thread(target=pull_at_every_sending_of_u0)
         puller.start()
         try:
-            run_dir, results = _run(site_path)
+            run_dir, results = run_site(site_path)
         finally:
             done.set()
             puller.join()
