@@ -258,15 +258,16 @@ class AgentCore:
             return
         self._buf[offset : offset + len(chunk)] = chunk
         received = offset + len(chunk)
-        # Frames kept beyond the gap may now join up.
-        grown = True
-        while grown:
-            grown = False
-            for start, end in self._ahead:
-                if start <= received < end:
-                    received = end
-                    grown = True
-        self._ahead = [(a, b) for a, b in self._ahead if b > received]
+        # Frames kept beyond the gap may now join up: one pass over them in order of
+        # their start (a transfer sent out of order may leave hundreds kept).
+        self._ahead.sort()
+        kept = []
+        for start, end in self._ahead:
+            if start <= received:
+                received = max(received, end)
+            else:
+                kept.append((start, end))
+        self._ahead = [(a, b) for a, b in kept if b > received]
         self._received = received
         if received < total:
             self._send(FrameType.ACK, wire.pack_job_offset(job, received))

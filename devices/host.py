@@ -14,6 +14,7 @@ import select
 import threading
 import time
 import zlib
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -41,6 +42,9 @@ PING_SECONDS = 0.5
 _SEQ_HORIZON = 0x8000
 # What a DATA frame costs beyond its chunk on the wire: header, CRC, DATA fields, COBS, 0x00.
 _DATA_WIRE_OVERHEAD = wire.FRAME_OVERHEAD + wire.DATA_HEADER_SIZE + 2
+# The whole input first: at least this many pieces when the input is long enough, so the
+# last frame, whose bytes a device can read as they cross, carries little of the input.
+WHOLE_FIRST_PIECES = 16
 
 
 # ERROR codes that refuse a transfer (sent instead of ACK to BEGIN, or during DATA).
@@ -127,7 +131,10 @@ class Transfer:
     starts at ``first_byte``; ``note`` says why). ``first_byte`` is when the
     item's first byte (BEGIN's) could start to cross the line, and
     ``input_crossed`` the earliest moment the whole input could have reached the
-    device at the line rate.
+    device at the line rate. ``whole_input_first`` is True when the DATA went in an
+    order from which no first part of the input could be rebuilt before the last
+    frame (asked for, and the device keeps DATA beyond a gap, and kept every frame it
+    answered).
     """
 
     job: int
@@ -139,6 +146,7 @@ class Transfer:
     first_byte: float = 0.0
     input_crossed: float = 0.0
     note: str = ""
+    whole_input_first: bool = False
 
     def clock_for(self, began: float) -> tuple[float, str, str]:
         """(clock start, event, note) for an answer that began to cross the line at ``began``.
@@ -150,6 +158,29 @@ class Transfer:
         if self.clock_event == "first_byte" or began >= self.input_crossed:
             return self.clock_start, self.clock_event, self.note
         return min(self.first_byte, began), "first_byte", _early_note("answer", self, began)
+
+
+def _outstanding(flights: dict[int, _Flight], scattered: bool) -> int:
+    """DATA frames that count against the device's window: those it has not answered
+    (whole input first), else every frame beyond its offset, as always."""
+    if scattered:
+        return sum(1 for f in flights.values() if not f.held)
+    return len(flights)
+
+
+def _oldest_arrival(flights: dict[int, _Flight], scattered: bool, default: float) -> float:
+    """When the frame whose answer is awaited longest had crossed the line.
+
+    In order, the first frame beyond the device's offset. Whole input first, the
+    oldest frame the device has not answered; once it has answered every one, the
+    newest, after which the COMPLETE is awaited.
+    """
+    if not flights:
+        return default
+    if not scattered:
+        return flights[min(flights)].arrival
+    waiting = [f.arrival for f in flights.values() if not f.held]
+    return min(waiting) if waiting else max(f.arrival for f in flights.values())
 
 
 def _early_note(what: str, transfer: Transfer | _Cover, began: float) -> str:
@@ -182,6 +213,30 @@ class _Flight:
     resent: bool = False
     arrival: float = 0.0  # when its latest copy will have crossed the line
     held: bool = False  # the device answered its latest copy: it keeps it beyond a gap
+
+
+def scattered_order(count: int) -> list[int]:
+    """The order to send ``count`` pieces of an input whole input first: piece 0 last.
+
+    The reverse of the bit-reversed order: the odd pieces first, then those that join
+    them in threes, and so on, so that at any moment the pieces still missing are spread
+    evenly over the input. Before the last frame the device holds no first part at
+    all, and while a fraction p of the pieces has come, no run of 2 / (1 - p) pieces
+    or more without a gap (none of two in the first half).
+    """
+    bits = max(1, (count - 1).bit_length())
+
+    def reversed_bits(n: int) -> int:
+        return int(format(n, f"0{bits}b")[::-1], 2)
+
+    return sorted(range(count), key=reversed_bits, reverse=True)
+
+
+def _scattered(total: int, chunk: int, min_chunk: int) -> list[tuple[int, int]]:
+    """The byte ranges of a whole-input-first transfer, in the order they are sent."""
+    piece = max(min_chunk, min(chunk, FIRST_CHUNK, -(-total // WHOLE_FIRST_PIECES)))
+    pieces = [(o, min(total, o + piece)) for o in range(0, total, piece)]
+    return [pieces[i] for i in scattered_order(len(pieces))]
 
 
 class _ClockStart:
@@ -622,17 +677,23 @@ class DeviceLink:
         data: bytes,
         sample_rate: int = 0,
         hang_seconds: float = 60.0,
+        whole_input_first: bool = False,
     ) -> Transfer:
         """Send ``data`` as ``job``; return when the host knows the device has all of it.
 
         A device that keeps out-of-order DATA (READY flag bit 1) gets a lost frame
         resent alone (selective retransmission); any other device gets go-back-N
         from its offset. The chunk size follows the error rate the link has seen,
-        across items (:class:`ChunkSizer`). The returned :class:`Transfer` carries
-        the processing clock's start: when the DATA frame that completed the input
-        had crossed the line, whichever frame (COMPLETE, an ACK of the last byte,
-        the answer) then confirmed it; or the item's first byte if that frame began
-        to cross before the input could have reached the device.
+        across items (:class:`ChunkSizer`). With ``whole_input_first`` a device that
+        keeps out-of-order DATA gets the input in pieces in :func:`scattered_order`,
+        so that it can rebuild no first part of it before the last frame; any other
+        device takes DATA only in order and gets it so, and one that drops frames it
+        answered gets those again in order (``Transfer.whole_input_first`` says
+        which). The returned :class:`Transfer` carries the processing clock's start:
+        when the DATA frame that completed the input had crossed the line, whichever
+        frame (COMPLETE, an ACK of the last byte, the answer) then confirmed it; or
+        the item's first byte if that frame began to cross before the input could
+        have reached the device.
 
         A device silent on the job is pinged: LinkLost if it answers nothing,
         :class:`JobTimeout` if it answers PING but is still silent on the job
@@ -686,6 +747,16 @@ class DeviceLink:
             # Frames beyond the few that cover the ACK delay only sit in OS buffers, where a
             # rewind cannot recall them: they would cross the line for nothing after a loss.
             window = max(1, min(ready.window, self.max_window))
+        # The whole input first (docs/device-protocol.md section 6): only a device that
+        # keeps DATA beyond a gap can take the input out of order. Its window then bounds
+        # the frames it has not answered yet: a frame it answered and kept is no longer
+        # in its receive path, and the frame at offset 0, which comes last, would
+        # otherwise hold every other one back.
+        scattered = whole_input_first and selective
+        order = deque(_scattered(total, sizer.chunk, sizer.min_chunk) if scattered else ())
+        # A device that dropped frames it answered gets them again in order, as its offset
+        # reaches them: it could then rebuild a first part while they cross.
+        dropped_any = False
         clock = _ClockStart()
         # BEGIN until the device answers ACK (offset 0), COMPLETE (empty input) or ERROR.
         stalls = 0
@@ -756,6 +827,7 @@ class DeviceLink:
                         cover.first_byte,
                         cover.input_crossed,
                         note,
+                        scattered and not dropped_any,
                     )
                 _, offset = wire.unpack_job_offset(frame.payload)
                 named = flights.get(by_seq.get(frame.ack, -1))
@@ -764,7 +836,7 @@ class DeviceLink:
                 if offset > base:
                     for off in [o for o, f in flights.items() if f.end <= offset]:
                         done = flights.pop(off)
-                        if not done.resent:
+                        if not done.resent and not (scattered and done.held):
                             sizer.delivered(done.end - done.offset)
                     base = offset
                     stalls = 0
@@ -778,6 +850,22 @@ class DeviceLink:
                         if held is not None and held.seq == seq and not held.held:
                             held.held = True
                             stalls = 0  # the device is receiving: the line is bad, not dead
+                            if scattered:
+                                # Out of order, a frame the device keeps is its progress.
+                                progress_at = self.clock()
+                                if not held.resent:
+                                    sizer.delivered(held.end - held.offset)
+                    dropped: set[int] = set()
+                    if scattered:
+                        # The device says it lacks the byte at `offset`: a frame it was
+                        # said to keep that holds that byte was not kept after all (a
+                        # device with room for fewer frames than the input has). Again,
+                        # and the line is not to blame.
+                        for f in flights.values():
+                            if f.held and f.offset <= offset < f.end:
+                                f.held = False
+                                dropped.add(f.offset)
+                                dropped_any = True
                     lost = [
                         f
                         for f in flights.values()
@@ -785,7 +873,8 @@ class DeviceLink:
                     ]
                     for flight in sorted(lost, key=lambda f: f.offset):
                         self.counters.naks += frame.type == FrameType.NAK
-                        sizer.lost(flight.end - flight.offset)
+                        if flight.offset not in dropped:
+                            sizer.lost(flight.end - flight.offset)
                         self._send_data(
                             job, data, flight, clock, (flights, base, sizer.chunk), by_seq
                         )
@@ -799,8 +888,7 @@ class DeviceLink:
                         rewind_seq = self._seq
             # Overdue: no answer to the oldest frame in flight, or (all of them answered)
             # no COMPLETE after the last one.
-            if flights:
-                last_arrival = flights[min(flights)].arrival
+            last_arrival = _oldest_arrival(flights, scattered, last_arrival)
             # While ACKs keep coming the line is only slower than our model of it.
             due = self._answer_due(max(last_arrival, progress_at))
             # Only when nothing came: answers already waiting are read before any timeout.
@@ -818,6 +906,19 @@ class DeviceLink:
                     sizer.lost(f.end - f.offset)
                 if total == 0:
                     clock.sent(self.send(FrameType.BEGIN, begin), self._line_free)
+                elif scattered:
+                    # The frame unanswered longest; with every frame answered and sent,
+                    # the last byte again, which asks for the COMPLETE that was lost.
+                    waiting = [f for f in flights.values() if not f.held]
+                    again: _Flight | None = None
+                    if waiting:
+                        again = min(waiting, key=lambda f: f.arrival)
+                    elif not order:
+                        again = flights[total - 1] = _Flight(total - 1, total, 0)
+                    if again is not None:
+                        self._send_data(
+                            job, data, again, clock, (flights, base, sizer.chunk), by_seq
+                        )
                 elif selective and (flights or next_new >= total):
                     # The oldest frame the device lacks; at the end, the last byte again,
                     # which asks for the COMPLETE that was lost.
@@ -830,25 +931,37 @@ class DeviceLink:
                     next_new = min(base, total - 1)
                     rewind_seq = self._seq
                 last_arrival = self._line_free
-            while len(flights) < window and next_new < total:
-                if len(flights) >= 2 and self._line_free - self.clock() > QUEUE_SECONDS:
+            while _outstanding(flights, scattered) < window and (
+                order if scattered else next_new < total
+            ):
+                if (
+                    _outstanding(flights, scattered) >= 2
+                    and self._line_free - self.clock() > QUEUE_SECONDS
+                ):
                     break  # enough queued ahead of the line; a resend would wait behind it
-                end = min(total, next_new + sizer.chunk)
-                flight = _Flight(next_new, end, 0, resent=next_new < high)
+                if scattered:
+                    flight = _Flight(*order.popleft(), 0)
+                    last_new = not order
+                else:
+                    flight = _Flight(next_new, min(total, next_new + sizer.chunk), 0)
+                    flight.resent = next_new < high
+                    last_new = flight.end >= total
+                end = flight.end
                 self._send_data(job, data, flight, clock, by_seq=by_seq)
-                if end >= total and cover.written_at is None:
+                if last_new and cover.written_at is None:
                     self._covered(cover, flight.seq)
                 if flight.resent:
                     self.counters.retransmitted_frames += 1
                     self.counters.retransmitted_bytes += min(end, high) - next_new
                 high = max(high, end)
-                flights[next_new] = flight
+                flights[flight.offset] = flight
                 last_arrival = flight.arrival
-                next_new = end
-            if flights:
-                last_arrival = flights[min(flights)].arrival
+                if not scattered:
+                    next_new = end
+            last_arrival = _oldest_arrival(flights, scattered, last_arrival)
             due = self._answer_due(max(last_arrival, progress_at))
-            if next_new < total and len(flights) < window:
+            more = order if scattered else next_new < total
+            if more and _outstanding(flights, scattered) < window:
                 # Come back when the line has room for the next frame.
                 due = min(due, max(self.clock(), self._line_free - QUEUE_SECONDS) + 0.001)
             got = self._await_job_frame(job, min(due, watch.tick(quiet_ok())), watch)

@@ -188,3 +188,95 @@ def resend_lines(records: Iterable[CompletionLike]) -> list[AuditLine]:
             + (f": {', '.join(faster)}" if faster else ""),
         )
     ]
+
+
+# A first answer in less than this share of its whole-input repeat's time looks like work
+# done while the input crossed the line (docs/security.md, "Serial devices"). An honest
+# device's time does not depend on the order its input came in; a cheat must hide at least
+# 1 - this share of its work to be flagged.
+WHOLE_INPUT_SPEEDUP_LIMIT = 0.6
+# ... and by at least this much: below it the difference is the host's and the device's
+# scheduling, not a gain worth the name.
+WHOLE_INPUT_MIN_GAIN_SECONDS = 0.1
+
+
+def whole_input_lines(records: Iterable[CompletionLike]) -> list[AuditLine]:
+    """Judge a job's hidden repeats that were sent whole input first (serial devices):
+    no first answer may come far faster than its repeat, whose input the device could
+    not begin on before it held all of it (docs/device-protocol.md section 6).
+
+    Each repeat is compared with its item's first answer, both on their own time (what
+    a lost link charged left out), when both were answered. A repeat that failed where
+    its first answer did not fails the line too: repeats are not scored or counted, so
+    failing the ones that come out of order would otherwise escape the comparison for
+    free. A repeat that could not go whole input first (the device takes DATA only in
+    order) is not compared, and the line says so. No line when no repeat was asked to
+    go so (the transport hands a system its input whole anyway, or the task has no
+    repeats).
+    """
+    by_id: dict[str, CompletionLike] = {}
+    for record in records:
+        by_id.setdefault(record["item"], record)
+    checked: list[tuple[str, float, float]] = []
+    in_order = 0
+    failed = 0  # first answers that failed: nothing to compare with
+    refused: list[str] = []  # whole-input repeats that failed where the first did not
+    for item, again in by_id.items():
+        original = audit_of(item)
+        whole = again.get("whole_input_first")
+        if original is None or whole is None:
+            continue
+        if not whole:
+            in_order += 1
+            continue
+        first = by_id.get(original)
+        answered = ("ok", "over_budget")
+        if first is None or first["verdict"] not in answered:
+            failed += 1
+        elif again["verdict"] not in answered:
+            refused.append(f"{original} ({again['verdict']})")
+        else:
+            checked.append((original, _own_seconds(first), _own_seconds(again)))
+    if not checked and not in_order and not failed and not refused:
+        return []
+    rule = "first answers not suspiciously faster than whole-input repeats"
+    why = (
+        "the device takes DATA only in order (READY flag bit 1 clear), or dropped the "
+        "DATA it was sent out of order"
+    )
+    if not checked and not failed and not refused:
+        figure = f"not checked: {why}, so its {in_order} repeat{_s(in_order)} went in order"
+        return [AuditLine(rule, True, figure)]
+    faster = [
+        f"{item} ({first:.3f} s against {again:.3f} s)"
+        for item, first, again in checked
+        if first < WHOLE_INPUT_SPEEDUP_LIMIT * again
+        and again - first >= WHOLE_INPUT_MIN_GAIN_SECONDS
+    ]
+    parts = []
+    if checked:
+        parts.append(
+            f"{len(faster)}/{len(checked)} first answers took less than "
+            f"{WHOLE_INPUT_SPEEDUP_LIMIT:g}x their whole-input repeat"
+            + (f": {', '.join(faster)}" if faster else "")
+        )
+    if refused:
+        parts.append(
+            f"{len(refused)} answered the first time but not whole input first: "
+            + ", ".join(refused)
+        )
+    if failed:
+        parts.append(f"{failed} not compared (the first answer failed)")
+    if in_order:
+        parts.append(f"{in_order} repeat{_s(in_order)} went in order: {why}")
+    figure = "; ".join(parts)
+    return [AuditLine(rule, not faster and not refused, figure)]
+
+
+def _own_seconds(record: CompletionLike) -> float:
+    """An item's time without what its lost attempts were charged."""
+    return float(record["seconds"]) - float(record.get("lost_seconds") or 0.0)
+
+
+def _s(count: int) -> str:
+    return "" if count == 1 else "s"

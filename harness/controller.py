@@ -962,6 +962,10 @@ class Controller:
                 item.fields,
                 dispatch.hang_seconds,
                 outputs=job.kind.output_files,
+                # A hidden repeat is timed on an input the system could not start early:
+                # compared with the first answer, it shows work done while the input
+                # crossed (harness/audits.py, whole_input_lines).
+                whole_input_first=audit_of(item.id) is not None,
             )
         )
 
@@ -1027,6 +1031,7 @@ class Controller:
                 fetch_seconds=result.fetch_seconds,
                 resent=resent or None,
                 lost_seconds=lost_seconds if resent else None,
+                whole_input_first=result.whole_input_first,
                 **self._stream_timing(dispatch, result),
             )
         )

@@ -249,6 +249,12 @@ class Completed(JobEvent):
         default=None,
         description="what those attempts ran, charged: part of `seconds`, since v2",
     )
+    whole_input_first: bool | None = Field(
+        default=None,
+        description="serial, hidden audit repeats: the DATA went so that no first part of "
+        "the input could be rebuilt before the last frame (false: the device takes DATA "
+        "only in order, or dropped what came out of order), since v2",
+    )
 
 
 class _Lost(JobEvent):

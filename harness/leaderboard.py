@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .audits import audit_lines, resend_lines
+from .audits import audit_lines, resend_lines, whole_input_lines
 from .collector import cycle_collector_held
 from .events import (
     Completed,
@@ -214,6 +214,7 @@ def job_row(
             asdict(line)
             for line in [
                 *audit_lines(completed.values(), cfg.audit),
+                *whole_input_lines(completed.values()),
                 *resend_lines(completed.values()),
             ]
         ),

@@ -105,6 +105,14 @@ class ItemRequest:
     file suffix. The runner picks a path for each where the system can write, gives it
     to the system in that field, and brings the file to the controller's side
     (ItemAttempt.output_files).
+
+    ``whole_input_first``: the system must not be able to make use of any part of the
+    input before it holds all of it (hidden audit repeats, harness/audits.py). The
+    serial runner sends the DATA frames in an order from which no first part of the
+    input can be rebuilt before the last one (docs/device-protocol.md section 6) and
+    says in ItemAttempt.whole_input_first whether it could. The local and SSH runners
+    do nothing for it: they send the item once its file is staged whole (an SSH
+    participant's own machine could still watch the upload; this does not stop it).
     """
 
     anon_id: str
@@ -112,6 +120,7 @@ class ItemRequest:
     fields: Mapping[str, Any]
     hang_seconds: float
     outputs: Mapping[str, str] = field(default_factory=dict)
+    whole_input_first: bool = False
 
 
 @dataclass(frozen=True)
@@ -155,6 +164,12 @@ class ItemAttempt:
     # Remote runners: what bringing the output files back cost, after ``done`` (the
     # venue's transfer, like staging, and not part of ``seconds``).
     fetch_seconds: float | None = None
+    # ItemRequest.whole_input_first asked of a runner that sends the input piece by piece
+    # (serial): True when it went so that no first part could be rebuilt before its last
+    # piece, False when the device could not be sent it so (it takes DATA only in order,
+    # or dropped what came out of order). None when not asked, or when the runner stages
+    # the input whole anyway.
+    whole_input_first: bool | None = None
 
     @property
     def seconds(self) -> float:

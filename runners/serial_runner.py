@@ -12,8 +12,10 @@ then hard), and one that lost its setup is given HELLO and SETUP again; either
 way the attempt comes back with link_lost, spanning from the item's first byte
 to the detection, so the controller can charge that time and send the item
 again. A device that claims or answers the input before it could hold it is
-invalid_output. The device's settings (``SerialDevice``) and the transport's
-registration are in runners/serial_device.py.
+invalid_output. An item asked to go whole input first (a hidden audit repeat) is sent
+so that no first part of it can be rebuilt before its last frame, where the device
+keeps DATA beyond a gap; the attempt says whether it went so. The device's settings
+(``SerialDevice``) and the transport's registration are in runners/serial_device.py.
 """
 
 from __future__ import annotations
@@ -217,6 +219,14 @@ class SerialRunner(Runner):
 
         # A device never counts as lost unless the attempt says so (it is reset, not killed).
         build = AttemptBuilder(request.anon_id, t_stage, 0.0, lost_on_failure=False)
+        # Asked for, whether the input goes whole first: only to a device that keeps DATA
+        # beyond a gap (devices.host sends any other in order; the transfer then says
+        # whether the device kept what it was sent). Said on every attempt, failed ones
+        # too: the audit that compares a repeat with its first answer (harness/audits.py)
+        # fails a repeat that failed, wherever it failed.
+        order_kw: dict[str, Any] = {}
+        if request.whole_input_first:
+            order_kw["whole_input_first"] = ready.selective
 
         def attempt(
             outcome: Outcome, sent: float, done: float, stage: float, **kw: Any
@@ -232,6 +242,7 @@ class SerialRunner(Runner):
                 stage_seconds=stage,
                 message=message,
                 round_trip_seconds=link.round_trip_seconds,
+                **order_kw,
                 **kw,
             )
 
@@ -253,7 +264,14 @@ class SerialRunner(Runner):
             return now if link.job_first_byte is None else min(now, link.job_first_byte)
 
         try:
-            transfer = link.transfer(job, wire.JobKind.ITEM, pcm, rate, request.hang_seconds)
+            transfer = link.transfer(
+                job,
+                wire.JobKind.ITEM,
+                pcm,
+                rate,
+                request.hang_seconds,
+                whole_input_first=request.whole_input_first,
+            )
         except DeviceRefused as exc:
             now = time.monotonic()
             if exc.code == wire.ErrorCode.NOT_SET_UP:
@@ -290,6 +308,8 @@ class SerialRunner(Runner):
         # (or at the first byte, when the device answered before the input could cross).
         sent = transfer.clock_start
         stage_seconds = sent - t_stage
+        if request.whole_input_first:
+            order_kw["whole_input_first"] = transfer.whole_input_first
         clock_kw: dict[str, Any] = {"clock_start": transfer.clock_event}
         ping = self.options.ping_seconds if ready.ping_while_busy else None
         try:

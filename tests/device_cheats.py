@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import threading
+import zlib
 from pathlib import Path
 from typing import ClassVar
 
@@ -242,3 +243,85 @@ class Babbles(AgentCore):
         if begin is not None and begin.kind == JobKind.ITEM and ftype in job_frames:
             return
         super()._send(ftype, payload, flush)
+
+
+class WorksOnPartOfTheInput(AgentCore):
+    """Attack 4, which no clock can see: starts its work once it holds the first half of
+    the input (as a streaming recogniser would), and holds its answer until it has the
+    whole input and its work is done, so that the answer comes a plausible time after
+    the last byte. Its work is the recognizer's (``sleep`` for the checksum recognizer);
+    the answer, of the whole input, then takes no time. Given its input in an order from
+    which no first half can be rebuilt before the end, it can only work as an honest
+    device does."""
+
+    def __init__(self, *args: object, **kw: object) -> None:
+        super().__init__(*args, **kw)  # type: ignore[arg-type]
+        self._early: dict[int, threading.Thread] = {}
+
+    def _on_data(self, frame: wire.Frame, job: int, offset: int, chunk: bytes) -> None:
+        super()._on_data(frame, job, offset, chunk)
+        begin = self._begin
+        if begin is None or begin.kind != JobKind.ITEM or self._state != DeviceState.RECEIVING:
+            return
+        if self._received * 2 >= begin.total_length and job not in self._early:
+            part = bytes(self._buf[: self._received])
+            worker = threading.Thread(
+                target=self.recognizer.recognize, args=(part, begin.sample_rate), daemon=True
+            )
+            self._early[job] = worker
+            worker.start()
+
+    def _complete(self) -> None:
+        worker = self._early.pop(self._job, None)
+        begin = self._begin
+        if worker is None or begin is None:
+            super()._complete()
+            return
+        self._state = DeviceState.PROCESSING
+        self._send(FrameType.COMPLETE, wire.pack_job_offset(self._job, begin.total_length))
+        data = bytes(self._buf)
+        threading.Thread(
+            target=self._answer_after,
+            args=(worker, self._generation, self._job, data),
+            daemon=True,
+        ).start()
+
+    def _answer_after(
+        self, worker: threading.Thread, generation: int, job: int, data: bytes
+    ) -> None:
+        worker.join()
+        with self._lock:
+            if generation != self._generation or job != self._job:
+                return
+            if self._state != DeviceState.PROCESSING:
+                return
+            self._finish(FrameType.RESULT, wire.pack_result(job, _checksum(data)))
+
+
+def _checksum(data: bytes) -> str:
+    # The checksum recognizer's answer (examples/devices/checksum.py), without its work.
+    return f"{len(data)} {zlib.crc32(data):08x}"
+
+
+class FailsOutOfOrder(WorksOnPartOfTheInput):
+    """Attack 4, escaping its audit: tells a hidden repeat by its DATA coming out of
+    order, and answers it with ERROR (the recognizer failed) instead of showing its
+    real time; repeats are neither scored nor counted in the verdict's limits."""
+
+    def __init__(self, *args: object, **kw: object) -> None:
+        super().__init__(*args, **kw)  # type: ignore[arg-type]
+        self._scrambled: set[int] = set()
+
+    def _on_data(self, frame: wire.Frame, job: int, offset: int, chunk: bytes) -> None:
+        if job == self._job and self._state == DeviceState.RECEIVING and offset > self._received:
+            self._scrambled.add(job)
+        super()._on_data(frame, job, offset, chunk)
+
+    def _complete(self) -> None:
+        if self._job not in self._scrambled or self._begin is None:
+            super()._complete()
+            return
+        self._state = DeviceState.PROCESSING
+        self._send(FrameType.COMPLETE, wire.pack_job_offset(self._job, self._begin.total_length))
+        failed = wire.pack_error(self._job, wire.ErrorCode.RECOGNIZER_FAILED, "out of memory")
+        self._finish(FrameType.ERROR, failed)
