@@ -119,6 +119,9 @@ class _LocalRunner(Runner):
         # The sandbox's first process (our supervisor), on the host: the system's files
         # are read through its root (/proc/PID/root), the RAM file systems it holds.
         self._init_pid: int | None = None
+        # Its /onsite/out, held open: the files it writes are read through this, not
+        # through a pid that could be reused once the sandbox is gone.
+        self._out_fd: int | None = None
         spec.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log: LogCap | None = None
         self._setup_staged: dict[str, str] | None = None
@@ -148,12 +151,26 @@ class _LocalRunner(Runner):
         if not self.sealed:
             host = self.scratch.outputs / name
             return OutputFile(host, str(host))
-        root = f"/proc/{self._init_pid}/root" if self._init_pid is not None else "/nonexistent"
-        return OutputFile(Path(f"{root}{OUT_DIR}/{name}"), f"{OUT_DIR}/{name}")
+        place = f"/proc/self/fd/{self._out_fd}" if self._out_fd is not None else "/nonexistent"
+        return OutputFile(Path(f"{place}/{name}"), f"{OUT_DIR}/{name}")
 
     def _find_init(self, outer_pid: int) -> None:
-        """Note the sandbox's first process (our supervisor): the first below bubblewrap's."""
+        """Note the sandbox's first process (our supervisor): the first below bubblewrap's,
+        and open its /onsite/out."""
+        self._release_out()
         self._init_pid = _system_process(outer_pid) if self.sealed else None
+        if self._init_pid is None:
+            return
+        flags = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+        with contextlib.suppress(OSError):
+            self._out_fd = os.open(f"/proc/{self._init_pid}/root{OUT_DIR}", flags)
+
+    def _release_out(self) -> None:
+        """Close the sandbox's /onsite/out (its RAM file system goes with the sandbox)."""
+        fd, self._out_fd, self._init_pid = self._out_fd, None, None
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
     def _oom_message(self) -> str:
         """Why the kernel killed the system, if it was for memory (else "")."""
@@ -313,7 +330,7 @@ class _LocalRunner(Runner):
             self._log.close()
             self._log = None
         self._setup_staged = None
-        self._init_pid = None
+        self._release_out()
         with contextlib.suppress(OSError):
             self.scratch.clear()
         if self._cgroup is not None:
@@ -533,6 +550,7 @@ class LocalServeRunner(_LocalRunner, StreamServeRunner):
         self._reader = None
         self._meter = None
         self._system_pid = None
+        self._release_out()
 
 
 class LocalExecRunner(_LocalRunner):
@@ -597,6 +615,7 @@ class LocalExecRunner(_LocalRunner):
         _kill_and_close(proc)
         self._spawner = None
         self._replies = None
+        self._release_out()
 
     def run_item(self, request: ItemRequest) -> ItemAttempt:
         if self._spawner is None:
