@@ -102,7 +102,7 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
         )
         controller.load_testsets()
         if listen is not None:
-            background = _console_beside(controller, run_dir, listen, console)
+            background = _console_beside(controller, run_dir, listen, console, args.link_host)
         with ProgressListener(
             console, testsets=controller.testsets, site=site, outputs=store.outputs_path
         ) as listener:
@@ -196,29 +196,37 @@ def _listen(text: str) -> tuple[str, socket.socket]:
 
 
 def _console_beside(
-    controller: Controller, run_dir: Path, listen: tuple[str, socket.socket], console: Console
+    controller: Controller,
+    run_dir: Path,
+    listen: tuple[str, socket.socket],
+    console: Console,
+    link_host: str | None,
 ) -> Any:
-    """Serve the live console (with controls) from a thread of this process."""
-    # Imported here: the web stack is only loaded by the commands that serve it.
-    from .console.app import ConsoleApp
+    """Serve the live console (with controls) from a process of its own, at the lowest
+    priority: no viewer's request reaches this process (harness/console/process.py)."""
+    # Imported here, and without the web stack: only the console process loads it.
     from .console.auth import Tokens
-    from .console.server import serve_in_background
-    from .console.view import RunView
+    from .console.process import start_console
 
     host, sock = listen
-    view = RunView(
-        run_dir, controller.site, controller=controller.is_running, testsets=controller.testsets
-    )
     tokens = Tokens.for_bind(host, controls=True)
-    background = serve_in_background(ConsoleApp(view, tokens, controls=controller), sock)
-    _announce(console, sock, tokens)
-    return background
+    address = sock.getsockname()
+    beside = start_console(controller, run_dir, host, sock, tokens, link_host)
+    _announce(console, address, tokens, link_host)
+    return beside
 
 
-def _announce(console: Console, sock: Any, tokens: Any) -> None:
+def _announce(console: Console, address: Any, tokens: Any, link_host: str | None) -> None:
+    """Print the console's URL (with the link host, as `onsite judge` does) and the tokens."""
+    import socket
+
     from .console.auth import OPERATOR_TOKEN_ENV, VIEWER_TOKEN_ENV
 
-    host, port = sock.getsockname()[:2]
+    host, port = address[:2]
+    host = link_host or host
+    if host in ("0.0.0.0", "::"):
+        # Listening on every interface: viewers reach the machine by its name.
+        host = socket.gethostname()
     shown = f"[{host}]" if ":" in host else host
     query = f"/?token={tokens.viewer}" if tokens.viewer else "/"
     console.print(f"console: http://{shown}:{port}{query}", markup=False)
@@ -234,13 +242,14 @@ def cmd_console(args: argparse.Namespace, console: Console) -> int:
     from .console.auth import Tokens
     from .console.server import serve
     from .console.view import RunView
+    from .webguard import allowed_hosts
 
     run_dir = _run_dir_of(args.run_dir, follow=True)
     view = RunView(run_dir)  # checks it is a run directory before listening
     host, sock = _listen(args.listen)
     tokens = Tokens.for_bind(host, controls=False)
-    _announce(console, sock, tokens)
-    serve(ConsoleApp(view, tokens), sock)
+    _announce(console, sock.getsockname(), tokens, args.link_host)
+    serve(ConsoleApp(view, tokens, hosts=allowed_hosts(host, args.link_host)), sock)
     return EXIT_OK
 
 
@@ -527,7 +536,13 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     run.add_argument(
         "--console",
         metavar="HOST:PORT",
-        help="serve the live console with operator controls there (e.g. 127.0.0.1:8765)",
+        help="serve the live console with operator controls there (e.g. 127.0.0.1:8765), "
+        "from a process of its own",
+    )
+    run.add_argument(
+        "--link-host",
+        help="with --console: the host name to print in its link, and to answer to "
+        "(default: the address listened on)",
     )
     run.add_argument(
         "--station",
@@ -557,6 +572,10 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     )
     con.add_argument(
         "--listen", default="127.0.0.1:8765", help="HOST:PORT (default 127.0.0.1:8765)"
+    )
+    con.add_argument(
+        "--link-host",
+        help="the host name to print in the link, and to answer to (default: HOST)",
     )
     con.set_defaults(handler=cmd_console)
 

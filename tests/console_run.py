@@ -185,3 +185,84 @@ def job_status(base: str, system: str = "alpha") -> dict[str, Any]:
     status, body = call(base + "/api/status")
     assert status == 200, body
     return next(j for j in body["jobs"] if j["system"] == system)
+
+
+def raw_request(
+    base: str,
+    method: str,
+    path: str,
+    headers: dict[str, bytes] | None = None,
+    timeout: float = 30,
+) -> tuple[int, dict[str, str], bytes]:
+    """One request sent byte for byte as given (no client library: the attacks are requests
+    a library would not send); ``Host`` defaults to the URL's. Returns the status, the
+    headers (lower-case names) and the body, read until the server closes."""
+    import socket
+
+    host, port = base.split("://", 1)[1].rsplit(":", 1)
+    fields = {"Host": f"{host}:{port}".encode(), "Connection": b"close", **(headers or {})}
+    head = f"{method} {path} HTTP/1.1\r\n".encode("latin-1") + b"".join(
+        name.encode() + b": " + value + b"\r\n" for name, value in fields.items()
+    )
+    with socket.create_connection(("127.0.0.1", int(port)), timeout=timeout) as conn:
+        conn.sendall(head + b"\r\n")
+        data = b""
+        while chunk := conn.recv(65536):
+            data += chunk
+    top, _, body = data.partition(b"\r\n\r\n")
+    lines = top.decode("latin-1").split("\r\n")
+    found = {}
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        found[name.strip().lower()] = value.strip()
+    return int(lines[0].split()[1]), found, body
+
+
+def listening_pids(port: int) -> set[int]:
+    """The processes holding the TCP socket that listens on ``port`` (read from /proc)."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table, encoding="ascii") as fh:
+            for row in list(fh)[1:]:
+                fields = row.split()
+                if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "0A":
+                    inodes.add(f"socket:[{fields[9]}]")
+    return {pid for pid in _pids() if inodes & _fd_links(pid)}
+
+
+def _pids() -> list[int]:
+    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+
+
+def _fd_links(pid: int) -> set[str]:
+    try:
+        names = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return set()
+    links = set()
+    for name in names:
+        try:
+            links.add(os.readlink(f"/proc/{pid}/fd/{name}"))
+        except OSError:
+            continue
+    return links
+
+
+def sockets_of(pid: int) -> int:
+    """How many sockets the process has open."""
+    return sum(1 for link in _fd_links(pid) if link.startswith("socket:"))
+
+
+def proc_stat(pid: int | str) -> dict[str, int]:
+    """From /proc/PID/stat (or PID/task/TID/stat for ``pid`` "PID/task/TID"): ppid, nice,
+    CPU ticks (utime + stime), threads and the scheduling policy (5: SCHED_IDLE)."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    # fields[0] is the state (field 3 of stat(5)).
+    return {
+        "ppid": int(fields[1]),
+        "cpu_ticks": int(fields[11]) + int(fields[12]),
+        "nice": int(fields[16]),
+        "threads": int(fields[17]),
+        "policy": int(fields[38]),
+    }

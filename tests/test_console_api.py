@@ -418,3 +418,31 @@ def test_retry_a_failed_job_runs_its_remaining_items_once(tmp_path: Path, plan_e
     assert set(sent.values()) == {1}, "what the journal says is done stays done"
     crashed = next(o for o in outputs if o["id"] == "u03")
     assert crashed["verdict"] == "crashed"
+
+
+def test_job_curves_keep_their_points_as_the_job_grows(tmp_path: Path, plan_env) -> None:
+    run_dir = _finished_run(tmp_path, plan_env, items=100)
+    path = run_dir / "journal.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    half = next(n for n, line in enumerate(lines) if json.loads(line).get("item") == "u60")
+    path.write_bytes(b"".join(lines[:half]))
+    view = RunView(run_dir)
+    view.refresh()
+    early = view.job("asr", "alpha")
+    assert early is not None and early["completed"] == 60
+    path.write_bytes(b"".join(lines))
+    view.refresh()
+    late = view.job("asr", "alpha")
+    assert late is not None and late["state"] == "done"
+    for curve in ("quality", "running_score"):
+        points = late["series"][curve]
+        items = [p["items"] for p in points]
+        # Every 4th item (the least power of two that keeps to 40 points) and the last.
+        assert len(items) <= 40 and items == [*range(4, 101, 4)]
+        # A point scored while the job was at 60 items is the same point now.
+        before = {p["items"]: p["value"] for p in early["series"][curve]}
+        assert all(before[p["items"]] == p["value"] for p in points if p["items"] in before)
+        assert set(before) & set(items)
+    assert late["series"]["quality"][-1]["value"] == late["quality"]["value"]
+    # The same document as the API sends it.
+    assert json.loads(view.job_json("asr", "alpha") or b"") == view.job("asr", "alpha")

@@ -1,11 +1,17 @@
-"""The console's ASGI app: pages, the JSON API, the event stream and the operator controls."""
+"""The console's ASGI app: pages, the JSON API, the event stream and the operator controls.
+
+It runs in a process of its own (harness/console/__main__.py for `onsite run --console`,
+`onsite console` for any run directory), never in the controller's: viewers cost the
+controller nothing. Every response passes harness/webguard.py's guard.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import threading
-from collections.abc import AsyncIterator, Callable
+import time
+from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -17,18 +23,25 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ..errors import ControlConflict
+from ..webguard import GuardMiddleware
 from .auth import VIEW_COOKIE, Tokens, may_operate, may_view
+from .bridge import ControlUnavailable
 from .view import RunView
 
 STATIC = Path(__file__).parent / "static"
 # How often the event stream looks at the journal, and the longest it stays silent (so
 # in-flight timers move and a stopped controller shows even when nothing is written).
-POLL_SECONDS = 0.25
+POLL_SECONDS = 0.5
 HEARTBEAT_SECONDS = 1.0
+# No request of the console carries a body: anything past this is refused unread (413).
+MAX_BODY = 4096
+# A status document built this recently (and for the same journal) answers a poll again.
+STATUS_REUSE_SECONDS = 0.2
 
 
 class Controls(Protocol):
-    """What the console needs of a live controller (harness.controller.Controller)."""
+    """What the console needs of a live controller: in the console process, the
+    controller's end of the channel (bridge.ConsoleSide), which `Controller.control` answers."""
 
     def control(
         self,
@@ -50,14 +63,28 @@ def _error(status: int, message: str) -> JSONResponse:
 
 
 class ConsoleApp:
-    """Builds the Starlette app over one RunView and, when live, the controller's controls."""
+    """Builds the guarded Starlette app over one RunView and, when live, the controls.
 
-    def __init__(self, view: RunView, tokens: Tokens, controls: Controls | None = None) -> None:
+    ``hosts``: the Host names answered (webguard.allowed_hosts); None answers any.
+    ``app`` is what a server serves.
+    """
+
+    def __init__(
+        self,
+        view: RunView,
+        tokens: Tokens,
+        controls: Controls | None = None,
+        hosts: Iterable[str] | None = None,
+    ) -> None:
         self.view = view
         self.tokens = tokens
         self.controls = controls
         # Set when the server shuts down, so open event streams end (set from any thread).
         self.closing = threading.Event()
+        self._status_lock = threading.Lock()
+        self._status_doc: tuple[int, float, dict[str, Any]] | None = None
+        self._job_docs: dict[tuple[str, str], tuple[int, float, bytes]] = {}
+        self._stream = _Broadcast(self)
         routes = [
             Route("/", self._page("overview.html")),
             Route("/jobs/{task}/{system}", self._page("job.html")),
@@ -70,7 +97,7 @@ class ConsoleApp:
             Route("/api/stop", self.control_stop, methods=["POST"]),
             Mount("/static", StaticFiles(directory=STATIC), name="static"),
         ]
-        self.app = Starlette(routes=routes)
+        self.app = GuardMiddleware(Starlette(routes=routes), hosts, MAX_BODY)
 
     # --- pages -------------------------------------------------------------------------
 
@@ -84,7 +111,7 @@ class ConsoleApp:
                 )
             response = FileResponse(STATIC / name, headers={"Cache-Control": "no-store"})
             token = request.query_params.get("token")
-            if token and self.tokens.viewer is not None:
+            if token and self.tokens.viewer is not None and token.isascii() and token.isprintable():
                 # Later requests of this page (the API, the event stream) carry the cookie.
                 response.set_cookie(VIEW_COOKIE, token, httponly=True, samesite="strict")
             return response
@@ -104,20 +131,36 @@ class ConsoleApp:
         if not may_view(request, self.tokens):
             return _error(401, "viewer token required")
         task, system = request.path_params["task"], request.path_params["system"]
-        data = await run_in_threadpool(self._job, task, system)
-        if data is None:
+        body = await run_in_threadpool(self._job, task, system)
+        if body is None:
             return _error(404, f"no job {task}/{system} in this run")
-        return _json(data)
+        return Response(body, media_type="application/json", headers={"Cache-Control": "no-store"})
 
     # Scoring the quality so far can take a moment (a large job, a first compile): it runs
     # in a worker thread so that the server keeps answering meanwhile.
     def _status(self) -> dict[str, Any]:
-        self.view.refresh()
-        return self.view.status()
+        # Many viewers polling at once share one document (the journal has not grown
+        # since, and in-flight timers are at most STATUS_REUSE_SECONDS old).
+        with self._status_lock:
+            self.view.refresh()
+            now = time.monotonic()
+            doc = self._status_doc
+            if doc is None or doc[0] != self.view.version or now - doc[1] > STATUS_REUSE_SECONDS:
+                doc = self._status_doc = (self.view.version, now, self.view.status())
+            return doc[2]
 
-    def _job(self, task: str, system: str) -> dict[str, Any] | None:
-        self.view.refresh()
-        return self.view.job(task, system)
+    def _job(self, task: str, system: str) -> bytes | None:
+        # As for the status: viewers polling one job at once share one document.
+        with self._status_lock:
+            self.view.refresh()
+            now = time.monotonic()
+            doc = self._job_docs.get((task, system))
+            if doc is None or doc[0] != self.view.version or now - doc[1] > STATUS_REUSE_SECONDS:
+                body = self.view.job_json(task, system)
+                if body is None:
+                    return None
+                doc = self._job_docs[(task, system)] = (self.view.version, now, body)
+            return doc[2]
 
     def _changed_status(self, sent_version: int, force: bool) -> dict[str, Any] | None:
         self.view.refresh()
@@ -130,30 +173,10 @@ class ConsoleApp:
         if not may_view(request, self.tokens):
             return _error(401, "viewer token required")
         return StreamingResponse(
-            self._stream(request),
+            self._stream.follow(),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
         )
-
-    async def _stream(self, request: Request) -> AsyncIterator[bytes]:
-        loop = asyncio.get_running_loop()
-        sent_version = -1
-        sent_at = 0.0
-        yield b"retry: 1000\n\n"
-        while not self.closing.is_set():
-            now = loop.time()
-            status = await run_in_threadpool(
-                self._changed_status, sent_version, now - sent_at >= HEARTBEAT_SECONDS
-            )
-            if status is not None:
-                sent_version, sent_at = status["version"], now
-                yield b"event: status\ndata: " + json.dumps(status).encode() + b"\n\n"
-            # Starlette cancels this generator when the client goes away.
-            await asyncio.sleep(POLL_SECONDS)
-        # The server is going down (the run ended): the last word is the final state.
-        final = await run_in_threadpool(self._changed_status, sent_version, True)
-        if final is not None:
-            yield b"event: status\ndata: " + json.dumps(final).encode() + b"\n\n"
 
     # --- controls ----------------------------------------------------------------------
 
@@ -180,6 +203,8 @@ class ConsoleApp:
             return _error(400, str(exc))
         except ControlConflict as exc:
             return _error(409, str(exc))
+        except ControlUnavailable as exc:
+            return _error(503, str(exc))
         self.view.refresh()
         return _json({"ok": True, "action": record})
 
@@ -191,7 +216,8 @@ class ConsoleApp:
         p = request.path_params
         if p["action"] not in ("pause", "resume", "retry"):
             return _error(404, f"a job can be paused, resumed or retried, not {p['action']!r}")
-        return self._act(p["action"], task=p["task"], system=p["system"])
+        # The controller answers over the channel (bridge.py): wait off the event loop.
+        return await run_in_threadpool(self._act, p["action"], task=p["task"], system=p["system"])
 
     async def control_device(self, request: Request) -> Response:
         """POST /api/devices/{device}/pause|resume|skip"""
@@ -201,11 +227,82 @@ class ConsoleApp:
         p = request.path_params
         if p["action"] not in ("pause", "resume", "skip"):
             return _error(404, f"a device can be paused, resumed or skipped, not {p['action']!r}")
-        return self._act(p["action"], device=p["device"])
+        return await run_in_threadpool(self._act, p["action"], device=p["device"])
 
     async def control_stop(self, request: Request) -> Response:
         """POST /api/stop"""
         refused = self._refuse(request)
         if refused is not None:
             return refused
-        return self._act("stop")
+        return await run_in_threadpool(self._act, "stop")
+
+
+class _Broadcast:
+    """The event stream's one producer: every open stream gets the same encoded event.
+
+    A status is built once per change (the journal looked at every POLL_SECONDS), or
+    after HEARTBEAT_SECONDS without one, whatever the number of viewers; the producer
+    runs only while a stream is open. When the console closes, the last event is the
+    final state and every stream ends after it.
+    """
+
+    def __init__(self, console: ConsoleApp) -> None:
+        self.console = console
+        self.latest: bytes | None = None
+        self.serial = 0
+        self.final = False
+        self.followers = 0
+        self._changed: asyncio.Event | None = None
+        self._producer: asyncio.Task[None] | None = None
+
+    async def follow(self) -> AsyncIterator[bytes]:
+        """One viewer's stream."""
+        if self._changed is None:
+            self._changed = asyncio.Event()
+        self.followers += 1
+        if self._producer is None or self._producer.done():
+            # Nobody followed for a while: what was sent last is no news.
+            self.latest = None
+            self._producer = asyncio.get_running_loop().create_task(self._produce())
+        try:
+            yield b"retry: 1000\n\n"
+            seen = 0
+            while True:
+                changed = self._changed
+                if self.serial > seen and self.latest is not None:
+                    seen = self.serial
+                    yield self.latest
+                if self.final and seen == self.serial:
+                    return
+                # Starlette cancels this generator when the client goes away.
+                await changed.wait()
+        finally:
+            self.followers -= 1
+
+    def _publish(self, status: dict[str, Any], final: bool = False) -> None:
+        self.latest = b"event: status\ndata: " + json.dumps(status).encode() + b"\n\n"
+        self.serial += 1
+        self.final = final
+        assert self._changed is not None
+        changed, self._changed = self._changed, asyncio.Event()
+        changed.set()
+
+    async def _produce(self) -> None:
+        loop = asyncio.get_running_loop()
+        console = self.console
+        sent_version = -1
+        sent_at = 0.0
+        while self.followers and not console.closing.is_set():
+            now = loop.time()
+            status = await run_in_threadpool(
+                console._changed_status, sent_version, now - sent_at >= HEARTBEAT_SECONDS
+            )
+            if status is not None:
+                sent_version, sent_at = status["version"], now
+                self._publish(status)
+            await asyncio.sleep(POLL_SECONDS)
+        if console.closing.is_set():
+            # The server is going down (the run ended): the last word is the final state.
+            final = await run_in_threadpool(console._changed_status, sent_version, True)
+            assert final is not None
+            self._publish(final, final=True)

@@ -6,8 +6,13 @@ import ipaddress
 import os
 import secrets
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from starlette.requests import Request
+from ..webguard import same_secret
+
+if TYPE_CHECKING:
+    # Only for the hints: the controller's process (cli.py) uses Tokens without the web stack.
+    from starlette.requests import Request
 
 OPERATOR_TOKEN_ENV = "ONSITE_CONSOLE_TOKEN"
 VIEWER_TOKEN_ENV = "ONSITE_CONSOLE_VIEW_TOKEN"
@@ -54,7 +59,8 @@ def _bearer(request: Request) -> str | None:
 
 
 def _same(given: str | None, wanted: str | None) -> bool:
-    return given is not None and wanted is not None and secrets.compare_digest(given, wanted)
+    # Never raises: a token of any text (non-ASCII, a lone surrogate) is just not the token.
+    return same_secret(given, wanted)
 
 
 def may_operate(request: Request, tokens: Tokens) -> bool:

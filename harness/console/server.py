@@ -1,15 +1,20 @@
-"""Serving the console with uvicorn: in the foreground, or beside a running controller."""
+"""Serving the console: the listening socket, and uvicorn in the foreground of its process.
+
+The web stack (uvicorn) loads only in the process that serves: `onsite run --console`
+binds the socket here and hands it to the console process (process.py).
+"""
 
 from __future__ import annotations
 
 import socket
 import threading
-import time
-from dataclasses import dataclass
+from types import FrameType
+from typing import TYPE_CHECKING
 
-import uvicorn
+if TYPE_CHECKING:
+    import uvicorn
 
-from .app import ConsoleApp
+    from .app import ConsoleApp
 
 
 def parse_listen(text: str) -> tuple[str, int]:
@@ -37,6 +42,8 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 def _config(console: ConsoleApp) -> uvicorn.Config:
+    import uvicorn
+
     return uvicorn.Config(
         console.app,
         log_level="warning",
@@ -47,40 +54,34 @@ def _config(console: ConsoleApp) -> uvicorn.Config:
     )
 
 
-@dataclass
-class Background:
-    """A console served from a thread of the controller's process."""
+def serve(console: ConsoleApp, sock: socket.socket) -> None:
+    """Serve in the foreground until interrupted (Ctrl-C, SIGTERM) or until
+    ``console.closing`` is set from elsewhere (the run ended): open event streams then
+    end with the final state."""
+    import uvicorn
 
-    console: ConsoleApp
-    server: uvicorn.Server
-    thread: threading.Thread
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            # The event streams end first, with the final state: the shutdown then does
+            # not wait on them and cancel them.
+            console.closing.set()
+            super().handle_exit(sig, frame)
 
-    def stop(self) -> None:
-        """End the event streams and the server; returns when its thread has ended."""
-        self.console.closing.set()
-        self.server.should_exit = True
-        self.thread.join(timeout=5)
+    server = Server(_config(console))
 
+    def close_when_told() -> None:
+        console.closing.wait()
+        server.should_exit = True
 
-def serve_in_background(console: ConsoleApp, sock: socket.socket) -> Background:
-    """Start serving on ``sock`` from a daemon thread; returns once it accepts connections."""
-    server = uvicorn.Server(_config(console))
-    thread = threading.Thread(
-        target=server.run, kwargs={"sockets": [sock]}, name="console", daemon=True
-    )
-    thread.start()
+    threading.Thread(target=close_when_told, name="console-closing", daemon=True).start()
+
     # The first status scores every job (and may load compiled scorers): do it now, not
     # while the first viewer waits.
-    threading.Thread(target=console.view.status, name="console-warmup", daemon=True).start()
-    deadline = time.monotonic() + 10
-    while not server.started and thread.is_alive() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    return Background(console, server, thread)
+    def warm_up() -> None:
+        console.view.refresh()
+        console.view.status()
 
-
-def serve(console: ConsoleApp, sock: socket.socket) -> None:
-    """Serve in the foreground until interrupted (Ctrl-C)."""
-    server = uvicorn.Server(_config(console))
+    threading.Thread(target=warm_up, name="console-warmup", daemon=True).start()
     try:
         server.run(sockets=[sock])
     finally:

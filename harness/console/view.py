@@ -8,6 +8,7 @@ a finished run shows exactly as the report would.
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import threading
 import time
@@ -34,9 +35,9 @@ JobKey = tuple[str, str]
 # each point scores a prefix of the job, so the cost stays bounded on long jobs.
 SERIES_POINTS = 40
 # The least time between two scorings of a running job's quality so far (and its curves):
-# a long job is rescored whole, and the console must not slow the controller it watches.
+# a long job is rescored whole, and the console must not take CPUs the systems are timed on.
 FIGURES_SECONDS = 1.0
-COST_SHARE = 0.05
+COST_SHARE = 0.02
 FIGURES_MAX_SECONDS = 10.0
 
 _ENDS = {"job_finished": "done", "job_failed": "failed", "job_skipped": "skipped"}
@@ -103,6 +104,10 @@ class RunView:
         self._testsets: dict[str, TestSet | None] = dict(testsets or {})
         self._cache: dict[JobKey, tuple[int, float, dict[str, Any]]] = {}
         self._series: dict[JobKey, tuple[int, float, dict[str, Any]]] = {}
+        # Each row of a job's page data, encoded once: item -> (record, JSON).
+        self._row_json: dict[JobKey, dict[str, tuple[Any, bytes]]] = {}
+        # The points of a job's curves, scored once: items -> (running score, quality).
+        self._points: dict[JobKey, dict[int, tuple[dict[str, Any], dict[str, Any]]]] = {}
         self._cost: dict[tuple[str, ...], float] = {}
         self._reset()
 
@@ -126,6 +131,8 @@ class RunView:
         }
         self._cache.clear()
         self._series.clear()
+        self._row_json.clear()
+        self._points.clear()
 
     def refresh(self) -> bool:
         """Read the records appended since the last call; True when there were any.
@@ -366,7 +373,7 @@ class RunView:
     def _pause_after(self, key: JobKey, series: bool = False) -> float:
         """Seconds before a running job's figures are scored again: FIGURES_SECONDS, or
         more when scoring took long, so that scoring never takes over COST_SHARE of a CPU
-        (in `onsite run --console` it shares the controller's process)."""
+        (the console process shares the machine with the controller and the systems)."""
         cost = self._cost.get((*key, "series") if series else key, 0.0)
         # Capped: a first scoring that also loaded the compiled scorers is no measure.
         return min(FIGURES_MAX_SECONDS, max(FIGURES_SECONDS, cost / COST_SHARE))
@@ -445,38 +452,51 @@ class RunView:
             job = self._jobs.get((task, system))
             if job is None:
                 return None
-            status = self._job_status(job, self._controller())
-            cached = self._series.get((task, system))
-            now = time.monotonic()
-            if cached is None or (
-                cached[0] != job.version
-                and (
-                    now - cached[1] >= self._pause_after((task, system), series=True)
-                    or status["state"] != "running"
-                )
-            ):
-                cached = (job.version, now, self._series_of(job))
-                self._cost[(task, system, "series")] = time.monotonic() - now
-                self._series[(task, system)] = cached
             # The rows are always whole; only the curves follow the figures' schedule.
-            return {**status, "rows": self._rows(job), **cached[2]}
+            return {**self._job_head(job), "rows": self._rows(job)}
+
+    def job_json(self, task: str, system: str) -> bytes | None:
+        """`job()` as JSON. Each row is encoded once and kept: on a long job the rows are
+        most of the document, and many viewers polling it cost one encoding per new row."""
+        with self._lock:
+            job = self._jobs.get((task, system))
+            if job is None:
+                return None
+            head = json.dumps(self._job_head(job), separators=(",", ":")).encode()
+            return head[:-1] + b',"rows":[' + b",".join(self._rows_json(job)) + b"]}"
+
+    def _job_head(self, job: _Job) -> dict[str, Any]:
+        key = (job.task, job.system)
+        status = self._job_status(job, self._controller())
+        cached = self._series.get(key)
+        now = time.monotonic()
+        if cached is None or (
+            cached[0] != job.version
+            and (
+                now - cached[1] >= self._pause_after(key, series=True)
+                or status["state"] != "running"
+            )
+        ):
+            cached = (job.version, now, self._series_of(job))
+            self._cost[(*key, "series")] = time.monotonic() - now
+            self._series[key] = cached
+        return {**status, **cached[2]}
+
+    def _rows_json(self, job: _Job) -> list[bytes]:
+        key = (job.task, job.system)
+        encoded = self._row_json.setdefault(key, {})
+        out = []
+        for record in job.state.completed.get(key, {}).values():
+            kept = encoded.get(record["item"])
+            if kept is None or kept[0] is not record:
+                row = json.dumps(_row(record), separators=(",", ":")).encode()
+                kept = encoded[record["item"]] = (record, row)
+            out.append(kept[1])
+        return out
 
     def _rows(self, job: _Job) -> list[dict[str, Any]]:
         completions = job.state.completed.get((job.task, job.system), {}).values()
-        return [
-            {
-                "item": r["item"],
-                "attempt": r.get("attempt"),
-                "verdict": r["verdict"],
-                "seconds": r.get("seconds"),
-                "budget_seconds": r.get("budget_seconds"),
-                "speed": r.get("speed"),
-                "audit": bool(r.get("audit_of")) or audit_of(r["item"]) is not None,
-                "message": r.get("message") or "",
-                "wall": r.get("wall"),
-            }
-            for r in completions
-        ]
+        return [_row(r) for r in completions]
 
     def _series_of(self, job: _Job) -> dict[str, Any]:
         from ..report.running_score import running_score
@@ -485,7 +505,6 @@ class RunView:
         completions = list(job.state.completed.get((task, system), {}).values())
         scored = [r for r in completions if not r.get("audit_of") and audit_of(r["item"]) is None]
         weights = self.site.config.site.running_score.model_dump()
-        restarts = 0
         starts_at: list[float] = []
         for r in job.state.records:
             if r["event"] == "system_started" and r.get("restart") and r.get("cause") != "venue":
@@ -495,24 +514,46 @@ class RunView:
         cfg = self.site.config.tasks[task]
         kind = task_kind(cfg.kind)
         testset = self.testset(task)
-        step = max(1, -(-len(scored) // SERIES_POINTS))
+        # A power of two, so that the points stay where they were as the job grows (each
+        # doubling keeps every other one): a job's completions are only ever appended, so
+        # a point once scored is kept, and a rescore scores only the points that are new.
+        step = 1
+        while -(-len(scored) // step) > SERIES_POINTS:
+            step *= 2
         ends = list(range(step, len(scored) + 1, step))
         if scored and ends[-1] != len(scored):
             ends.append(len(scored))
+        kept = self._points.setdefault((task, system), {})
         for end in ends:
-            prefix = scored[:end]
-            wall = float(prefix[-1].get("wall") or 0.0)
-            restarts = sum(1 for t in starts_at if t <= wall)
-            running.append(
-                {
-                    "items": end,
-                    "wall": wall,
-                    "value": running_score(prefix, restarts, weights).score,
-                }
-            )
+            if end not in kept:
+                prefix = scored[:end]
+                wall = float(prefix[-1].get("wall") or 0.0)
+                restarts = sum(1 for t in starts_at if t <= wall)
+                score = running_score(prefix, restarts, weights).score
+                value = quality_so_far(kind, cfg, testset, prefix) if testset is not None else None
+                kept[end] = (
+                    {"items": end, "wall": wall, "value": score},
+                    {"items": end, "value": value},
+                )
+            running.append(kept[end][0])
             if testset is not None:
-                quality.append({"items": end, "value": quality_so_far(kind, cfg, testset, prefix)})
+                quality.append(kept[end][1])
         return {"series": {"quality": quality, "running_score": running}}
+
+
+def _row(r: Any) -> dict[str, Any]:
+    """One completed item as the job page shows it."""
+    return {
+        "item": r["item"],
+        "attempt": r.get("attempt"),
+        "verdict": r["verdict"],
+        "seconds": r.get("seconds"),
+        "budget_seconds": r.get("budget_seconds"),
+        "speed": r.get("speed"),
+        "audit": bool(r.get("audit_of")) or audit_of(r["item"]) is not None,
+        "message": r.get("message") or "",
+        "wall": r.get("wall"),
+    }
 
 
 def _counts(record: JournalEvent, job: _Job) -> bool:

@@ -1,0 +1,65 @@
+"""`python -m harness.console`: the console process that `onsite run --console` starts
+(process.py); not a command for people (`onsite console RUN_DIR` is).
+
+It takes the lowest CPU priority (SCHED_IDLE, nice 19) before anything else, reads the
+tokens from the controller over the channel, follows the run's journal, and serves the
+console on the listening socket it was handed until the controller closes the channel.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Serve the console of one run beside its controller; returns the exit code."""
+    parser = argparse.ArgumentParser(prog="python -m harness.console")
+    parser.add_argument("--run-dir", required=True)
+    parser.add_argument("--listen-fd", type=int, required=True)
+    parser.add_argument("--channel-fd", type=int, required=True)
+    parser.add_argument("--host", required=True, help="the address listened on")
+    parser.add_argument("--link-host", help="the host name the links were printed with")
+    parser.add_argument("--nice", type=int, default=19)
+    args = parser.parse_args(argv)
+    # First, before the web stack loads: Linux keeps the scheduling of each thread and a
+    # new thread inherits its creator's, so every thread of this process runs so.
+    # SCHED_IDLE: a CPU running only this counts as idle, and any ordinary task that
+    # wakes there (the controller, a participant's system) takes it at once; a nice
+    # value alone still lets this run on for a slice of milliseconds first.
+    os.setpriority(os.PRIO_PROCESS, 0, args.nice)
+    os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+
+    from ..errors import InputError
+    from ..webguard import allowed_hosts
+    from .app import ConsoleApp
+    from .auth import Tokens
+    from .bridge import ConsoleSide, ControlUnavailable
+    from .server import serve
+    from .view import RunView
+
+    link = ConsoleSide(socket.socket(fileno=args.channel_fd))
+    listener = socket.socket(fileno=args.listen_fd)
+    try:
+        hello = link.hello()
+        view = RunView(Path(args.run_dir), controller=link.is_running)
+    except (ControlUnavailable, InputError) as exc:
+        sys.stderr.write(f"console: error: {exc}\n")
+        return 2
+    console = ConsoleApp(
+        view,
+        Tokens(hello.operator, hello.viewer),
+        controls=link,
+        hosts=allowed_hosts(args.host, args.link_host),
+    )
+    link.start(on_close=console.closing.set)
+    serve(console, listener)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
