@@ -60,7 +60,8 @@ class LeaderboardRow:
     late_rate: float | None = None
     # Secondary figures, e.g. false detections or the top-10 rate.
     detail: str = ""
-    # The venue's failures (lost links, resets by the harness): shown, never charged.
+    # The venue's failures (lost links, resets by the harness): shown, not the participant's
+    # restarts (a re-sent item keeps the time its lost attempts ran).
     venue_failures: int = 0
     # Run without the sandbox (the device said sandbox = false): shown and a verdict rule.
     unsealed: bool = False

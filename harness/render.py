@@ -326,7 +326,7 @@ _CAPTION = (
     "item in the unit shown (rtf = processing / audio seconds; chars/second over the "
     "set). over: answers past the item budget; t/o: timeouts; err: error answers; "
     "inval: invalid outputs; restart: the participant's (+Nv: the venue's lost links, "
-    "never charged); run score: the running score, 0..100"
+    "items re-sent with their time kept); run score: the running score, 0..100"
 )
 
 
