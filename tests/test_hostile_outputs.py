@@ -400,6 +400,10 @@ def test_remote_fifo_racing_the_fetch_never_blocks_it(
 
     racer = threading.Thread(target=race, daemon=True)
     racer.start()
+    # Once there, the name never goes missing (each swap is an atomic rename).
+    deadline = time.monotonic() + 10
+    while not os.path.lexists(remote) and time.monotonic() < deadline:
+        time.sleep(0.001)
     outcomes: dict[str, int] = {"copied": 0, "refused": 0}
     try:
         for n in range(40):

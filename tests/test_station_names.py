@@ -52,7 +52,8 @@ def _station(
         command += ["--station", name]
     command += ["--lease-seconds", str(lease), "--max-jobs", str(max_jobs)]
     if new_pid_namespace:
-        command = ["unshare", "--pid", "--fork", "--kill-child", *command]
+        # With a /proc of its own, as a PC has: bubblewrap finds its children there.
+        command = ["unshare", "--pid", "--fork", "--mount-proc", "--kill-child", *command]
     return subprocess.Popen(
         command,
         cwd=REPO,
