@@ -49,7 +49,7 @@ from devices.host import (
 from .base import ItemAttempt, ItemRequest, Outcome, Runner, StartError, StartInfo, SystemSpec
 from .exchange import AttemptBuilder
 from .registry import settings_from
-from .serial_device import SerialDevice
+from .serial_settings import SerialDevice
 
 _RESET_PULSE_SECONDS = 0.1
 _SOFT_RESET_SECONDS = 2.0
