@@ -39,9 +39,10 @@ if TYPE_CHECKING:
     from .journal import Journal, read_events, read_journal
     from .kinds import Headline, Scored, SpeedUnit, TaskKind, task_kind, task_kinds
     from .leaderboard import LeaderboardRow, leaderboard
+    from .pg_run import PgRunWriter
     from .run_site import site_of_run
     from .site import Budget, Site, load_site
-    from .station import Station, StationSettings, StationStore
+    from .station import Station, StationSettings
     from .store import RunLocked, RunState, RunStore, RunStoreError, lock_run_dir
     from .testsets import InvalidItem, TestItem, TestSet, load_asr_testset
 
@@ -85,7 +86,7 @@ _EXPORTS: dict[str, str] = {
     "load_site": "site",
     "Station": "station",
     "StationSettings": "station",
-    "StationStore": "station",
+    "PgRunWriter": "pg_run",
     "RunLocked": "store",
     "RunState": "store",
     "RunStore": "store",
@@ -172,7 +173,7 @@ __all__ = [
     "SiteError",
     "Station",
     "StationSettings",
-    "StationStore",
+    "PgRunWriter",
     "SpeedUnit",
     "SystemLost",
     "SystemStarted",

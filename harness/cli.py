@@ -78,8 +78,20 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
     if site.config.site.store is not None or args.station is not None or args.max_jobs:
         from .station_cmd import run_station
 
+        jobs = _selected_jobs(site, args.task, args.system)
+        # Bound before anything starts, as for one controller.
+        bound = _listen(args.console) if args.console else None
         return run_station(
-            args, site, run_dir, _selected_jobs(site, args.task, args.system), console
+            args,
+            site,
+            run_dir,
+            jobs,
+            console,
+            None
+            if bound is None
+            else lambda controller, location: _console_beside(
+                controller, location, bound, console, args.link_host
+            ),
         )
     lock_fd = _fresh_run_dir(run_dir, console) if args.fresh else None
     jobs = _selected_jobs(site, args.task, args.system)
@@ -197,13 +209,14 @@ def _listen(text: str) -> tuple[str, socket.socket]:
 
 def _console_beside(
     controller: Controller,
-    run_dir: Path,
+    run: Path | str,
     listen: tuple[str, socket.socket],
     console: Console,
     link_host: str | None,
 ) -> Any:
-    """Serve the live console (with controls) from a process of its own, at the lowest
-    priority: no viewer's request reaches this process (harness/console/process.py)."""
+    """Serve the live console (with controls) of ``run`` (the run directory, or a
+    station's run in PostgreSQL) from a process of its own, at the lowest priority: no
+    viewer's request reaches this process (harness/console/process.py)."""
     # Imported here, and without the web stack: only the console process loads it.
     from .console.auth import Tokens
     from .console.process import start_console
@@ -211,7 +224,7 @@ def _console_beside(
     host, sock = listen
     tokens = Tokens.for_bind(host, controls=True)
     address = sock.getsockname()
-    beside = start_console(controller, run_dir, host, sock, tokens, link_host)
+    beside = start_console(controller, run, host, sock, tokens, link_host)
     _announce(console, address, tokens, link_host)
     return beside
 
@@ -237,27 +250,20 @@ def _announce(console: Console, address: Any, tokens: Any, link_host: str | None
 
 
 def cmd_console(args: argparse.Namespace, console: Console) -> int:
-    """Serve a read-only console of any run directory, following its journal live."""
+    """Serve a read-only console of any run (a directory or a run in PostgreSQL),
+    following its records live."""
     from .console.app import ConsoleApp
     from .console.auth import Tokens
     from .console.server import serve
     from .console.view import RunView
     from .webguard import allowed_hosts
 
-    run_dir = _run_dir_of(args.run_dir, follow=True)
-    view = RunView(run_dir)  # checks it is a run directory before listening
+    view = RunView(args.run_dir)  # checks it is a run before listening
     host, sock = _listen(args.listen)
     tokens = Tokens.for_bind(host, controls=False)
     _announce(console, sock.getsockname(), tokens, args.link_host)
     serve(ConsoleApp(view, tokens, hosts=allowed_hosts(host, args.link_host)), sock)
     return EXIT_OK
-
-
-def _run_dir_of(text: str, follow: bool) -> Path:
-    """A run directory, or a PostgreSQL run copied to a temporary one (station_cmd)."""
-    from .station_cmd import run_dir_of
-
-    return run_dir_of(text, follow)
 
 
 def _quietly_record(store: RunStore, event: str, **fields: object) -> None:
@@ -346,8 +352,7 @@ def cmd_status(args: argparse.Namespace, console: Console) -> int:
     from .console.view import RunView  # the read model only: no web stack
     from .render import status_table
 
-    run_dir = _run_dir_of(args.run_dir, follow=args.watch)
-    view = RunView(run_dir)
+    view = RunView(args.run_dir)
     if not args.watch:
         view.refresh()
         console.print(status_table(view.status(), console.width))
@@ -370,9 +375,8 @@ def cmd_report(args: argparse.Namespace, console: Console) -> int:
     from .render import leaderboard_table
     from .run_model import RunModel
 
-    run_dir = _run_dir_of(args.run_dir, follow=False)
-    # Read once: the site, the journal and the test sets serve the report and the table.
-    run = RunModel.open(run_dir)
+    # Read once: the site, the records and the test sets serve the report and the table.
+    run = RunModel.open(args.run_dir)
     if args.html or args.csv or args.json_file:
         from .report import build_report, write_csv, write_html, write_json
 
@@ -403,7 +407,8 @@ def cmd_report(args: argparse.Namespace, console: Console) -> int:
         sys.stdout.write(json.dumps(found, indent=2, ensure_ascii=False) + "\n")
         return EXIT_OK
     console.print(leaderboard_table(rows, console.width))
-    _judging_section(run_dir, console)
+    if run.run_dir is not None:
+        _judging_section(run.run_dir, console)
     return EXIT_OK
 
 
@@ -411,7 +416,7 @@ def cmd_export(args: argparse.Namespace, console: Console) -> int:
     """One job's outputs (or, for the organizer, its task's references) in a field format."""
     from .export import export_job, read_run
 
-    job = read_run(_run_dir_of(args.run_dir, follow=False), args.task, args.system)
+    job = read_run(args.run_dir, args.task, args.system)
     text = export_job(job, args.format, args.references)
     if not job.complete:
         sys.stderr.write(
@@ -566,7 +571,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     )
     run.set_defaults(handler=cmd_run)
 
-    con = sub.add_parser("console", help="serve a read-only live console of a run directory")
+    con = sub.add_parser("console", help="serve a read-only live console of a run")
     con.add_argument(
         "run_dir", help="a run directory, or a run in PostgreSQL: postgresql://HOST/DB?run=NAME"
     )

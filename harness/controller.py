@@ -71,7 +71,7 @@ from .kinds.base import TaskKind
 from .kinds.registry import task_kind
 from .report.manifest import write_manifest
 from .site import Site, System, Task
-from .store import RunStore
+from .store_api import RunWriter
 from .testsets import TestItem, TestSet
 
 START_TRIES = 3
@@ -177,7 +177,7 @@ class Controller:
     def __init__(
         self,
         site: Site,
-        store: RunStore,
+        store: RunWriter,
         listener: Listener | None = None,
         limit: int | None = None,
         accept_site_change: bool = False,
@@ -336,7 +336,7 @@ class Controller:
         if self._stopping.is_set():
             raise KeyboardInterrupt("stopped")
         self._emit(SessionFinished())
-        self.store.journal.sync()
+        self.store.sync()
         return results
 
     def _run_group(self, group: list[Job]) -> list[JobResult]:

@@ -16,9 +16,7 @@ import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
-
-import orjson
+from typing import TYPE_CHECKING, Any
 
 from .errors import InputError, Problem
 
@@ -27,13 +25,6 @@ if TYPE_CHECKING:
 
     from .pg_store import PgRunStore
 
-_SCHEMES = ("postgresql://", "postgres://")
-
-
-def is_dsn(text: str) -> bool:
-    """Whether a command-line argument names a PostgreSQL database rather than a directory."""
-    return text.startswith(_SCHEMES)
-
 
 def export_run(store: PgRunStore, run_dir: Path) -> int:
     """Write the store's run as a new run directory; return how many records were copied.
@@ -41,7 +32,8 @@ def export_run(store: PgRunStore, run_dir: Path) -> int:
     Written beside the target and renamed into place at the end, so an interrupted
     export never leaves a directory that looks like a complete run.
     """
-    from .store import output_line
+    from .journal import complete_lines
+    from .store import completions_in, write_outputs
 
     if run_dir.exists() and any(run_dir.iterdir()):
         raise InputError(
@@ -59,34 +51,18 @@ def export_run(store: PgRunStore, run_dir: Path) -> int:
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     count = 0
-    outputs: dict[tuple[str, str], IO[bytes]] = {}
-    seen: set[tuple[str, str, str]] = set()
-    try:
-        with open(work / "journal.jsonl", "wb") as journal:
-            for record in store.records():
-                journal.write(orjson.dumps(record) + b"\n")
-                count += 1
-                if record.get("event") != "completed":
-                    continue
-                # As the run directory does: the first completion of an item is its output.
-                job = (str(record["task"]), str(record["system"]))
-                key = (*job, str(record["item"]))
-                if key in seen:
-                    continue
-                seen.add(key)
-                if job not in outputs:
-                    path = work / "outputs" / job[0] / f"{job[1]}.jsonl"
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    outputs[job] = open(path, "wb")
-                outputs[job].write(orjson.dumps(output_line(record)) + b"\n")
-            journal.flush()
-            os.fsync(journal.fileno())
-        for fh in outputs.values():
-            fh.flush()
-            os.fsync(fh.fileno())
-    finally:
-        for fh in outputs.values():
-            fh.close()
+    with open(work / "journal.jsonl", "wb") as journal:
+        for line in store.lines():
+            journal.write(line + b"\n")
+            count += 1
+        journal.flush()
+        os.fsync(journal.fileno())
+    # As a run directory has them: each job's first completions, rebuilt from the journal.
+    write_outputs(
+        lambda task, system: work / "outputs" / task / f"{system}.jsonl",
+        None,
+        completions_in(complete_lines(work / "journal.jsonl")),
+    )
     if site_toml is not None:
         (work / "site.toml").write_text(site_toml, encoding="utf-8")
     if meta is not None:
@@ -183,6 +159,7 @@ def add_export_store_parser(sub: Any) -> None:
 def cmd_export_store(args: argparse.Namespace, console: Console) -> int:
     """Copy one run between the PostgreSQL store and a run directory, either way."""
     from .pg_store import PgRunStore, PgStoreError, run_exists
+    from .store_api import is_pg_location as is_dsn
 
     source, target = str(args.source), str(args.target)
     if is_dsn(source) == is_dsn(target):

@@ -188,6 +188,40 @@ def read_journal(path: Path) -> Iterator[dict[str, Any]]:
             yield record
 
 
+class FileTail:
+    """Follows a journal file as it grows: each ``read`` gives the lines added since the last."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._offset = 0
+        self._inode: int | None = None
+        self._partial = b""
+
+    def read(self) -> tuple[bool, list[bytes]]:
+        """(restarted, lines): the whole lines appended since the last read (a line still
+        being written waits for the next). ``restarted`` when the file was replaced under
+        its name (``onsite run --fresh``) or cut: the lines are then read from its start,
+        and what the earlier reads gave no longer holds."""
+        try:
+            fh = open(self.path, "rb")
+        except FileNotFoundError:
+            return False, []
+        with fh:
+            stat = os.fstat(fh.fileno())
+            restarted = self._inode is not None and (
+                stat.st_ino != self._inode or stat.st_size < self._offset
+            )
+            if restarted:
+                self._offset, self._partial = 0, b""
+            self._inode = stat.st_ino
+            fh.seek(self._offset)
+            chunk = fh.read()
+        self._offset += len(chunk)
+        lines = (self._partial + chunk).split(b"\n")
+        self._partial = lines.pop()  # a line still being written (or torn)
+        return restarted, lines
+
+
 def complete_lines(path: Path) -> Iterator[bytes]:
     """The journal's lines up to the first one torn by a crash (none if there is no file)."""
     try:

@@ -201,6 +201,7 @@ class PgRunStore:
         *,
         retry: Retry = Retry(),
         on_wait: Callable[[str], None] | None = None,
+        create: bool = True,
     ) -> None:
         self.dsn = dsn
         self.run = run
@@ -209,7 +210,9 @@ class PgRunStore:
         self._conn: psycopg.Connection[Any] | None = None
         # One connection per store; a station's job threads take turns on it.
         self._lock = threading.Lock()
-        self._with_retry("create the schema", self._create_schema)
+        # A reader (create=False) writes nothing, so a role that may only read can read.
+        if create:
+            self._with_retry("create the schema", self._create_schema)
 
     # -- connection and retries -------------------------------------------------
 
@@ -420,10 +423,21 @@ class PgRunStore:
         after: int = 0,
         job: JobKey | None = None,
     ) -> Iterator[dict[str, Any]]:
-        """Every record of a run (default: this store's) after sequence ``after``, in order.
+        """Every record of a run (default: this store's) after sequence ``after``, in order,
+        as plain JSON (``lines`` gives them as written)."""
+        for line in self.lines(after, job, run):
+            yield orjson.loads(line)
+
+    def lines(
+        self, after: int = 0, job: JobKey | None = None, run: str | None = None
+    ) -> Iterator[bytes]:
+        """Every record of a run (default: this store's) after sequence ``after``, in order,
+        each the bytes of its journal line (what ``append`` was given, as orjson wrote it).
 
         Read in pages, so memory stays bounded and a server restart mid-read resumes
-        where it stopped. ``job`` keeps only one (task, system) job's records.
+        where it stopped. ``job`` keeps only one (task, system) job's records. Sequence
+        numbers have no gaps, so a reader that counts the lines it read knows the number
+        of the last.
         """
         name = run or self.run
         last = after
@@ -434,7 +448,7 @@ class PgRunStore:
             )
             for seq, text in page:
                 last = seq
-                yield orjson.loads(text)
+                yield text.encode()
             if len(page) < _PAGE:
                 return
 
@@ -721,6 +735,27 @@ class PgRunStore:
                 is not None
             ),
         )
+
+    def live(self) -> tuple[bool, set[tuple[str, str]]]:
+        """Whether a station works on the run (one holds a live lease or a registration
+        that has not expired, on the server's clock), and the registrations that are live
+        (name, instance)."""
+
+        def read(conn: psycopg.Connection[Any]) -> tuple[bool, set[tuple[str, str]]]:
+            stations = conn.execute(
+                "SELECT name, instance FROM onsite_stations WHERE run = %s "
+                "AND last_seen + make_interval(secs => lease_seconds) >= clock_timestamp()",
+                [self.run],
+            ).fetchall()
+            leased = conn.execute(
+                "SELECT EXISTS (SELECT 1 FROM onsite_jobs WHERE run = %s "
+                "AND station IS NOT NULL AND lease_until >= clock_timestamp())",
+                [self.run],
+            ).fetchone()
+            live = {(str(name), str(instance)) for name, instance in stations}
+            return bool(live) or bool(leased and leased[0]), live
+
+        return self._with_retry("read which stations are live", read)
 
     def jobs(self) -> list[dict[str, Any]]:
         """Every job with its lease state, for status displays."""

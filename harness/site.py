@@ -467,15 +467,16 @@ def _model_for(loc: tuple[Any, ...]) -> type[BaseModel] | None:
     return None
 
 
-def load_site(path: str | Path, base: Path | None = None) -> Site:
+def load_site(path: str | Path, base: Path | None = None, raw: bytes | None = None) -> Site:
     """Read and validate a site file, or raise SiteError listing every problem found.
 
     ``base`` resolves relative paths from another directory: a run directory's
-    copy of a site file still means the paths of the original.
+    copy of a site file still means the paths of the original. ``raw``: the file's
+    bytes, when they are kept elsewhere than at ``path`` (a run in PostgreSQL).
     """
     path = Path(path).resolve()
     try:
-        raw = path.read_bytes()
+        raw = path.read_bytes() if raw is None else raw
     except OSError as exc:
         raise SiteError(
             [Problem(path, "", f"cannot read the site file ({exc.strerror})", "check the path")]

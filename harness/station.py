@@ -1,7 +1,7 @@
 """Operator stations sharing one run in PostgreSQL (`onsite run SITE --station NAME`).
 
-A station is a controller whose journal records go to the PostgreSQL run store
-(harness/pg_store.py) instead of the run directory's journal.jsonl, and whose jobs
+A station is a controller that writes through the PostgreSQL run store
+(harness/pg_run.py's ``PgRunWriter``) instead of a run directory's, and whose jobs
 are handed out by the database: it claims one (task, system) job at a time per
 device, under a lease a heartbeat thread renews, reads the job's records before
 running it (the resume rules of one controller), and gives it back finished or not.
@@ -25,21 +25,17 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, cast
 
-from .events import SCHEMA_VERSION, AuditSeed, Completed, JournalEvent
-from .journal import as_event
-from .store import JobKey, RunState, RunStore
+from .store import JobKey
 
 if TYPE_CHECKING:
     from .controller import JobResult
+    from .pg_run import PgRunWriter
     from .pg_store import PgRunStore, Registration
-
-E = TypeVar("E", bound=JournalEvent)
 
 DEFAULT_LEASE_SECONDS = 30.0
 
@@ -59,16 +55,6 @@ class StationSettings:
     def heartbeat_seconds(self) -> float:
         """A third of the lease: two heartbeats may be missed before the lease runs out."""
         return self.lease_seconds / 3
-
-
-def state_of(records: Iterable[dict[str, Any]], keep_answers: bool = True) -> RunState:
-    """A run's state replayed from its records as read from the database."""
-    state = RunState(keep_records=False, keep_answers=keep_answers)
-    for record in records:
-        event = as_event(record)
-        if event is not None:
-            state.apply(event)
-    return state
 
 
 class NameTaken(RuntimeError):
@@ -148,126 +134,6 @@ def name_taken_message(name: str, run: str, holder: Registration) -> str:
     )
 
 
-class PgJournal:
-    """The journal interface of RunStore over the PostgreSQL store."""
-
-    def __init__(
-        self,
-        pg: PgRunStore,
-        session: str,
-        holder: Callable[[JournalEvent], str | None],
-        instance: str | None = None,
-    ) -> None:
-        self._pg = pg
-        self.session = session
-        self._holder = holder
-        self._instance = instance
-        # The journal interface's full-disk flag: records go to the database server,
-        # whose disk this station does not fill (a full server fails the append).
-        self.disk_full = False
-
-    def append(self, event: JournalEvent) -> JournalEvent:
-        """Commit one event to the database; LeaseLost when its job was taken over."""
-        stamped = event.stamped(SCHEMA_VERSION, self.session, time.monotonic(), time.time())
-        self._pg.append(stamped.__dict__, holder=self._holder(stamped), instance=self._instance)
-        return stamped
-
-    def sync(self) -> None:
-        """Nothing to do: each append is already committed."""
-
-    def close(self) -> None:
-        """Nothing to do: the store's connection belongs to the caller."""
-
-
-class StationStore(RunStore):
-    """A RunStore whose records live in PostgreSQL and whose files live in ``run_dir``.
-
-    ``instance`` is the station's registration of its name (``Station.take_name``): job
-    records are then written only under that registration's leases.
-    """
-
-    def __init__(
-        self,
-        run_dir: Path,
-        session: str,
-        pg: PgRunStore,
-        station: str,
-        instance: str | None = None,
-    ) -> None:
-        # The base class takes the local directory's lock and clears stale staging; its
-        # local journal is not used by a station, so it is closed and removed at once.
-        super().__init__(run_dir, session, fsync_seconds=0.05)
-        self.journal.close()
-        with contextlib.suppress(OSError):
-            self.journal_path.unlink()
-        self.pg = pg
-        self.station = station
-        self.instance = instance
-        self._held: set[JobKey] = set()
-        self.state = state_of(pg.records(), keep_answers=False)
-        self.journal = PgJournal(  # type: ignore[assignment]
-            pg, session, self._holder_of, instance
-        )
-
-    def _holder_of(self, event: JournalEvent) -> str | None:
-        key = (getattr(event, "task", None), getattr(event, "system", None))
-        return self.station if key in self._held else None
-
-    def _completions(self, jobs: set[JobKey]) -> Iterator[Completed]:
-        only = next(iter(jobs)) if len(jobs) == 1 else None
-        for record in self.pg.records(job=only):
-            event = as_event(record)
-            if isinstance(event, Completed):
-                yield event
-
-    def emit(self, event: E) -> E:
-        """As RunStore.emit; an audit seed is the run's first, whichever station drew it."""
-        record = super().emit(event)
-        if isinstance(record, AuditSeed):
-            first = self.pg.first_record("audit_seed")
-            seed = int(first["seed"]) if first else record.seed
-            with self._lock:
-                self.state.audit_seed = seed
-            return cast(E, record.model_copy(update={"seed": seed}))
-        return record
-
-    def hold(self, key: JobKey) -> None:
-        """Take a claimed job: read its records into the state and rebuild its outputs file.
-
-        Another station may have run part of it since this one started, so the job's
-        records are read again now (the resume rules: read the job's records first).
-        """
-        records = list(self.pg.records(job=key))
-        with self._lock:
-            self._held.add(key)
-            state = self.state
-            state.completed.pop(key, None)
-            state.done.pop(key, None)
-            state.jobs.pop(key, None)
-            for stale in [k for k in state.attempts if k[:2] == key]:
-                del state.attempts[stale]
-            for record in records:
-                event = as_event(record)
-                if event is not None:
-                    state.apply(event)
-            old = self._outputs.pop(key, None)
-        if old is not None:
-            import os
-
-            os.close(old)
-        self.rebuild_outputs([key])
-
-    def drop(self, key: JobKey) -> None:
-        """Stop writing under this job's lease."""
-        with self._lock:
-            self._held.discard(key)
-
-    def held(self) -> set[JobKey]:
-        """The jobs this station holds now."""
-        with self._lock:
-            return set(self._held)
-
-
 class Station:
     """Claims jobs for one controller, heartbeats their leases, gives them back.
 
@@ -277,7 +143,7 @@ class Station:
 
     def __init__(
         self,
-        store: StationStore,
+        store: PgRunWriter,
         settings: StationSettings,
         heartbeat_store: PgRunStore,
         on_notice: Callable[[str], None] | None = None,
@@ -307,7 +173,7 @@ class Station:
         here) is replaced at once; any other holder only once its registration expired.
         """
         if self.instance is None:
-            raise ValueError("a station needs a StationStore made with an instance id")
+            raise ValueError("a station needs a PgRunWriter made with an instance id")
         pg, name = self.store.pg, self.settings.name
 
         def register(replace: str | None = None) -> Registration | None:

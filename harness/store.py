@@ -18,6 +18,7 @@ import json
 import os
 import shutil
 import threading
+from abc import ABC, abstractmethod
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -152,7 +153,20 @@ class RunState:
         keep_answers: bool | None = None,
         first_completions: Callable[[Completed | dict[str, Any]], None] | None = None,
     ) -> RunState:
-        """Replay a journal. The first completion of an item wins; later ones are ignored.
+        """Replay a journal file (``from_lines`` over its complete lines)."""
+        return cls.from_lines(complete_lines(path), keep_records, keep_answers, first_completions)
+
+    @classmethod
+    def from_lines(
+        cls,
+        lines: Iterable[bytes],
+        keep_records: bool = True,
+        keep_answers: bool | None = None,
+        first_completions: Callable[[Completed | dict[str, Any]], None] | None = None,
+    ) -> RunState:
+        """Replay a run's records, given as their journal lines in order (a run directory's
+        journal.jsonl or a run in PostgreSQL: ``RunSource.lines``). The first completion
+        of an item wins; later ones are ignored.
 
         ``first_completions`` is handed each item's first completion as it is read (as
         plain JSON where ``quick_record`` vouches for the line, else typed): the same
@@ -160,17 +174,17 @@ class RunState:
         """
         state = cls(keep_records=keep_records, keep_answers=keep_answers)
         with cycle_collector_held():
-            state._replay(path, first_completions)
+            state._replay(lines, first_completions)
         return state
 
     def _replay(
-        self, path: Path, sink: Callable[[Completed | dict[str, Any]], None] | None
+        self, lines: Iterable[bytes], sink: Callable[[Completed | dict[str, Any]], None] | None
     ) -> None:
         state = self
         keep_records = self.keep_records
         keep = keep_records if self.keep_answers is None else self.keep_answers
         done = self.done
-        for line in complete_lines(path):
+        for line in lines:
             # Dispatches (and, for a controller, completions) are folded in from plain
             # JSON: a replay of 100,000 items then costs about a second, not several.
             quick = None if keep_records else quick_record(line)
@@ -295,9 +309,9 @@ class RunState:
         elif shared is not fields:
             object.__setattr__(record, "__pydantic_fields_set__", shared)
 
-    def with_answers(self, path: Path) -> RunState:
+    def with_answers(self, journal: Path | Iterable[bytes]) -> RunState:
         """This controller's state, with each item's first completion read back from its
-        journal (``path``, the journal it was replayed from and written to) for scoring.
+        journal (the file it was replayed from and written to, or its lines) for scoring.
 
         What a reader's replay (``keep_answers``) gives, for the leaderboard at the end of
         ``onsite run``: the summaries are this state's own, so only the completions are
@@ -308,8 +322,9 @@ class RunState:
         )
         state._fields_sets = {}
         completed = state.completed
+        lines = complete_lines(journal) if isinstance(journal, Path) else journal
         with cycle_collector_held():
-            for line in complete_lines(path):
+            for line in lines:
                 if line.startswith(DISPATCHED_PREFIX):
                     continue
                 # Any other line may be a completion (of this version or an older one).
@@ -379,49 +394,58 @@ def read_outputs_file(path: Path) -> list[dict[str, Any]]:
     return records
 
 
-class RunStore:
-    """Owns one run directory while a controller works in it."""
+class RunWriterBase(ABC):
+    """What both run stores share: the state a controller runs from, and the files it
+    keeps on its own disk under ``dir`` (outputs, logs, staged inputs, media, the site
+    copy), which it holds locked (``run.lock``) while it works there.
 
-    def __init__(
-        self,
-        run_dir: Path,
-        session: str,
-        fsync_seconds: float = 0.05,
-        lock_fd: int | None = None,
-        outputs: Iterable[JobKey] = (),
-    ) -> None:
-        """Take the run directory and replay its journal.
+    Where the records go is each store's own: ``RunStore`` appends them to
+    ``journal.jsonl`` in ``dir``; ``harness.pg_run.PgRunWriter`` commits them to
+    PostgreSQL. Both are the ``harness.store_api.RunWriter`` the controller writes through.
+    """
 
-        ``outputs``: the jobs whose outputs files to rebuild from the journal in the same
-        pass (a controller's, at every start); ``rebuild_outputs`` then has nothing left
-        to do for them.
-        """
+    state: RunState
+
+    def __init__(self, run_dir: Path, lock_fd: int | None = None) -> None:
         self.dir = run_dir
         self._outputs: dict[JobKey, int] = {}
         self._rebuilt: set[JobKey] = set()
+        # Jobs on different devices record from their own threads.
+        self._lock = threading.Lock()
         try:
             run_dir.mkdir(parents=True, exist_ok=True)
             self._lock_fd = lock_fd if lock_fd is not None else lock_run_dir(run_dir)
-            copies = _OutputsCopies(self, set(outputs))
-            try:
-                self.state = RunState.from_journal(
-                    self.journal_path, keep_records=False, first_completions=copies.add
-                )
-                self._rebuilt = copies.finish()
-            finally:
-                copies.close()
-            self.journal = Journal(self.journal_path, session, fsync_seconds)
-            # Inputs a killed controller left staged are nobody's now.
-            shutil.rmtree(self.stage_dir, ignore_errors=True)
         except OSError as exc:
             raise _store_error(exc, run_dir) from exc
-        # Jobs on different devices record from their own threads.
-        self._lock = threading.Lock()
 
-    @property
-    def journal_path(self) -> Path:
-        """runs/<site>/journal.jsonl"""
-        return self.dir / "journal.jsonl"
+    # -- the records: each store's own -------------------------------------------------
+
+    @abstractmethod
+    def _append(self, event: JournalEvent) -> JournalEvent:
+        """Write one event and return it as written (stamped with session and clocks)."""
+
+    @abstractmethod
+    def lines(self, job: JobKey | None = None) -> Iterator[bytes]:
+        """The run's records in order, each its journal line; with ``job``, at least that
+        job's (a store may give all of them)."""
+
+    @abstractmethod
+    def sync(self) -> None:
+        """Make every record written so far durable."""
+
+    @abstractmethod
+    def _close_records(self) -> None:
+        """Sync and close what holds the records (raises OSError when the disk refused)."""
+
+    @abstractmethod
+    def _check_room(self, record: JournalEvent) -> None:
+        """Raise OSError when no record may follow this one (the journal's disk is full)."""
+
+    # -- the files on this machine ---------------------------------------------------
+
+    def _clear_stage(self) -> None:
+        # Inputs a killed controller left staged are nobody's now.
+        shutil.rmtree(self.stage_dir, ignore_errors=True)
 
     def log_path(self, task: str, system: str) -> Path:
         """Where a system's stderr goes."""
@@ -441,55 +465,28 @@ class RunStore:
         try:
             shutil.copyfile(site_path, self.dir / "site.toml")
             (self.dir / "run.json").write_text(
-                json.dumps({"site_file": str(site_path), "site_root": str(site_root)}, indent=2)
-                + "\n",
-                encoding="utf-8",
+                json.dumps(site_meta(site_path, site_root), indent=2) + "\n", encoding="utf-8"
             )
         except OSError as exc:
             raise _store_error(exc, self.dir) from exc
 
     def rebuild_outputs(self, jobs: Iterable[JobKey]) -> None:
-        """Rewrite every given job's outputs file from the journal, in one streaming pass.
+        """Rewrite every given job's outputs file from the records, in one streaming pass.
 
         Rebuilding at every start, finished jobs included, is what makes "each item
         exactly once" hold whatever moment the last controller died at and whatever
         happened to the files since: an output line is only ever a copy of a journal
-        record. The journal is streamed, so answers are never all in memory.
+        record. The records are streamed, so answers are never all in memory.
         """
         # Rebuilt in this session already (at the store's opening), and appended to since.
         wanted = {j for j in jobs if j not in self._rebuilt or not self.outputs_path(*j).exists()}
         if not wanted:
             return
+        only = next(iter(wanted)) if len(wanted) == 1 else None
         try:
-            copies = _OutputsCopies(self, wanted)
-            try:
-                seen: set[tuple[str, str, str]] = set()
-                for record in self._completions(wanted):
-                    fields = record if isinstance(record, dict) else record.__dict__
-                    key = (fields["task"], fields["system"], fields["item"])
-                    if key[:2] in wanted and key not in seen:
-                        seen.add(key)
-                        copies.add(record)
-                copies.finish()
-            finally:
-                copies.close()
+            write_outputs(self.outputs_path, wanted, completions_in(self.lines(only)))
         except OSError as exc:
             raise _store_error(exc, self.dir) from exc
-
-    def _completions(self, jobs: set[JobKey]) -> Iterator[Completed | dict[str, Any]]:
-        """The journal's completions, read for rebuilding the outputs of ``jobs``: as plain
-        JSON where ``quick_record`` can vouch for a line, else as the typed event."""
-        for line in complete_lines(self.journal_path):
-            if line.startswith(DISPATCHED_PREFIX):
-                continue  # half the journal, and no output in it
-            record = quick_record(line)
-            if record is None:
-                typed = parse_record(line)
-                if not isinstance(typed, Completed):
-                    continue
-                yield typed
-            else:
-                yield record
 
     def open_outputs(self, task: str, system: str) -> None:
         """Keep a job's outputs file open for appends (rebuild_outputs wrote it at start)."""
@@ -500,6 +497,8 @@ class RunStore:
             self._outputs[(task, system)] = os.open(path, os.O_WRONLY | os.O_APPEND)
         except OSError as exc:
             raise _store_error(exc, self.dir) from exc
+
+    # -- writing -------------------------------------------------------------------------
 
     def emit(self, event: E) -> E:
         """Journal an event, fold it into the state, and copy completions to the outputs file.
@@ -519,7 +518,7 @@ class RunStore:
         return self.emit(BY_NAME[event](**fields))
 
     def _emit(self, event: E) -> E:
-        record = cast(E, self.journal.append(event))
+        record = cast(E, self._append(event))
         first = isinstance(record, Completed) and record.item not in self.state.done.get(
             (record.task, record.system), ()
         )
@@ -528,14 +527,18 @@ class RunStore:
             out = self._outputs.get((record.task, record.system))
             if out is not None:
                 os.write(out, orjson.dumps(output_line(record)) + b"\n")
-        if self.journal.disk_full and not isinstance(record, SessionInterrupted):
-            # The record is kept (in the journal's reserve), but the run must stop: what
-            # comes next would find no room.
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.journal.path))
+        self._check_room(record)
         return record
 
+    def _close_outputs(self, job: JobKey) -> None:
+        """Close a job's outputs file if it is open (its records are about to be reread)."""
+        with self._lock:
+            out = self._outputs.pop(job, None)
+        if out is not None:
+            os.close(out)
+
     def close(self) -> None:
-        """Sync the journal and the outputs, close them and release the lock.
+        """Sync the records and the outputs, close them and release the lock.
 
         Raises RunStoreError if the disk refused the last writes; the lock is released
         whatever happens.
@@ -549,7 +552,7 @@ class RunStore:
             os.close(out)
         self._outputs.clear()
         try:
-            self.journal.close()
+            self._close_records()
         except OSError as exc:
             failure = failure or exc
         with contextlib.suppress(OSError):
@@ -558,21 +561,120 @@ class RunStore:
             raise _store_error(failure, self.dir) from failure
 
 
+class RunStore(RunWriterBase):
+    """A run directory: its records in journal.jsonl (harness/journal.py), its files beside."""
+
+    def __init__(
+        self,
+        run_dir: Path,
+        session: str,
+        fsync_seconds: float = 0.05,
+        lock_fd: int | None = None,
+        outputs: Iterable[JobKey] = (),
+    ) -> None:
+        """Take the run directory and replay its journal.
+
+        ``outputs``: the jobs whose outputs files to rebuild from the journal in the same
+        pass (a controller's, at every start); ``rebuild_outputs`` then has nothing left
+        to do for them.
+        """
+        super().__init__(run_dir, lock_fd)
+        try:
+            copies = _OutputsCopies(self.outputs_path, set(outputs))
+            try:
+                self.state = RunState.from_journal(
+                    self.journal_path, keep_records=False, first_completions=copies.add
+                )
+                self._rebuilt = copies.finish()
+            finally:
+                copies.close()
+            self.journal = Journal(self.journal_path, session, fsync_seconds)
+            self._clear_stage()
+        except OSError as exc:
+            raise _store_error(exc, run_dir) from exc
+
+    @property
+    def journal_path(self) -> Path:
+        """runs/<site>/journal.jsonl"""
+        return self.dir / "journal.jsonl"
+
+    def _append(self, event: JournalEvent) -> JournalEvent:
+        return self.journal.append(event)
+
+    def lines(self, job: JobKey | None = None) -> Iterator[bytes]:
+        """The journal's complete lines (all of them, whatever ``job``)."""
+        return complete_lines(self.journal_path)
+
+    def sync(self) -> None:
+        """Force every record written so far to disk."""
+        self.journal.sync()
+
+    def _close_records(self) -> None:
+        self.journal.close()
+
+    def _check_room(self, record: JournalEvent) -> None:
+        if self.journal.disk_full and not isinstance(record, SessionInterrupted):
+            # The record is kept (in the journal's reserve), but the run must stop: what
+            # comes next would find no room.
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.journal.path))
+
+
+def site_meta(site_path: Path, site_root: Path) -> dict[str, str]:
+    """The run.json facts kept beside a run's copy of its site file."""
+    return {"site_file": str(site_path), "site_root": str(site_root)}
+
+
+def completions_in(lines: Iterable[bytes]) -> Iterator[Completed | dict[str, Any]]:
+    """The completions among a run's journal lines: as plain JSON where ``quick_record``
+    can vouch for a line, else as the typed event."""
+    for line in lines:
+        if line.startswith(DISPATCHED_PREFIX):
+            continue  # half the journal, and no output in it
+        record = quick_record(line)
+        if record is None:
+            typed = parse_record(line)
+            if isinstance(typed, Completed):
+                yield typed
+        else:
+            yield record
+
+
+def write_outputs(
+    outputs_path: Callable[[str, str], Path],
+    jobs: set[JobKey] | None,
+    completions: Iterable[Completed | dict[str, Any]],
+) -> set[JobKey]:
+    """Write the outputs files of ``jobs`` (None: of every job with a completion) from a
+    run's completions in journal order, each item's first only; return the jobs written."""
+    copies = _OutputsCopies(outputs_path, jobs)
+    try:
+        seen: set[tuple[str, str, str]] = set()
+        for record in completions:
+            fields = record if isinstance(record, dict) else record.__dict__
+            key = (fields["task"], fields["system"], fields["item"])
+            if key not in seen:
+                seen.add(key)
+                copies.add(record)
+        return copies.finish()
+    finally:
+        copies.close()
+
+
 class _OutputsCopies:
-    """The outputs files of some jobs, written from a journal as it is read (while it is
-    replayed at a store's opening, or by ``RunStore.rebuild_outputs``).
+    """The outputs files of some jobs (None: any job met), written from a journal as it
+    is read (while it is replayed at a store's opening, or by ``write_outputs``).
 
     Each goes to ``<file>.tmp`` first and replaces the file only once the whole journal
     was read (``finish``). The caller hands over first completions only.
     """
 
-    def __init__(self, store: RunStore, jobs: set[JobKey]) -> None:
-        self._store = store
+    def __init__(self, path: Callable[[str, str], Path], jobs: set[JobKey] | None) -> None:
+        self._path = path
         self._jobs = jobs
         self._files: dict[JobKey, Any] = {}
 
     def _tmp(self, job: JobKey) -> Path:
-        return self._store.outputs_path(*job).with_suffix(".jsonl.tmp")
+        return self._path(*job).with_suffix(".jsonl.tmp")
 
     def _file(self, job: JobKey) -> Any:
         fh = self._files.get(job)
@@ -586,19 +688,20 @@ class _OutputsCopies:
         """Write one first completion's outputs line (records of other jobs are passed over)."""
         fields = record if isinstance(record, dict) else record.__dict__
         job = (fields["task"], fields["system"])
-        if job in self._jobs:
+        if self._jobs is None or job in self._jobs:
             self._file(job).write(orjson.dumps(output_line(record)) + b"\n")
 
     def finish(self) -> set[JobKey]:
         """Sync every file, an empty one for a job with no completion, and put them in place."""
-        for job in self._jobs:
+        jobs = set(self._files) if self._jobs is None else self._jobs
+        for job in jobs:
             fh = self._file(job)
             fh.flush()
             os.fsync(fh.fileno())
         self.close()
-        for job in self._jobs:
-            os.replace(self._tmp(job), self._store.outputs_path(*job))
-        return set(self._jobs)
+        for job in jobs:
+            os.replace(self._tmp(job), self._path(*job))
+        return set(jobs)
 
     def close(self) -> None:
         """Close what is still open (after ``finish``, nothing)."""

@@ -34,7 +34,7 @@ from .asr_align import (
     _tokens_all,
 )
 
-__all__ = ["AsrReport", "AsrScore", "UtteranceScore", "score_asr"]
+__all__ = ["AsrReport", "AsrScore", "UtteranceScore", "score_asr", "utterance_counts"]
 
 
 @dataclass(frozen=True)
@@ -112,8 +112,10 @@ class AsrScore:
         return cls(n, ref, c, s, d, i, ok, missing)
 
     @classmethod
-    def _from_counts(cls, counts: Iterable[Sequence[int]], missing: int) -> AsrScore:
-        """Sum per-utterance ``[C, S, D, I]`` rows; `missing` hypotheses among them."""
+    def from_counts(cls, counts: Iterable[Sequence[int]], missing: int = 0) -> AsrScore:
+        """Sum per-utterance ``[C, S, D, I]`` rows (`utterance_counts`'s); `missing`
+        hypotheses among them. Any selection of rows, repeats included, gives the
+        score of those utterances: the totals are sums."""
         n = c = s = d = i = ok = 0
         for cc, ss, dd, ii in counts:
             n += 1
@@ -219,6 +221,46 @@ def _unknown_ids(kind: str, ids: Iterable[str], refs: Mapping[str, str]) -> None
         raise ValueError(f"{kind} for ids not in references: {shown}{more}")
 
 
+def _aligned(
+    refs: Mapping[str, str],
+    ids: list[str],
+    hyp_texts: list[str | None],
+    unit: Unit,
+    case_sensitive: bool,
+    unicode: bool,
+) -> tuple[list[Sequence[str]], list[Sequence[str]], _Counts]:
+    """The utterances' tokens and the aligner's counts, all utterances at once."""
+    # The collector is paused while the token lists are made: see _gc_paused.
+    with _gc_paused():
+        # _tokens_all: all-CJK text stays a str (a sequence of its character tokens).
+        ref_toks = _tokens_all([refs[k] for k in ids], unit, case_sensitive, unicode)
+        hyp_toks = _tokens_all(
+            ["" if h is None else h for h in hyp_texts], unit, case_sensitive, unicode
+        )
+        # All utterances in one call: the aligner works on many utterances per
+        # numpy operation, whose per-call cost would dominate one by one.
+        raw = _align_counts(ref_toks, hyp_toks)
+    return ref_toks, hyp_toks, raw
+
+
+def utterance_counts(
+    refs: Mapping[str, str],
+    hyps: Mapping[str, str | None],
+    unit: Unit = "word",
+    case_sensitive: bool = False,
+    unicode: bool = False,
+) -> dict[str, tuple[int, int, int, int]]:
+    """Each utterance's ``(C, S, D, I)`` as `score_asr` counts it (a missing hypothesis
+    is empty): the per-utterance statistics whose sums `AsrScore.from_counts` turns
+    into the totals."""
+    _unknown_ids("hypotheses", hyps, refs)
+    ids = list(refs)
+    _, _, raw = _aligned(refs, ids, [hyps.get(k) for k in ids], unit, case_sensitive, unicode)
+    return {
+        k: (int(c), int(s), int(d), int(i)) for k, (c, s, d, i) in zip(ids, raw[0], strict=True)
+    }
+
+
 def score_asr(
     refs: Mapping[str, str],
     hyps: Mapping[str, str | None],
@@ -247,16 +289,7 @@ def score_asr(
 
     ids = list(refs)
     hyp_texts = [hyps.get(utt_id) for utt_id in ids]
-    # The collector is paused while the token lists are made: see _gc_paused.
-    with _gc_paused():
-        # _tokens_all: all-CJK text stays a str (a sequence of its character tokens).
-        ref_toks = _tokens_all([refs[k] for k in ids], unit, case_sensitive, unicode)
-        hyp_toks = _tokens_all(
-            ["" if h is None else h for h in hyp_texts], unit, case_sensitive, unicode
-        )
-        # All utterances in one call: the aligner works on many utterances per
-        # numpy operation, whose per-call cost would dominate one by one.
-        raw = _align_counts(ref_toks, hyp_toks)
+    ref_toks, hyp_toks, raw = _aligned(refs, ids, hyp_texts, unit, case_sensitive, unicode)
     counts = raw[0]
     missing = [h is None for h in hyp_texts]
     labels = None if conditions is None else [conditions[utt_id] for utt_id in ids]
@@ -265,13 +298,13 @@ def score_asr(
     for k, label in enumerate(labels or ()):
         grouped.setdefault(label, []).append(k)
     by_condition = {
-        label: AsrScore._from_counts(
+        label: AsrScore.from_counts(
             [counts[k] for k in grouped[label]], sum(missing[k] for k in grouped[label])
         )
         for label in sorted(grouped)
     }
     utterances = _UtteranceSource(ids, ref_toks, hyp_toks, raw, labels, missing)
-    return AsrReport(AsrScore._from_counts(counts, sum(missing)), utterances, by_condition)  # type: ignore[arg-type]
+    return AsrReport(AsrScore.from_counts(counts, sum(missing)), utterances, by_condition)  # type: ignore[arg-type]
 
 
 class _UtteranceSource(_Deferred):

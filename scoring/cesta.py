@@ -71,8 +71,10 @@ import re
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from .errors import FormatError
 from .meta import pearson, spearman
 from .rouge import Lang, tokenize
 
@@ -80,6 +82,9 @@ __all__ = [
     "SignificantWordScore",
     "parse_ranking",
     "ranking_correlation",
+    "read_item_scores",
+    "read_rankings",
+    "read_texts",
     "score_significant_words",
     "significance_scores",
     "significant_words",
@@ -287,3 +292,82 @@ def ranking_correlation(
         "spearman": None if math.isnan(rho) else rho,
         "pearson": None if math.isnan(r) else r,
     }
+
+
+# --- readers -------------------------------------------------------------------
+
+
+def read_texts(path: str | Path, role: str) -> dict[str, str]:
+    """Text id -> text: JSON lines {"id", "text"}, or CWMT XML with one text per document.
+
+    A reference file holding several references (CWMT XML, or JSON lines
+    repeating an id) gives its first: the significant-word score compares with
+    one reference corpus.
+    """
+    from .rouge import read_summaries
+
+    with open(path, encoding="utf-8", errors="replace") as f:
+        head = f.read(200).lstrip("\ufeff \t\r\n")
+    if head.startswith("<"):
+        from .cwmt_xml import load_mt_file
+
+        mt_file = load_mt_file(path, role)  # type: ignore[arg-type]
+        texts: dict[str, list[str]] = {}
+        for seg in mt_file.split_references()[0].segments:
+            texts.setdefault(seg.doc_id, []).append(seg.text)
+        return {doc: "\n".join(lines) for doc, lines in texts.items()}
+    # A reference file may repeat an id (one line per reference): its first is taken.
+    return {d: t[0] for d, t in read_summaries(path, several=role == "reference").items()}
+
+
+def _tsv_lines(path: Path) -> list[tuple[int, list[str]]]:
+    out = []
+    with path.open(encoding="utf-8") as f:
+        for n, raw in enumerate(f, 1):
+            line = raw.rstrip("\n")
+            if line.strip() and not line.lstrip().startswith("#"):
+                out.append((n, line.split("\t")))
+    return out
+
+
+def read_rankings(path: str | Path) -> dict[str, dict[str, float]]:
+    """``name<TAB>ranking`` lines (ranking like ``4 [1 2] 6 [3 5]``) -> name -> item -> rank."""
+    path = Path(path)
+    out: dict[str, dict[str, float]] = {}
+    for n, cells in _tsv_lines(path):
+        if len(cells) != 2:
+            raise FormatError(
+                path, n, f"{len(cells)} tab-separated fields", "write name<TAB>4 [1 2] 6 [3 5]"
+            )
+        name, ranking = cells[0].strip(), cells[1]
+        if name in out:
+            raise FormatError(path, n, f"ranking {name!r} repeated", "one line per ranking")
+        try:
+            out[name] = parse_ranking(ranking)
+        except ValueError as exc:
+            raise FormatError(path, n, str(exc), "best first, ties as [a b], no nesting") from None
+    if not out:
+        raise FormatError(path, None, "no rankings", "write name<TAB>4 [1 2] 6 [3 5] lines")
+    return out
+
+
+def read_item_scores(path: str | Path) -> dict[str, float]:
+    """``item<TAB>score`` lines -> item -> score."""
+    path = Path(path)
+    out: dict[str, float] = {}
+    for n, cells in _tsv_lines(path):
+        try:
+            if len(cells) != 2:
+                raise ValueError
+            value = float(cells[1])
+        except ValueError:
+            raise FormatError(path, n, "not item<TAB>number", "write e.g. 3<TAB>0.42") from None
+        if not math.isfinite(value):
+            raise FormatError(path, n, f"score {cells[1]!r} is not finite", "give a number")
+        item = cells[0].strip()
+        if item in out:
+            raise FormatError(path, n, f"item {item!r} repeated", "one score per item")
+        out[item] = value
+    if not out:
+        raise FormatError(path, None, "no scores", "write item<TAB>score lines")
+    return out

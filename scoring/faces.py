@@ -33,6 +33,9 @@ from typing import Any
 
 import numpy as np
 
+from .det import RocCurve, roc_curve
+from .det import equal_error_rate as det_eer
+
 __all__ = [
     "CMC_MAX_RANK",
     "COVERAGE_MIN",
@@ -525,88 +528,14 @@ def score_identification(
 # --- verification ------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class RocCurve:
-    """ROC points in order of decreasing threshold; accept when score >= threshold.
-
-    The first point (threshold +inf) accepts nothing. If any pair has no score
-    (-inf), the last point (threshold -inf) accepts everything.
-    """
-
-    thresholds: tuple[float, ...]
-    far: tuple[float, ...]
-    tar: tuple[float, ...]
-    genuine: int
-    impostor: int
-
-    @property
-    def frr(self) -> tuple[float, ...]:
-        """False reject rate, 1 - TAR, per point."""
-        return tuple(1.0 - t for t in self.tar)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready arrays; non-finite thresholds become None."""
-        return {
-            "thresholds": [t if math.isfinite(t) else None for t in self.thresholds],
-            "far": list(self.far),
-            "tar": list(self.tar),
-        }
-
-
-def _check_scores(scores: Sequence[float], genuine: Sequence[bool]) -> tuple[np.ndarray, ...]:
-    s = np.asarray(scores, dtype=float).reshape(-1)
-    g = np.asarray(genuine, dtype=bool).reshape(-1)
-    if s.shape != g.shape:
-        raise ValueError(f"{s.size} scores but {g.size} genuine/impostor labels")
-    if np.isnan(s).any() or np.isposinf(s).any():
-        raise ValueError("scores must be finite (or -inf for a pair with no score)")
-    if not g.any() or g.all():
-        raise ValueError("need at least one genuine and one impostor pair")
-    return s, g
-
-
-def roc_curve(scores: Sequence[float], genuine: Sequence[bool]) -> RocCurve:
-    """ROC with one point per distinct score, plus the accept-nothing point at +inf.
-
-    At threshold t a pair is accepted when score >= t, the same rule as
-    sklearn.metrics.roc_curve (drop_intermediate=False).
-    """
-    s, g = _check_scores(scores, genuine)
-    order = np.argsort(-s, kind="stable")
-    s, g = s[order], g[order]
-    # Last index of each run of equal scores: all tied pairs flip together.
-    last = np.r_[np.flatnonzero(np.diff(s) != 0), s.size - 1]
-    tp = np.cumsum(g)[last]
-    fp = np.cumsum(~g)[last]
-    n_gen, n_imp = int(g.sum()), int((~g).sum())
-    return RocCurve(
-        thresholds=(math.inf, *(float(v) for v in s[last])),
-        far=(0.0, *(float(v) / n_imp for v in fp)),
-        tar=(0.0, *(float(v) / n_gen for v in tp)),
-        genuine=n_gen,
-        impostor=n_imp,
-    )
-
-
 def equal_error_rate(roc: RocCurve) -> float:
     """EER by linear interpolation between the two ROC points where FRR - FAR changes sign.
 
-    If some point has FRR == FAR exactly, that value is returned.
+    If some point has FRR == FAR exactly, that value is returned (`scoring.det`).
     """
-    frr = roc.frr
-    # The first point (accept nothing) has FRR - FAR = 1 > 0, so a sign change
-    # always has a predecessor.
-    prev_d, prev_far = 1.0, 0.0
-    for far, fr in zip(roc.far, frr, strict=True):
-        d = fr - far
-        if d == 0:
-            return far
-        if d < 0:
-            t = prev_d / (prev_d - d)
-            return prev_far + t * (far - prev_far)
-        prev_d, prev_far = d, far
+    eer = det_eer(roc.frr, roc.far)
     # Unreachable when the curve ends at (1, 1); kept so the function is total.
-    return (roc.far[-1] + frr[-1]) / 2.0
+    return eer if eer is not None else (roc.far[-1] + roc.frr[-1]) / 2.0
 
 
 @dataclass(frozen=True)

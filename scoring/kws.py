@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .det import equal_error_rate
 from .errors import FormatError
 from .ocr import read_jsonl
 
@@ -39,6 +40,7 @@ __all__ = [
     "SlotFrame",
     "SlotScore",
     "det_curve",
+    "det_figures",
     "read_detections",
     "read_slot_file",
     "score_slots",
@@ -337,21 +339,11 @@ class DetCurve:
 
     @property
     def eer(self) -> float | None:
-        """Equal error rate: where P_miss = P_fa, interpolated linearly between the
+        """Equal error rate (`scoring.det`): where P_miss = P_fa, linear between the
         two points where P_miss - P_fa changes sign; None when the curve never gets
         there (occurrences the system never proposed keep P_miss above P_fa).
         """
-        # The first point (nothing accepted) has P_miss - P_fa = 1 > 0.
-        prev_d, prev_fa = 1.0, 0.0
-        for p in self.points:
-            d = p.p_miss - p.p_fa
-            if d == 0:
-                return p.p_fa
-            if d < 0:
-                t = prev_d / (prev_d - d)
-                return prev_fa + t * (p.p_fa - prev_fa)
-            prev_d, prev_fa = d, p.p_fa
-        return None
+        return equal_error_rate((p.p_miss for p in self.points), (p.p_fa for p in self.points))
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready curve, with its equal error rate (None when not reached)."""
@@ -413,3 +405,12 @@ def det_curve(
         misses = n_true - hits
         points.append(DetPoint(t, misses, fas, misses / n_true, fas / n_nontarget))
     return DetCurve(n_true, n_nontarget, tuple(points))
+
+
+def det_figures(detections: Sequence[Detection], n_true: int, n_nontarget: int) -> dict[str, Any]:
+    """The DET curve's figures as a run's ``det`` block and `onsite score kws-det` give
+    them: the counts, the EER, how many detections (and true ones), and the points."""
+    curve = det_curve(detections, n_true, n_nontarget).to_dict()
+    points = curve.pop("points")
+    hits = sum(d.is_true for d in detections)
+    return {**curve, "detections": len(detections), "true_detections": hits, "points": points}

@@ -25,13 +25,14 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from .cws import read_lines
 from .errors import FormatError
+from .pooled import pooled
 
 __all__ = [
     "Chunk",
@@ -147,6 +148,16 @@ class NerScore:
     predicted_chunks: int
     correct_chunks: int
     per_type: tuple[NerTypeScore, ...]
+
+    @classmethod
+    def pooled(cls, scores: Iterable[NerScore]) -> NerScore:
+        """Several sentences' scores as one (`scoring.pooled`): counts summed, per type too,
+        so F1 over any selection of sentences is that of their pooled scores."""
+        total = pooled(scores)
+        by_type: dict[str, list[NerTypeScore]] = {}
+        for t in total.per_type:
+            by_type.setdefault(t.type, []).append(t)
+        return replace(total, per_type=tuple(pooled(by_type[t]) for t in sorted(by_type)))
 
     @property
     def accuracy(self) -> float:

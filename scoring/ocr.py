@@ -40,6 +40,8 @@ __all__ = [
     "read_jsonl",
     "read_ocr_outputs",
     "read_ocr_truth",
+    "character_scores",
+    "sample_hits",
     "score_ocr",
 ]
 
@@ -222,17 +224,33 @@ class OcrReport:
         return out
 
 
+def sample_hits(
+    samples: Iterable[OcrTruth], outputs: Mapping[str, Sequence[str] | None]
+) -> dict[str, tuple[str, bool, bool]]:
+    """Per sample: (its character, first candidate right, right within ten): what R and
+    R^10 are made of (`OcrScore.from_hits`)."""
+    hits = {}
+    for s in samples:
+        cands = outputs.get(s.id) or ()
+        hits[s.id] = (s.char, len(cands) > 0 and cands[0] == s.char, s.char in cands)
+    return hits
+
+
+def character_scores(hits: Iterable[tuple[str, bool, bool]]) -> list[CharacterScore]:
+    """Per-sample hits summed per character, in character order."""
+    counts: dict[str, list[int]] = {}
+    for char, top1, top10 in hits:
+        c = counts.setdefault(char, [0, 0, 0])
+        c[0] += 1
+        c[1] += int(top1)
+        c[2] += int(top10)
+    return [CharacterScore(ch, n, t1, t10) for ch, (n, t1, t10) in sorted(counts.items())]
+
+
 def _char_scores(
     samples: Sequence[OcrTruth], outputs: Mapping[str, Sequence[str] | None]
 ) -> list[CharacterScore]:
-    counts: dict[str, list[int]] = {}
-    for s in samples:
-        cands = outputs.get(s.id) or ()
-        c = counts.setdefault(s.char, [0, 0, 0])
-        c[0] += 1
-        c[1] += int(len(cands) > 0 and cands[0] == s.char)
-        c[2] += int(s.char in cands)
-    return [CharacterScore(ch, n, t1, t10) for ch, (n, t1, t10) in sorted(counts.items())]
+    return character_scores(sample_hits(samples, outputs).values())
 
 
 def score_ocr(

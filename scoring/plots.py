@@ -37,6 +37,7 @@ __all__ = [
     "DET_TICKS",
     "PlotFiles",
     "plot_cmc",
+    "plot_confusion",
     "plot_det",
     "plot_roc",
     "plot_rtf_distribution",
@@ -291,6 +292,36 @@ def plot_cmc(
         ax.set_title(title)
         ax.grid(True, alpha=0.3)
         _legend(ax, "lower right")
+        return _save(fig, stem)
+
+
+# --- confusion matrix --------------------------------------------------------
+
+
+def plot_confusion(
+    confusion: Mapping[str, Mapping[str, int]], stem: str | Path, title: str = "confusion"
+) -> PlotFiles:
+    """A confusion matrix as a heat map with its counts: references down, answers across.
+
+    ``confusion`` maps reference label -> answered label -> count (scoring.lid's).
+    """
+    _require(confusion, "reference labels", "plot_confusion")
+    rows = sorted(confusion)
+    columns = sorted({c for row in confusion.values() for c in row} | set(rows))
+    counts = [[confusion[r].get(c, 0) for c in columns] for r in rows]
+    peak = max(max(r) for r in counts) or 1
+    with _style():
+        fig, ax = _new_axes((1.6 + 0.6 * len(columns), 1.4 + 0.5 * len(rows)))
+        ax.imshow(counts, cmap="Blues", aspect="auto")
+        ax.set_xticks(range(len(columns)), columns)
+        ax.set_yticks(range(len(rows)), rows)
+        ax.set_xlabel("answered")
+        ax.set_ylabel("reference")
+        ax.set_title(title)
+        for y, row in enumerate(counts):
+            for x, n in enumerate(row):
+                colour = "white" if n > peak / 2 else "black"
+                ax.text(x, y, str(n), ha="center", va="center", color=colour)
         return _save(fig, stem)
 
 

@@ -384,13 +384,13 @@ def test_stations_starting_together_use_the_first_audit_seed_journaled(
     pg: Postgres, tmp_path: Path
 ) -> None:
     from harness.events import AuditSeed
-    from harness.station import StationStore
+    from harness.pg_run import PgRunWriter
 
     dsn = pg.new_database()
     with PgRunStore(dsn, "venue") as pa, PgRunStore(dsn, "venue") as pb:
         # Both read the run before either drew a seed, as two stations starting at once.
-        a = StationStore(tmp_path / "a", "A-1", pa, "A")
-        b = StationStore(tmp_path / "b", "B-1", pb, "B")
+        a = PgRunWriter(tmp_path / "a", "A-1", pa, "A")
+        b = PgRunWriter(tmp_path / "b", "B-1", pb, "B")
         try:
             assert a.state.audit_seed is None and b.state.audit_seed is None
             first = a.emit(AuditSeed(seed=111)).seed

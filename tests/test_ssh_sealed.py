@@ -21,7 +21,7 @@ import psutil
 import pytest
 
 from runners import ItemRequest, SshServeRunner, StartError, SystemSpec, probe
-from runners.ssh_wrapper import (
+from runners.remote_wrapper import (
     cleanup_command,
     kill_command,
     prepare_command,
@@ -300,15 +300,15 @@ def test_daemons_die_when_the_channel_closes(tmp_path: Path, sshd: Sshd) -> None
     spec = hostile_spec(tmp_path, command)
     runner = runner_for(sshd, spec, tmp_path / "remote")
     runner.start()
-    chan = runner._chan
-    assert chan is not None
-    chan.sendall(json.dumps({"op": "item", "id": "c1", "input": {"do": "daemons"}}).encode())
-    chan.sendall(b"\n")
+    stream = runner._stream
+    assert stream is not None
+    stream.write(json.dumps({"op": "item", "id": "c1", "input": {"do": "daemons"}}).encode())
+    stream.write(b"\n")
     assert wait_until(lambda: (out / "system").exists() and len(marked(marker)) == 3)
     # Only the channel closes (the connection stays): the wrapper alone must clean up.
-    chan.close()
+    stream.close()
     assert wait_until(lambda: not marked(marker), 15.0), marked(marker)
-    runner._chan = None
+    runner._stream = None
     runner._token = None
     runner.stop()
 

@@ -84,7 +84,7 @@ def test_a_busy_controller_is_not_charged_to_the_system(tmp_path: Path, sshd: Ss
     spec = spec_for(tmp_path, plan({1600: {"text": "warm"}, 3200: {"text": "ok", "delay": 0.05}}))
     with ssh_runner(sshd, spec, tmp_path / "remote") as runner:
         runner.start()
-        assert isinstance(runner._transport.sock, StampedSocket)  # type: ignore[union-attr]
+        assert isinstance(runner.ssh.transport.sock, StampedSocket)  # type: ignore[union-attr]
         runner.run_item(request(items / "a.wav", "s1"))
         write = runner._write
         held = {}

@@ -94,14 +94,14 @@ def _site(tmp_path: Path, device: str, system: str = "") -> Path:
 
 
 def test_the_built_in_transports_are_registered() -> None:
-    assert device_kinds() == ["local", "serial", "ssh"]
+    assert device_kinds() == ["command", "local", "serial", "ssh"]
     assert transport("ssh").settings is SshDevice
     assert transport("serial").settings is SerialDevice
     assert transport("local").modes == {"serve", "exec"}
     assert transport("ssh").modes == {"serve"}
     assert not transport("serial").needs_command
     assert not transport("serial").returns_files
-    with pytest.raises(ValueError, match="known kinds: local, serial, ssh"):
+    with pytest.raises(ValueError, match="known kinds: command, local, serial, ssh"):
         transport("carrier-pigeon")
 
 
@@ -142,7 +142,7 @@ def _exec_site(tmp_path: Path, device: str) -> Path:
 
 
 def test_unknown_kinds_list_the_registered_ones(tmp_path: Path, loop: Transport[Any]) -> None:
-    with pytest.raises(SiteError, match="use one of: local, serial, ssh, loop"):
+    with pytest.raises(SiteError, match="use one of: command, local, serial, ssh, loop"):
         load_site(_site(tmp_path, 'kind = "tape"'))
 
 

@@ -2,8 +2,9 @@
 (process.py); not a command for people (`onsite console RUN_DIR` is).
 
 It takes the lowest CPU priority (SCHED_IDLE, nice 19) before anything else, reads the
-tokens from the controller over the channel, follows the run's journal, and serves the
-console on the listening socket it was handed until the controller closes the channel.
+tokens from the controller over the channel, follows the run's records (its journal, or
+a station's run in PostgreSQL, named in ONSITE_CONSOLE_RUN), and serves the console on
+the listening socket it was handed until the controller closes the channel.
 """
 
 from __future__ import annotations
@@ -13,13 +14,11 @@ import os
 import socket
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Serve the console of one run beside its controller; returns the exit code."""
     parser = argparse.ArgumentParser(prog="python -m harness.console")
-    parser.add_argument("--run-dir", required=True)
     parser.add_argument("--listen-fd", type=int, required=True)
     parser.add_argument("--channel-fd", type=int, required=True)
     parser.add_argument("--host", required=True, help="the address listened on")
@@ -39,6 +38,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .app import ConsoleApp
     from .auth import Tokens
     from .bridge import ConsoleSide, ControlUnavailable
+    from .process import RUN_ENV
     from .server import serve
     from .view import RunView
 
@@ -46,7 +46,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     listener = socket.socket(fileno=args.listen_fd)
     try:
         hello = link.hello()
-        view = RunView(Path(args.run_dir), controller=link.is_running)
+        # A run directory's path, or a station's run in PostgreSQL (read straight from it).
+        view = RunView(os.environ[RUN_ENV], controller=link.is_running)
     except (ControlUnavailable, InputError) as exc:
         sys.stderr.write(f"console: error: {exc}\n")
         return 2

@@ -18,8 +18,12 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..store_api import is_pg_location
 from .auth import Tokens
 from .bridge import Controllable, ControllerSide, Hello
+
+# Where the console process finds the run it serves.
+RUN_ENV = "ONSITE_CONSOLE_RUN"
 
 # The console process's nice value; it also runs under SCHED_IDLE (__main__.py), below
 # the controller and the participants' systems on the same machine.
@@ -53,22 +57,21 @@ class ConsoleProcess:
 
 def start_console(
     controller: Controllable,
-    run_dir: Path,
+    run: Path | str,
     listen_host: str,
     sock: socket.socket,
     tokens: Tokens,
     link_host: str | None = None,
 ) -> ConsoleProcess:
-    """Start the console process serving ``run_dir`` on ``sock`` (which this process
-    then closes: only the console holds it). Returns at once; connections wait in the
-    socket's backlog until the console accepts them."""
+    """Start the console process serving ``run`` (a run directory, or a station's run
+    ``postgresql://HOST/DB?run=NAME``) on ``sock`` (which this process then closes: only
+    the console holds it). Returns at once; connections wait in the socket's backlog
+    until the console accepts them."""
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     command = [
         sys.executable,
         "-m",
         "harness.console",
-        "--run-dir",
-        str(Path(run_dir).resolve()),
         "--listen-fd",
         str(sock.fileno()),
         "--channel-fd",
@@ -83,7 +86,9 @@ def start_console(
     # The package is found where this one was loaded from, whatever the working directory.
     root = str(Path(__file__).resolve().parents[2])
     path = os.environ.get("PYTHONPATH")
-    env = {**os.environ, "PYTHONPATH": root + (os.pathsep + path if path else "")}
+    # The run in the environment, not the command line: a DSN may hold a password.
+    where = run if is_pg_location(run) else str(Path(run).resolve())
+    env = {**os.environ, "PYTHONPATH": root + (os.pathsep + path if path else ""), RUN_ENV: where}
     try:
         process = subprocess.Popen(
             command,

@@ -1,15 +1,14 @@
-"""The console's read model: follows a run directory's journal and answers "where do we stand".
+"""The console's read model: follows a run's records and answers "where do we stand".
 
-It only reads the journal (never the controller's memory), so the same code serves the
-live console of `onsite run --console` and the read-only `onsite console RUN_DIR`, and
-a finished run shows exactly as the report would.
+It only reads the records (never the controller's memory), where the run is kept (a run
+directory's journal, or a run in PostgreSQL: harness/store_api.py), so the same code
+serves the live console of `onsite run --console` (a station's too) and the read-only
+`onsite console RUN`, and a finished run shows exactly as the report would.
 """
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
 import threading
 import time
 from collections import Counter
@@ -24,9 +23,9 @@ from ..events import JournalEvent
 from ..journal import DISPATCHED_PREFIX, parse_record, quick_record
 from ..kinds.registry import task_kind
 from ..leaderboard import job_row, percentile, quality_so_far
-from ..run_site import site_of_run
 from ..site import Site
 from ..store import RunState
+from ..store_api import RunSource, open_source
 from ..testsets import TestSet
 
 JobKey = tuple[str, str]
@@ -42,21 +41,17 @@ FIGURES_MAX_SECONDS = 10.0
 
 _ENDS = {"job_finished": "done", "job_failed": "failed", "job_skipped": "skipped"}
 _ACTIVE = ("dispatched", "completed", "system_started", "system_lost", "link_lost")
+# Records only the session working on a job writes about it (not settings, not controls).
+_WORKING = (*_ACTIVE, *_ENDS, "start_failed", "device_waiting", "device_down")
 
 
-def controller_running(run_dir: Path) -> bool:
-    """True while a controller holds the run directory's lock (run.lock)."""
-    try:
-        fd = os.open(run_dir / "run.lock", os.O_RDONLY)
-    except FileNotFoundError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-    return False
+@dataclass
+class _Controls:
+    """One session's operator controls in force (they live in its controller's memory)."""
+
+    jobs: set[JobKey] = field(default_factory=set)
+    devices: set[str] = field(default_factory=set)
+    skipped: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -72,6 +67,8 @@ class _Job:
     link_lost: int = 0
     # The last device_waiting record while its device does not answer, else None.
     device_wait: Any = None
+    # The session that last worked on the job (several may, on a shared run).
+    session: str | None = None
     version: int = 0
     # Kept per record, so that counts are exact at every moment while the costlier
     # figures (quality, speed, running score) are rescored on a schedule (_pause_after).
@@ -82,24 +79,26 @@ class _Job:
 
 
 class RunView:
-    """A live, incremental view of one run directory's journal.
+    """A live, incremental view of one run's records.
 
-    ``refresh()`` reads whatever was appended since the last call; ``status()`` and
+    ``run``: a run directory, ``postgresql://HOST/DB?run=NAME``, or a source already
+    open. ``refresh()`` reads whatever was written since the last call; ``status()`` and
     ``job()`` answer from what was read. Thread-safe.
-    ``controller`` tells whether a controller works on the run; by default the
-    run directory's lock is asked.
+    ``controller`` tells whether a controller works on the run; by default the run's
+    source is asked (a directory's lock; a live station of a run in PostgreSQL).
     """
 
     def __init__(
         self,
-        run_dir: Path,
+        run: Path | str | RunSource,
         site: Site | None = None,
         controller: Callable[[], bool] | None = None,
         testsets: dict[str, TestSet] | None = None,
     ) -> None:
-        self.run_dir = Path(run_dir)
-        self.site = site or site_of_run(self.run_dir)
-        self._controller = controller or (lambda: controller_running(self.run_dir))
+        self.source = open_source(run) if isinstance(run, Path | str) else run
+        self.site = site or self.source.site()
+        self._controller = controller or self.source.running
+        self._tail = self.source.tail()
         self._lock = threading.RLock()
         self._testsets: dict[str, TestSet | None] = dict(testsets or {})
         self._cache: dict[JobKey, tuple[int, float, dict[str, Any]]] = {}
@@ -114,16 +113,13 @@ class RunView:
     # --- following the journal -------------------------------------------------------
 
     def _reset(self) -> None:
-        self._offset = 0
-        self._inode: int | None = None
-        self._partial = b""
         self.version = 0
         self.records = 0
         self._limit: int | None = None
         self._loaded: dict[str, int] = {}
-        self._paused_jobs: set[JobKey] = set()
-        self._paused_devices: set[str] = set()
-        self._skipped_devices: set[str] = set()
+        # Each session's controls; those of the sessions working now are in force.
+        self._controls: dict[str, _Controls] = {}
+        self._last_session: str | None = None
         self._actions: list[JournalEvent] = []
         self._jobs = {
             (task, system): _Job(task, system, self.site.config.systems[system].device)
@@ -135,30 +131,16 @@ class RunView:
         self._points.clear()
 
     def refresh(self) -> bool:
-        """Read the records appended since the last call; True when there were any.
+        """Read the records written since the last call; True when there were any.
 
         A journal replaced under the same name (``onsite run --fresh``) is read anew.
         """
-        path = self.run_dir / "journal.jsonl"
         with self._lock:
-            try:
-                fh = open(path, "rb")
-            except FileNotFoundError:
+            restarted, lines = self._tail.read()
+            if restarted:
+                self._reset()
+            if not lines:
                 return False
-            with fh:
-                inode = os.fstat(fh.fileno()).st_ino
-                size = os.fstat(fh.fileno()).st_size
-                if self._inode is not None and (inode != self._inode or size < self._offset):
-                    self._reset()
-                self._inode = inode
-                fh.seek(self._offset)
-                chunk = fh.read()
-            if not chunk:
-                return False
-            self._offset += len(chunk)
-            data = self._partial + chunk
-            lines = data.split(b"\n")
-            self._partial = lines.pop()  # a line still being written (or torn)
             with cycle_collector_held():
                 changed = self._read_lines(lines)
             if changed:
@@ -189,9 +171,7 @@ class RunView:
         if event == "session_started":
             self._limit = record.get("limit")
             # Pauses and skips live in one controller's memory: a new session starts clear.
-            self._paused_jobs.clear()
-            self._paused_devices.clear()
-            self._skipped_devices.clear()
+            self._last_session = record["session"]
             for each in self._jobs.values():
                 if each.phase != "done":
                     each.phase = "waiting"
@@ -201,7 +181,9 @@ class RunView:
             return
         if event in ("session_finished", "session_interrupted"):
             for each in self._jobs.values():
-                each.in_flight = None
+                # On a shared run the other stations' items are still in flight.
+                if each.session in (None, record["session"]):
+                    each.in_flight = None
                 each.version += 1
             return
         if event == "testset_loaded":
@@ -213,6 +195,8 @@ class RunView:
         if job is None:
             return
         job.version += 1
+        if event in _WORKING:
+            job.session = record["session"]
         if event == "completed" and _counts(cast(JournalEvent, record), job):
             job.completed += 1
             job.verdicts[record["verdict"]] += 1
@@ -254,19 +238,34 @@ class RunView:
         action = record.get("action")
         device = record.get("device")
         key = (record.get("task", ""), record.get("system", ""))
+        controls = self._controls.setdefault(record["session"], _Controls())
         if device is not None:
             if action == "pause":
-                self._paused_devices.add(device)
+                controls.devices.add(device)
             elif action == "resume":
-                self._paused_devices.discard(device)
+                controls.devices.discard(device)
             elif action == "skip":
-                self._skipped_devices.add(device)
+                controls.skipped.add(device)
         elif action == "pause":
-            self._paused_jobs.add(key)
+            controls.jobs.add(key)
         elif action == "resume":
-            self._paused_jobs.discard(key)
+            controls.jobs.discard(key)
         for job in self._jobs.values():
             job.version += 1
+
+    def _in_force(self) -> list[_Controls]:
+        """The controls of the sessions working on the run now: on a shared run, the live
+        stations'; else the last session's (a new session starts clear)."""
+        live = self.source.live_sessions()
+        if live is None:
+            live = {self._last_session} if self._last_session is not None else set()
+        return [c for s, c in self._controls.items() if s in live]
+
+    def _controls_of(self, job: _Job, in_force: list[_Controls]) -> list[_Controls]:
+        """The controls that hold a job: those of the session working on it, when it is
+        live; else any live session's (the one to take it next may be any)."""
+        own = self._controls.get(job.session) if job.session is not None else None
+        return [own] if own is not None and any(own is c for c in in_force) else in_force
 
     # --- answers -----------------------------------------------------------------------
 
@@ -291,14 +290,15 @@ class RunView:
         with self._lock:
             running = self._controller()
             jobs = [self._job_status(job, running) for job in self._jobs.values()]
+            in_force = self._in_force()
             return {
                 "site": self.site.name,
-                "run_dir": str(self.run_dir.resolve()),
+                "run_dir": self.source.location,
                 "controller": "running" if running else "stopped",
                 "version": self.version,
                 "records": self.records,
-                "paused_devices": sorted(self._paused_devices),
-                "skipped_devices": sorted(self._skipped_devices),
+                "paused_devices": sorted({d for c in in_force for d in c.devices}),
+                "skipped_devices": sorted({d for c in in_force for d in c.skipped}),
                 "actions": [
                     {k: a.get(k) for k in ("action", "task", "system", "device", "wall")}
                     for a in self._actions[-20:]
@@ -312,9 +312,11 @@ class RunView:
         if not running:
             live = ("running", "retrying_start", "waiting_for_device")
             return "stopped" if job.phase in live else "waiting"
-        if job.device in self._skipped_devices:
+        controls = self._controls_of(job, self._in_force())
+        if any(job.device in c.skipped for c in controls):
             return "skipped"
-        if (job.task, job.system) in self._paused_jobs or job.device in self._paused_devices:
+        key = (job.task, job.system)
+        if any(key in c.jobs or job.device in c.devices for c in controls):
             return "paused"
         return job.phase
 

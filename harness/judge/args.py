@@ -30,22 +30,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--export", metavar="FILE", help="write the judgements as a score file")
 
 
-# `onsite score` families that can read a station instead of a file, and its test.
-STATION_FAMILIES = {
-    "tts-sus": "sus",
-    "tts-pair": "pair",
-    "tts-mos": "mos",
-    "mt-human": "mt-adequacy-fluency",
-    "summarization": "summary",
-}
-
-
-def add_station_source(parser: argparse.ArgumentParser, family: str) -> None:
-    """Let an `onsite score` family read the judging station (--run, --task) instead of --hyp."""
+def add_station_source(parser: argparse.ArgumentParser, test: str) -> None:
+    """Let an `onsite score` family read the judging station's ``test`` results (--run,
+    --task) instead of --hyp; the family names its test (its ``station``)."""
+    several = False
     for action in parser._actions:
         if "--hyp" in action.option_strings:
             action.required = False
             action.help = f"{action.help}; or --run and --task"
+            several = action.nargs in ("+", "*")
     parser.add_argument("--run", metavar="RUN_DIR", help="read the judging station of this run")
     parser.add_argument("--task", help="with --run: the judged task")
     scorer = parser.get_default("scorer")
@@ -61,8 +54,8 @@ def add_station_source(parser: argparse.ArgumentParser, family: str) -> None:
 
         from .source import station_export
 
-        with station_export(Path(args.run), args.task, STATION_FAMILIES[family]) as path:
-            args.hyp = [str(path)] if family == "mt-human" else str(path)
+        with station_export(Path(args.run), args.task, test) as path:
+            args.hyp = [str(path)] if several else str(path)
             return scorer(args)
 
     parser.set_defaults(scorer=from_station)

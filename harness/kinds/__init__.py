@@ -1,13 +1,18 @@
 """Task kinds: one module per kind or family of kinds, found by the registry.
 
 Each module owns everything about its kinds (site-file options, test-set
-loader, output checks, scorer and headline, speed unit, `onsite score`
-families) and lists them in ``KINDS``; docs/task-kinds.md says how to add one.
+loader, output checks, scorer and headline with its per-item statistics,
+speed unit, export writers, `onsite score` families and how they read a run)
+and lists them in ``KINDS``; docs/task-kinds.md says how to add one.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from .base import (
+    FromRun,
     Headline,
-    KindOptions,
+    ItemStatistics,
+    Job,
     Scored,
     ScoreFamily,
     SpeedUnit,
@@ -16,6 +21,7 @@ from .base import (
 from .registry import (
     RegistryError,
     metric_label,
+    run_kinds,
     score_families,
     speed_unit,
     speed_units,
@@ -23,8 +29,24 @@ from .registry import (
     task_kinds,
 )
 
+if TYPE_CHECKING:
+    from .options import KindOptions
+
+
+def __getattr__(name: str) -> Any:
+    # KindOptions is pydantic's: loaded when asked for, so the kinds stay light.
+    if name == "KindOptions":
+        from .options import KindOptions
+
+        return KindOptions
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
+    "FromRun",
     "Headline",
+    "ItemStatistics",
+    "Job",
     "KindOptions",
     "RegistryError",
     "ScoreFamily",
@@ -32,6 +54,7 @@ __all__ = [
     "SpeedUnit",
     "TaskKind",
     "metric_label",
+    "run_kinds",
     "score_families",
     "speed_unit",
     "speed_units",

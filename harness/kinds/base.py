@@ -2,31 +2,45 @@
 
 A kind module (harness/kinds/<family>.py) builds one `TaskKind` per kind it
 owns and lists them in a module-level ``KINDS``; harness/kinds/registry.py
-finds them. Nothing here imports the site file's models: a kind sees its task
+finds them. A kind is the one home of everything about it: its site-file
+options, test set, output checks, scorer and headline, the headline as
+per-item statistics and their aggregate, speed unit, report figures, the
+`onsite export` formats it writes, the `onsite score` families it brings and
+how each family reads one of its jobs (`--run`). Export, `score --run` and
+re-scoring are written once against this record (harness/export/,
+harness/score_cmd.py); nothing else names a kind.
+
+Nothing here imports the site file's models: a kind sees its task
 configuration as the site's task model, which is the common task keys plus
-the kind's own ``options`` model (so ``unit`` exists only on the kinds that
-define it).
+the kind's own options model (so ``unit`` exists only on the kinds that
+define it). Nothing here imports pydantic either: `onsite score` finds its
+families through the kinds, and must stay as light as a scorer (the options
+models are built when a site file is read, harness/kinds/options.py).
 """
 
 from __future__ import annotations
 
-import argparse
+import json
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
+from functools import cached_property
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict
-
 from ..collector import cycle_collector_held
+from ..errors import InputError, Problem
 
 if TYPE_CHECKING:
+    import argparse
+
     # Only for annotations: runners (and paramiko) load only where systems run.
     from runners import OutputFile
     from scoring.plots import PlotFiles
 
     from ..testsets import TestItem, TestSet
+    from .options import KindOptions
 
 # The site's task model for one kind: the common keys (testset, budget, rules ...)
 # plus the kind's options. Kinds read their own options from it.
@@ -37,12 +51,6 @@ Outputs = Mapping[str, Mapping[str, Any] | None]
 Plot = tuple[str, "Callable[[Path], PlotFiles]"]
 # (task name, headline metric name, scores by system) -> the kind's report figures.
 Plots = Callable[[str, str, Mapping[str, Mapping[str, Any]]], "list[Plot]"]
-
-
-class KindOptions(BaseModel):
-    """Base of a kind's own site-file keys; a kind with none uses it as it is."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 @dataclass(frozen=True)
@@ -90,19 +98,244 @@ class Scored:
     detail: str
 
 
-@dataclass(frozen=True)
-class ScoreFamily:
-    """One `onsite score` family a kind brings: its scorer, help and own arguments.
+# --------------------------------------------------------------------------- a job
 
-    ``args`` are ``add_argument`` calls as (flags, options); ``--json`` is added
-    by the CLI. The scorer gets the parsed arguments and returns the figures.
+
+@dataclass(frozen=True)
+class Job:
+    """One job of a run as its scorer sees it (read by harness/export's `read_run`).
+
+    ``testset`` holds the items the job completed (all of them once the job is
+    done); ``outputs`` the answers of the answered items; ``lines`` the run's
+    output line (docs/run-directory.md) of every completed item; ``seconds``
+    each completed item's processing seconds; ``total`` the test set's size.
     """
 
-    scorer: Callable[[argparse.Namespace], dict[str, Any]]
+    run_dir: Path
+    task: str
+    system: str
+    kind: TaskKind
+    config: TaskConfig  # the site's task model (common keys and the kind's options)
+    testset: TestSet
+    outputs: Outputs
+    lines: Mapping[str, Mapping[str, Any]]
+    seconds: Mapping[str, float]
+    total: int
+
+    def answer(self, item: str) -> Mapping[str, Any] | None:
+        """The item's output when it was answered, else None."""
+        out = self.outputs.get(item)
+        return out if isinstance(out, Mapping) else None
+
+    def text(self, item: str) -> str:
+        """The item's hypothesis text, empty when the item was not answered."""
+        out = self.answer(item)
+        text = out.get("text") if out else None
+        return text if isinstance(text, str) else ""
+
+    @property
+    def complete(self) -> bool:
+        """Every item of the test set was completed."""
+        return len(self.testset.items) == self.total
+
+    @property
+    def run_seconds(self) -> float:
+        """The run's own processing seconds of every completed item, failed ones included."""
+        return math.fsum(self.seconds.get(item.id, 0.0) for item in self.testset.items)
+
+    def refuse(self, key: str, problem: str, fix: str) -> InputError:
+        """An export refused at the job's outputs file: the error names the key (``item u1``,
+        ``detections``), the problem and the fix."""
+        where = self.run_dir / "outputs" / self.task / f"{self.system}.jsonl"
+        return InputError([Problem(where, key, problem, fix)])
+
+
+# (job, --references) -> the text of one export file (docs/formats.md).
+Writer = Callable[[Job, bool], str]
+
+
+def jsonl(rows: Sequence[Mapping[str, Any]]) -> str:
+    """JSON lines, one row each, UTF-8 as written (what the families' readers take)."""
+    return "".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in rows)
+
+
+# Set-wide data every item's reference shares (the training counts, the word list):
+# not the item's reference, and it would repeat on every line.
+_SHARED = frozenset({"training", "lexicon"})
+
+
+def _json_reference(reference: Any) -> Any:
+    to_dict = getattr(reference, "to_dict", None)
+    if callable(to_dict):
+        return to_dict()
+    if is_dataclass(reference) and not isinstance(reference, type):
+        return {
+            f.name: _json_reference(getattr(reference, f.name))
+            for f in fields(reference)
+            if f.name not in _SHARED
+        }
+    if isinstance(reference, Mapping):
+        return {str(k): _json_reference(v) for k, v in reference.items()}
+    if isinstance(reference, tuple | list):
+        return [_json_reference(v) for v in reference]
+    return reference
+
+
+def write_jsonl(job: Job, references: bool) -> str:
+    """Every kind's `jsonl`: the run's output line (with its verdict) of each completed
+    item; with --references each item's own reference."""
+    if references:
+        return jsonl(
+            [{"id": i.id, "reference": _json_reference(i.reference)} for i in job.testset.items]
+        )
+    return jsonl([job.lines[item.id] for item in job.testset.items])
+
+
+# --------------------------------------------------------------------------- onsite score
+
+# One `add_argument` call, declared as data: (flags, options).
+Arg = tuple[tuple[str, ...], dict[str, Any]]
+# The parsed arguments of a family -> its figures (JSON-ready).
+Scorer = Callable[["argparse.Namespace"], dict[str, Any]]
+
+
+def arg(*flags: str, **options: Any) -> Arg:
+    """One `add_argument` call of a family, declared as data."""
+    return flags, options
+
+
+REF_HYP: tuple[Arg, ...] = (
+    arg("--ref", required=True, help="the truth file (docs/scoring*.md)"),
+    arg("--hyp", required=True, help="the system's output file"),
+    arg("--details", action="store_true", help="per-item breakdown too"),
+)
+
+
+def positive_int(text: str) -> int:
+    """An argument that must be a whole number of at least 1."""
+    import argparse
+
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return value
+
+
+@dataclass(frozen=True)
+class ScoreFamily:
+    """One `onsite score` family: its scorer, help and own arguments (besides --json).
+
+    A kind brings it in ``score_families``; two kinds may list the same family
+    object (mt and combination share `mt`), never two families of one name.
+    ``station`` names the judging-station test (docs/judging.md) whose results
+    the family reads with ``--run RUN_DIR --task T`` instead of ``--hyp``.
+    """
+
+    scorer: Scorer
     help: str
-    args: tuple[tuple[tuple[str, ...], dict[str, Any]], ...]
+    args: tuple[Arg, ...] = REF_HYP
     # List-valued result keys shown as tables without --json.
     tables: tuple[str, ...] = ()
+    # Without --json, print this list as JSON lines instead of tables (plans, not scores).
+    lines: str | None = None
+    # Writes the family's figure (PNG and SVG) for --plot STEM.
+    plot: Callable[[argparse.Namespace, Path], PlotFiles] | None = None
+    station: str | None = None
+
+    @property
+    def has_own_run(self) -> bool:
+        """The family has a `--run` of its own (ir: the TREC run file)."""
+        return any("--run" in flags for flags, _ in self.args)
+
+
+@dataclass(frozen=True)
+class FromRun:
+    """How `onsite score FAMILY --run` reads a job of the kind that declares it.
+
+    ``args`` writes the job's files (the kind's writers) under a directory and
+    gives the family's argument values by dest, with the task's settings as the
+    family's options, so the family scores them as it scores files. ``same_as``
+    says which of the family's figures equal which live figures (family key ->
+    key of the live scores, dotted when nested: ``"det.eer"``; a key is looked
+    up at the top or under ``overall``); None means the kind's headline, under
+    its score key, and an empty mapping a family with no live figure (a checker).
+    tests/test_kind_conformance.py holds every kind to it.
+    """
+
+    args: Callable[[Job, Path], dict[str, Any]]
+    same_as: Mapping[str, str] | None = None
+
+
+def write_file(job: Job, directory: Path, writer: Writer, name: str, references: bool) -> str:
+    """Write one export of the job into ``directory`` as ``name``; the path as a string."""
+    path = directory / name
+    path.write_text(writer(job, references), encoding="utf-8")
+    return str(path)
+
+
+def ref_hyp_files(writer: Writer, suffix: str) -> Callable[[Job, Path], dict[str, Any]]:
+    """--ref and --hyp: the job's references and outputs written by one writer."""
+
+    def args(job: Job, directory: Path) -> dict[str, Any]:
+        return {
+            "ref": write_file(job, directory, writer, f"ref{suffix}", True),
+            "hyp": write_file(job, directory, writer, f"hyp{suffix}", False),
+            "details": False,
+        }
+
+    return args
+
+
+def refuse_outputs_file(path: str, family: str) -> None:
+    """A run's outputs file (JSON lines) given where a transcript file goes: say what to do.
+
+    Read as trn or plain text, its JSON would quietly become ids or segments.
+    """
+    try:
+        with open(path, encoding="utf-8-sig", errors="replace") as fh:
+            head = fh.read(256).lstrip()
+    except OSError:
+        return  # the reader names the unreadable path
+    if head.startswith('{"'):
+        raise ValueError(
+            f"{path}: JSON lines (a run's outputs file?), not a {family} file; score the "
+            f"run with `onsite score {family} --run RUN_DIR --task T --system S`, or write "
+            "the file with `onsite export RUN_DIR --format ...` (docs/formats.md)"
+        )
+
+
+# --------------------------------------------------------------------------- statistics
+
+
+@dataclass(frozen=True)
+class ItemStatistics:
+    """The headline as per-item sufficient statistics and their aggregate (sacrebleu's design).
+
+    ``items`` gives one statistic per scored item (the job's test set as scored:
+    an unanswered item has one too); ``aggregate`` turns any sequence of them,
+    the whole set or a resample with repeats, into the headline as the live
+    scorer computes it over those items: summed error and word counts for WER,
+    summed n-gram counts for BLEU, summed counts for F, per-topic AP for MAP, the
+    per-item scores for an EER. So ``aggregate(items(...).values())`` is the
+    live headline (tests/test_kind_conformance.py checks it for every kind on a
+    real job), and a significance test resamples statistics, never files.
+    """
+
+    items: Callable[[TestSet, TaskConfig, Outputs, Mapping[str, float]], Mapping[str, Any]]
+    aggregate: Callable[[TaskConfig, Sequence[Any]], float | None]
+
+
+def trials_eer(task: TaskConfig, trials: Sequence[tuple[float, bool]]) -> float | None:
+    """The EER of (score, target) trials, -inf for a trial never scored (scoring.det): the
+    aggregate of a verification kind's per-trial statistics."""
+    from scoring.det import trials_eer as eer
+
+    return eer([s for s, _ in trials], [t for _, t in trials])
+
+
+def rate(hits: Sequence[Any]) -> float:
+    """Items right over items (0.0 for none): the aggregate of a per-item hit."""
+    return sum(bool(h) for h in hits) / len(hits) if hits else 0.0
 
 
 def _find(scores: Mapping[str, Any], key: str) -> float | None:
@@ -127,9 +360,23 @@ def _no_detail(scores: Mapping[str, Any]) -> str:
     return ""
 
 
+def audio_options() -> type[KindOptions]:
+    """The options of a kind whose items are audio: the sample rates it accepts."""
+    from .options import AudioOptions
+
+    return AudioOptions
+
+
+def _no_options() -> type[KindOptions]:
+    from .options import KindOptions
+
+    return KindOptions
+
+
 @dataclass(frozen=True)
 class TaskKind:
-    """Everything about one kind of task: options, test set, checks, scores, speed, report."""
+    """Everything about one kind of task: options, test set, checks, scores, speed, report,
+    export formats and `onsite score` families (docs/task-kinds.md)."""
 
     name: str
     load: Callable[[Path, TaskConfig], TestSet]
@@ -138,11 +385,14 @@ class TaskKind:
     score: Callable[[TestSet, TaskConfig, Outputs, Mapping[str, float]], dict[str, Any]]
     # The headline metric's JSON name for this task (asr: "wer", or "cer" for unit = "char").
     metric: Callable[[TaskConfig], str]
+    # The headline as per-item statistics and their aggregate (what resampling uses).
+    statistics: ItemStatistics
     unit: SpeedUnit
     # Per-item speed in `unit` from the item and its processing seconds.
     speed: Callable[[TestItem, float], float | None]
-    # The kind's own site-file keys.
-    options: type[KindOptions] = KindOptions
+    # The kind's own site-file keys: a function that builds the pydantic model (a
+    # KindOptions subclass), called when a site file is read (see the module docstring).
+    options_model: Callable[[], type[KindOptions]] = _no_options
     # Names people read for the headline metric names this kind uses ("cer" -> "CER").
     metric_labels: Mapping[str, str] = field(default_factory=dict)
     # Where the headline sits in the scores when not under its own name
@@ -170,13 +420,25 @@ class TaskKind:
     ) = None
     # The kind's own report figures beside the speed distribution every kind gets.
     plots: Plots | None = None
+    # The `onsite export --format` files this kind's jobs are written in besides `jsonl`
+    # (every kind's): format name -> writer (docs/formats.md shows each file).
+    writers: Mapping[str, Writer] = field(default_factory=dict)
     # The `onsite score` families this kind brings (name -> family).
     score_families: Mapping[str, ScoreFamily] = field(default_factory=dict)
+    # How `onsite score FAMILY --run` reads this kind's jobs (family name -> arguments).
+    from_run: Mapping[str, FromRun] = field(default_factory=dict)
     # One line for the docs and the CLI: what the kind evaluates.
     summary: str = ""
-    # The `onsite export --format` names this kind's outputs can be written in
-    # (harness/export: the writers; docs/formats.md: the files). Every kind has jsonl.
-    formats: tuple[str, ...] = ("jsonl",)
+
+    @cached_property
+    def options(self) -> type[KindOptions]:
+        """The pydantic model of the kind's own site-file keys."""
+        return self.options_model()
+
+    @cached_property
+    def formats(self) -> Mapping[str, Writer]:
+        """Every `onsite export --format` of the kind and its writer: its own, then `jsonl`."""
+        return MappingProxyType({**self.writers, "jsonl": write_jsonl})
 
     def load_testset(self, root: Path, cfg: TaskConfig) -> TestSet:
         """The task's test set (``load``), read with the cycle collector held off: a set
@@ -193,11 +455,14 @@ class TaskKind:
         """The name people read for one of this kind's headline metrics."""
         return self.metric_labels.get(metric, metric)
 
+    def headline_key(self, task: TaskConfig) -> str:
+        """Where the headline sits in the scores (at the top or under ``overall``)."""
+        return self.score_key(task) if self.score_key is not None else self.metric(task)
+
     def headline(self, task: TaskConfig, scores: Mapping[str, Any]) -> Headline:
         """The headline figure of a job's scores."""
         name = self.metric(task)
-        key = self.score_key(task) if self.score_key is not None else name
-        return Headline(name, self.metric_label(name), _find(scores, key))
+        return Headline(name, self.metric_label(name), _find(scores, self.headline_key(task)))
 
     def evaluate(
         self, testset: TestSet, task: TaskConfig, outputs: Outputs, seconds: Mapping[str, float]
@@ -205,6 +470,16 @@ class TaskKind:
         """Score a job: every figure, its headline and the secondary line."""
         figures = self.score(testset, task, outputs, seconds)
         return Scored(figures, self.headline(task, figures), self.detail(figures))
+
+    def item_statistics(
+        self, testset: TestSet, task: TaskConfig, outputs: Outputs, seconds: Mapping[str, float]
+    ) -> Mapping[str, Any]:
+        """The headline's statistic of each scored item, by item id."""
+        return self.statistics.items(testset, task, outputs, seconds)
+
+    def aggregate(self, task: TaskConfig, stats: Sequence[Any]) -> float | None:
+        """The headline over any sequence of item statistics (a resample may repeat one)."""
+        return self.statistics.aggregate(task, stats)
 
 
 def pct(value: Any) -> str:

@@ -28,8 +28,17 @@ from scoring.errors import FormatError
 
 from ..errors import Problem, TestSetError
 from ..testsets import TestItem, TestSet
-from .base import Outputs, TaskConfig, TaskKind
-from .text import WORDS_PER_SECOND, load_mt_testset, score_mt_outputs, source_words
+from .base import FromRun, Outputs, TaskConfig, TaskKind
+from .formats import write_cwmt_xml
+from .text import (
+    BLEU_STATISTICS,
+    WORDS_PER_SECOND,
+    load_mt_testset,
+    mt_check_run_args,
+    mt_run_args,
+    score_mt_outputs,
+    source_words,
+)
 
 if TYPE_CHECKING:
     from scoring.cwmt_xml import MtFile, TextSegment
@@ -116,10 +125,16 @@ COMBINATION = TaskKind(
     score=_score,
     metric=lambda task: "bleu",
     metric_labels={"bleu": "BLEU"},
+    statistics=BLEU_STATISTICS,
     unit=WORDS_PER_SECOND,
     speed=_speed,
-    # The combined translations of the MT source: the mt kind's CWMT files.
-    formats=("cwmt-xml", "jsonl"),
+    # The combined translations of the MT source: the mt kind's CWMT files, scored by
+    # the mt kind's families (BLEU alone, as CWMT scores combination).
+    writers={"cwmt-xml": write_cwmt_xml},
+    from_run={
+        "mt": FromRun(mt_run_args(("bleu",))),
+        "mt-check": FromRun(mt_check_run_args, same_as={}),
+    },
 )
 
 KINDS = (COMBINATION,)

@@ -5,9 +5,12 @@ docs/task-kinds.md gives each kind's test-set layout; the scorers are scoring/'s
 
 from __future__ import annotations
 
+import argparse
 import json
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -17,18 +20,27 @@ from ..testsets import InvalidItem, TestItem, TestSet, file_testset, read_truth
 from .base import (
     IMAGE_SUFFIXES,
     MS_PER_FRAME,
-    KindOptions,
+    FromRun,
+    ItemStatistics,
+    Job,
     Outputs,
     Plot,
+    ScoreFamily,
     SpeedUnit,
     TaskConfig,
     TaskKind,
     overall,
     pct,
+    ref_hyp_files,
+    trials_eer,
 )
+from .formats import score_jsonl
 
 if TYPE_CHECKING:
     from scoring.faces import ImageReference
+    from scoring.plots import PlotFiles
+
+    from .options import KindOptions
 
 # The face scorers (numpy) are imported inside the functions that use them: reading a
 # site file or a run directory imports every kind module, and must stay cheap.
@@ -36,11 +48,17 @@ if TYPE_CHECKING:
 MS_PER_PAIR = SpeedUnit("ms_per_pair", "ms/pair", "ms / pair")
 
 
-class DetectOptions(KindOptions):
-    """face-detect: with stream = true, video frames are sent at the stream's own rate
-    whether or not the system is done."""
+@cache
+def _detect_options() -> type[KindOptions]:
+    from .options import KindOptions
 
-    stream: bool = False
+    class DetectOptions(KindOptions):
+        """face-detect: with stream = true, video frames are sent at the stream's own rate
+        whether or not the system is done."""
+
+        stream: bool = False
+
+    return DetectOptions
 
 
 def _check_input(key: str, path: Path) -> str | None:
@@ -153,21 +171,39 @@ def _load_faces(root: Path, task: TaskConfig) -> TestSet:
     return file_testset(root, refs, files, IMAGE_SUFFIXES, subsets, units=1.0, check=_check_input)
 
 
-def _score_faces(
-    testset: TestSet, task: TaskConfig, outputs: Outputs, seconds: Mapping[str, float]
-) -> dict[str, Any]:
-    from scoring import score_detection
+def _detections(testset: TestSet, outputs: Outputs) -> tuple[dict[str, Any], dict[str, Any]]:
     from scoring.faces import Box
 
     refs = testset.references()
-    references = {k: ref for k, ref in refs.items()}
     detections = {
         k: tuple(Box(b[0], b[1], b[2], b[3], b[4] if len(b) > 4 else None) for b in v["boxes"])
         for k, v in outputs.items()
         if k in refs and v is not None
     }
+    return refs, detections
+
+
+def _score_faces(
+    testset: TestSet, task: TaskConfig, outputs: Outputs, seconds: Mapping[str, float]
+) -> dict[str, Any]:
+    from scoring import score_detection
+
+    refs, detections = _detections(testset, outputs)
     timing = {k: s for k, s in seconds.items() if k in refs}
-    return score_detection(references, detections, seconds=timing or None).to_dict()
+    return score_detection(refs, detections, seconds=timing or None).to_dict()
+
+
+def _detect_items(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
+    """Each image's matching: the rate is summed correct boxes over summed faces."""
+    from scoring import score_detection
+
+    return {r.image: r for r in score_detection(*_detections(testset, outputs)).images}
+
+
+def _detect_aggregate(task: TaskConfig, images: Sequence[Any]) -> float:
+    from scoring.faces import DetectionScore
+
+    return DetectionScore.from_images(images).correct_detection_rate
 
 
 def _check_ranked(output: Mapping[str, Any]) -> str | None:
@@ -221,9 +257,7 @@ def _load_identify(root: Path, task: TaskConfig) -> TestSet:
     return replace(testset, setup_files=gallery)
 
 
-def _score_identify(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
-    from scoring import score_identification
-
+def _identify_inputs(testset: TestSet, outputs: Outputs) -> tuple[dict[str, Any], ...]:
     refs = testset.references()
     truth = {t.probe: t for t in refs.values()}
     candidates = {
@@ -231,7 +265,29 @@ def _score_identify(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any
         for k, v in outputs.items()
         if k in refs and v is not None
     }
+    return refs, candidates, truth
+
+
+def _score_identify(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
+    from scoring import score_identification
+
+    _, candidates, truth = _identify_inputs(testset, outputs)
     return score_identification(candidates, truth).to_dict()
+
+
+def _identify_items(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
+    """Each probe's rank: rank-1 is the share ranked first."""
+    from scoring import score_identification
+
+    refs, candidates, truth = _identify_inputs(testset, outputs)
+    probes = {r.probe: r for r in score_identification(candidates, truth).probes}
+    return {k: probes[ref.probe] for k, ref in refs.items()}
+
+
+def _identify_aggregate(task: TaskConfig, probes: Sequence[Any]) -> float:
+    from scoring.faces import IdentificationScore
+
+    return IdentificationScore.from_probes(probes).rank1
 
 
 def _pair_id(a: str, b: str) -> str:
@@ -251,15 +307,26 @@ def _load_pairs(root: Path, task: TaskConfig) -> TestSet:
     return file_testset(root, refs, files, IMAGE_SUFFIXES, units=1.0, check=_check_input)
 
 
-def _score_pairs(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
-    from scoring import score_verification_pairs
-
+def _pair_scores(testset: TestSet, outputs: Outputs) -> tuple[dict[str, Any], dict[Any, float]]:
     refs = testset.references()
-    truth = {pair: genuine for pair, genuine in refs.values()}
     scores = {
         refs[k][0]: float(v["score"]) for k, v in outputs.items() if k in refs and v is not None
     }
+    return refs, scores
+
+
+def _score_pairs(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
+    from scoring import score_verification_pairs
+
+    refs, scores = _pair_scores(testset, outputs)
+    truth = {pair: genuine for pair, genuine in refs.values()}
     return score_verification_pairs(scores, truth).to_dict(include_roc=True)
+
+
+def _pair_items(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
+    """Each pair's (score, genuine), -inf for a pair never scored: the EER is the trials'."""
+    refs, scores = _pair_scores(testset, outputs)
+    return {k: (scores.get(pair, -math.inf), genuine) for k, (pair, genuine) in refs.items()}
 
 
 def _verify_plots(task: str, metric: str, scores: Mapping[str, Mapping[str, Any]]) -> list[Plot]:
@@ -295,19 +362,120 @@ def _identify_plots(task: str, metric: str, scores: Mapping[str, Mapping[str, An
     return [("CMC", lambda stem: plot_cmc(cmc, stem, title=f"{task}: CMC"))]
 
 
+# --------------------------------------------------------------------------- onsite score
+
+
+def _score_detect_files(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.faces import read_face_detections, read_face_references, score_detection
+
+    detections = read_face_detections(args.hyp)
+    report = score_detection(
+        read_face_references(args.ref), detections.boxes, seconds=detections.seconds or None
+    )
+    return report.to_dict(include_images=args.details)
+
+
+def _identification(args: argparse.Namespace) -> Any:
+    from scoring.faces import (
+        read_identification_candidates,
+        read_identification_truth,
+        score_identification,
+    )
+
+    return score_identification(
+        read_identification_candidates(args.hyp), read_identification_truth(args.ref)
+    )
+
+
+def _verification(args: argparse.Namespace) -> Any:
+    from scoring.faces import (
+        read_verification_scores,
+        read_verification_truth,
+        score_verification_pairs,
+    )
+
+    return score_verification_pairs(
+        read_verification_scores(args.hyp), read_verification_truth(args.ref)
+    )
+
+
+def _plot_roc(args: argparse.Namespace, stem: Path) -> PlotFiles:
+    from scoring.plots import plot_roc
+
+    report = _verification(args)
+    name = Path(args.hyp).stem
+    return plot_roc({name: report.roc}, stem, eer={name: report.eer})
+
+
+def _plot_cmc(args: argparse.Namespace, stem: Path) -> PlotFiles:
+    from scoring.plots import plot_cmc
+
+    return plot_cmc({Path(args.hyp).stem: _identification(args).overall}, stem)
+
+
+def _subset(row: dict[str, Any], subset: str | None) -> dict[str, Any]:
+    return row if subset is None else {**row, "subset": subset}
+
+
+def _faces(ref: Any) -> list[dict[str, Any]]:
+    return [
+        {"left_eye": list(f.left_eye), "right_eye": list(f.right_eye), "mouth": list(f.mouth)}
+        for f in ref.faces
+    ]
+
+
+def _detect_hyp(job: Job, item: TestItem, answer: Mapping[str, Any]) -> dict[str, Any]:
+    ref = item.reference
+    return {"image": ref.image, "boxes": answer["boxes"], "seconds": job.seconds.get(item.id)}
+
+
+write_detect_jsonl = score_jsonl(
+    lambda item: {
+        **_subset({"image": item.reference.image}, item.reference.subset),
+        "faces": _faces(item.reference),
+    },
+    _detect_hyp,
+)
+write_identify_jsonl = score_jsonl(
+    lambda item: _subset(
+        {"probe": item.reference.probe, "id": item.reference.id}, item.reference.subset
+    ),
+    lambda job, item, answer: {"probe": item.reference.probe, "candidates": answer["candidates"]},
+)
+write_verify_jsonl = score_jsonl(
+    lambda item: {
+        "a": item.reference[0][0],
+        "b": item.reference[0][1],
+        "genuine": item.reference[1],
+    },
+    lambda job, item, answer: {
+        "a": item.reference[0][0],
+        "b": item.reference[0][1],
+        "score": answer["score"],
+    },
+)
+
+
 FACE_DETECT = TaskKind(
     name="face-detect",
     summary="face detection: an image (or video frame) in, face boxes out",
-    options=DetectOptions,
+    options_model=_detect_options,
     load=_load_faces,
     check_output=_check_boxes,
     score=_score_faces,
     metric=lambda task: "correct_detection_rate",
     metric_labels={"correct_detection_rate": "detected"},
+    statistics=ItemStatistics(_detect_items, _detect_aggregate),
     unit=MS_PER_FRAME,
     speed=_ms_per_unit,
     detail=lambda s: f"{overall(s).get('false_detections', '-')} false detections",
-    formats=("score-jsonl", "jsonl"),
+    writers={"score-jsonl": write_detect_jsonl},
+    score_families={
+        "faces-detect": ScoreFamily(
+            _score_detect_files, "face detection: correct detection rate, false detections"
+        )
+    },
+    from_run={"faces-detect": FromRun(ref_hyp_files(write_detect_jsonl, ".jsonl"))},
 )
 
 FACE_IDENTIFY = TaskKind(
@@ -317,11 +485,20 @@ FACE_IDENTIFY = TaskKind(
     check_output=_check_ranked,
     score=_score_identify,
     metric=lambda task: "rank1",
+    statistics=ItemStatistics(_identify_items, _identify_aggregate),
     unit=MS_PER_FRAME,
     speed=_ms_per_unit,
     detail=lambda s: f"rank10 {pct(overall(s).get('rank10'))}",
     plots=_identify_plots,
-    formats=("score-jsonl", "jsonl"),
+    writers={"score-jsonl": write_identify_jsonl},
+    score_families={
+        "faces-identify": ScoreFamily(
+            lambda args: _identification(args).to_dict(include_probes=args.details),
+            "face identification: rank-1, rank-10, CMC",
+            plot=_plot_cmc,
+        )
+    },
+    from_run={"faces-identify": FromRun(ref_hyp_files(write_identify_jsonl, ".jsonl"))},
 )
 
 FACE_VERIFY = TaskKind(
@@ -333,12 +510,21 @@ FACE_VERIFY = TaskKind(
     score=_score_pairs,
     metric=lambda task: "eer",
     metric_labels={"eer": "EER"},
+    statistics=ItemStatistics(_pair_items, trials_eer),
     unit=MS_PER_PAIR,
     speed=_ms_per_unit,
     higher_is_better=False,
     detail=lambda s: f"VR@FAR1% {pct(_rate_at(s, 0.01))}",
     plots=_verify_plots,
-    formats=("score-jsonl", "jsonl"),
+    writers={"score-jsonl": write_verify_jsonl},
+    score_families={
+        "faces-verify": ScoreFamily(
+            lambda args: _verification(args).to_dict(include_roc=args.details),
+            "face verification: ROC, EER, VR at FAR 1%% and 0.1%%",
+            plot=_plot_roc,
+        )
+    },
+    from_run={"faces-verify": FromRun(ref_hyp_files(write_verify_jsonl, ".jsonl"))},
 )
 
 KINDS = (FACE_DETECT, FACE_IDENTIFY, FACE_VERIFY)

@@ -24,16 +24,18 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from functools import cache
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-
-from scoring.kws import Detection, SlotFrame, det_curve
+from scoring.kws import Detection, SlotFrame, det_figures
 
 from ..errors import Problem, TestSetError
 from ..testsets import TestItem, TestSet
-from .base import Outputs, Plot, overall, pct, score_problem
+from .base import Job, Outputs, Plot, jsonl, overall, pct, score_problem
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 MAX_DETECTIONS = 1000
 """At most this many detections per item: more is invalid_output (no flooding the scorer)."""
@@ -42,25 +44,33 @@ KEYWORDS_FILE = "keywords.json"
 _SHOWN_PROBLEMS = 20
 _DETECTION_EXAMPLE = '"detections": [{"keyword": "boston", "score": 0.93}, ...]'
 
-Name = Annotated[str, Field(min_length=1)]
-Slots = Annotated[dict[Name, list[Name]], Field(min_length=1)]
 
+@cache
+def keyword_list_model() -> type[BaseModel]:
+    """The pydantic model of keywords.json, built when a kws test set is read (pydantic is
+    loaded then, never by the kind module: see harness/kinds/options.py)."""
+    from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-class KeywordList(BaseModel):
-    """keywords.json: setting -> slot name -> the keywords that slot may hold."""
+    Name = Annotated[str, Field(min_length=1)]
+    Slots = Annotated[dict[Name, list[Name]], Field(min_length=1)]
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    class KeywordList(BaseModel):
+        """keywords.json: setting -> slot name -> the keywords that slot may hold."""
 
-    settings: Annotated[dict[Name, Slots], Field(min_length=1)]
+        model_config = ConfigDict(extra="forbid", frozen=True)
 
-    @field_validator("settings")
-    @classmethod
-    def _no_empty_slot(cls, settings: dict[str, dict[str, list[str]]]) -> Any:
-        for setting, slots in settings.items():
-            for slot, words in slots.items():
-                if not words:
-                    raise ValueError(f"slot {slot!r} of setting {setting!r} lists no keyword")
-        return settings
+        settings: Annotated[dict[Name, Slots], Field(min_length=1)]
+
+        @field_validator("settings")
+        @classmethod
+        def _no_empty_slot(cls, settings: dict[str, dict[str, list[str]]]) -> Any:
+            for setting, slots in settings.items():
+                for slot, words in slots.items():
+                    if not words:
+                        raise ValueError(f"slot {slot!r} of setting {setting!r} lists no keyword")
+            return settings
+
+    return KeywordList
 
 
 @dataclass(frozen=True)
@@ -75,7 +85,7 @@ class KwsTruth(SlotFrame):
         return frozenset().union(*self.vocabulary.values()) if self.vocabulary else frozenset()
 
 
-def read_keyword_list(path: Path) -> KeywordList:
+def read_keyword_list(path: Path) -> Any:
     """Read keywords.json; errors name the file and the key."""
     fix = 'write {"settings": {"<setting>": {"<slot>": ["<keyword>", ...]}}}'
     try:
@@ -86,8 +96,10 @@ def read_keyword_list(path: Path) -> KeywordList:
         ) from None
     except json.JSONDecodeError as exc:
         raise TestSetError([Problem(path, "", f"not JSON ({exc.msg})", fix, exc.lineno)]) from None
+    from pydantic import ValidationError
+
     try:
-        return KeywordList.model_validate(data)
+        return keyword_list_model().model_validate(data)
     except ValidationError as exc:
         problems = [
             Problem(path, ".".join(str(p) for p in err["loc"]), err["msg"], fix)
@@ -240,10 +252,51 @@ def score_detections(testset: TestSet, outputs: Outputs) -> dict[str, Any] | Non
     detections, n_true, n_nontarget = trials
     if n_true == 0 or n_nontarget == 0:
         return None  # no target (or no non-target) trial: no curve to draw
-    curve = det_curve(detections, n_true, n_nontarget).to_dict()
-    points = curve.pop("points")
-    hits = sum(d.is_true for d in detections)
-    return {**curve, "detections": len(detections), "true_detections": hits, "points": points}
+    return det_figures(detections, n_true, n_nontarget)
+
+
+def _job_trials(job: Job) -> tuple[list[Detection], int, int]:
+    """The job's DET trials and counts; an InputError saying why when there is no curve."""
+    trials = detection_trials(job.testset, job.outputs)
+    if trials is None:
+        raise job.refuse(
+            "detections",
+            "no DET curve: the test set has no keywords.json, or the system sent "
+            "no scored detections",
+            "score the slots with `onsite score kws`",
+        )
+    detections, n_true, n_nontarget = trials
+    if not detections or n_true == 0 or n_nontarget == 0:
+        what = "no detection" if not detections else "no target or no non-target trial"
+        raise job.refuse("detections", f"no DET curve: {what}", "use --format jsonl")
+    return trials
+
+
+def write_kws_det(job: Job, references: bool) -> str:
+    """The scored trials `onsite score kws-det --hyp` reads; with --references the counts.
+
+    One line per (keyword, utterance) pair the system proposed, with its highest
+    score and ``is_true`` from the test set's slots (so this file, like the
+    references, is the organizer's). --references: ``{"n_true", "n_nontarget"}``,
+    the values of `onsite score kws-det --n-true --n-nontarget`.
+    """
+    detections, n_true, n_nontarget = _job_trials(job)
+    if references:
+        return jsonl([{"n_true": n_true, "n_nontarget": n_nontarget}])
+    return jsonl(
+        [
+            {"keyword": d.keyword, "utterance": d.utterance, "score": d.score, "is_true": d.is_true}
+            for d in detections
+        ]
+    )
+
+
+def kws_det_run_args(job: Job, directory: Path) -> dict[str, Any]:
+    """`onsite score kws-det --run`: the trials file and the counts from the test set."""
+    _, n_true, n_nontarget = _job_trials(job)
+    path = directory / "detections.jsonl"
+    path.write_text(write_kws_det(job, False), encoding="utf-8")
+    return {"hyp": str(path), "n_true": n_true, "n_nontarget": n_nontarget}
 
 
 def kws_detail(scores: Mapping[str, Any]) -> str:

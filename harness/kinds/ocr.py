@@ -5,7 +5,8 @@ docs/task-kinds.md gives the test-set layout; the scorer is scoring/'s (OLCCR's 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import argparse
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,13 +15,21 @@ from ..testsets import TestSet, file_testset, read_truth
 from .base import (
     CHARS_PER_SECOND,
     IMAGE_SUFFIXES,
+    REF_HYP,
+    FromRun,
+    ItemStatistics,
+    Job,
     Outputs,
+    ScoreFamily,
     TaskConfig,
     TaskKind,
+    arg,
     overall,
     pct,
+    ref_hyp_files,
     units_per_second,
 )
+from .formats import score_jsonl
 
 
 def _check_candidates(output: Mapping[str, Any]) -> str | None:
@@ -59,19 +68,60 @@ def _check_input(key: str, path: Path) -> str | None:
     return check_image(path)
 
 
-def _score_ocr(
-    testset: TestSet, task: TaskConfig, outputs: Outputs, seconds: Mapping[str, float]
-) -> dict[str, Any]:
-    from scoring import score_ocr
-
+def _candidates(testset: TestSet, outputs: Outputs) -> tuple[dict[str, Any], dict[str, Any]]:
     refs = testset.references()
     candidates = {
         k: (tuple(v["candidates"]) if v is not None else None)
         for k, v in outputs.items()
         if k in refs
     }
+    return refs, candidates
+
+
+def _score_ocr(
+    testset: TestSet, task: TaskConfig, outputs: Outputs, seconds: Mapping[str, float]
+) -> dict[str, Any]:
+    from scoring import score_ocr
+
+    refs, candidates = _candidates(testset, outputs)
     total = sum(seconds.get(k, 0.0) for k in refs) or None
     return score_ocr(refs.values(), candidates, seconds=total).to_dict()
+
+
+def _items(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
+    """Each sample's (character, right first, right within ten): R averages per character."""
+    from scoring.ocr import sample_hits
+
+    refs, candidates = _candidates(testset, outputs)
+    return sample_hits(refs.values(), candidates)
+
+
+def _aggregate(task: TaskConfig, hits: Sequence[Any]) -> float:
+    from scoring.ocr import OcrScore, character_scores
+
+    return OcrScore.from_characters(character_scores(hits)).recognition_rate
+
+
+def _score_files(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.ocr import read_ocr_outputs, read_ocr_truth, score_ocr
+
+    report = score_ocr(read_ocr_truth(args.ref), read_ocr_outputs(args.hyp), seconds=args.seconds)
+    return report.to_dict(include_characters=args.details)
+
+
+write_ocr_jsonl = score_jsonl(
+    lambda item: {
+        "id": item.reference.id,
+        "char": item.reference.char,
+        "subsets": list(item.reference.subsets),
+    },
+    lambda job, item, answer: {"id": item.id, "candidates": list(answer["candidates"])},
+)
+
+
+def _run_args(job: Job, directory: Path) -> dict[str, Any]:
+    files = ref_hyp_files(write_ocr_jsonl, ".jsonl")(job, directory)
+    return {**files, "seconds": job.run_seconds or None}
 
 
 OCR = TaskKind(
@@ -83,10 +133,19 @@ OCR = TaskKind(
     score=_score_ocr,
     metric=lambda task: "recognition_rate",
     metric_labels={"recognition_rate": "R"},
+    statistics=ItemStatistics(_items, _aggregate),
     unit=CHARS_PER_SECOND,
     speed=units_per_second,
     detail=lambda s: f"R10 {pct(overall(s).get('top10_rate'))}",
-    formats=("score-jsonl", "jsonl"),
+    writers={"score-jsonl": write_ocr_jsonl},
+    score_families={
+        "ocr": ScoreFamily(
+            _score_files,
+            "character recognition: R, R^10 per subset, speed V",
+            (*REF_HYP, arg("--seconds", type=float, help="total recognition seconds, for V")),
+        )
+    },
+    from_run={"ocr": FromRun(_run_args)},
 )
 
 KINDS = (OCR,)

@@ -2,9 +2,10 @@
 
 A kind lives in a module of harness/kinds/ that lists its `TaskKind` objects in
 a module-level ``KINDS``. The registry imports every module of the package
-(except base and registry) on first use, so adding a kind means adding its
-module: the site validator, the controller, `onsite score`, the terminal
-render, the console and the HTML report all look kinds up here.
+(except the shared ones: base, registry, options, formats) on first use, so
+adding a kind means adding its module: the site validator, the controller,
+`onsite score` and `onsite export`, the terminal render, the console and the
+HTML report all look kinds up here.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from types import MappingProxyType
 
 from .base import ScoreFamily, SpeedUnit, TaskKind
 
-_NOT_KINDS = frozenset({"base", "registry"})
+# What every kind shares: the record, the registry, the options models, the writers.
+_NOT_KINDS = frozenset({"base", "registry", "options", "formats"})
 # The order kinds are listed in (errors, docs): the established ones first, then
 # any other module alphabetically.
 _FIRST = ("speech", "ocr", "faces", "text", "tts")
@@ -86,12 +88,21 @@ def metric_label(metric: str) -> str:
     return _metric_labels().get(metric, metric)
 
 
-def score_families() -> dict[str, ScoreFamily]:
-    """The `onsite score` families the kinds bring, by family name."""
+@cache
+def score_families() -> Mapping[str, ScoreFamily]:
+    """The `onsite score` families the kinds bring, by family name.
+
+    A family object listed by two kinds is one family; two different families
+    of one name stop it with an error.
+    """
     families: dict[str, ScoreFamily] = {}
     for kind in task_kinds().values():
         for name, family in kind.score_families.items():
-            if name in families:
+            if families.setdefault(name, family) is not family:
                 raise RegistryError(f"`onsite score {name}` is defined twice")
-            families[name] = family
-    return families
+    return MappingProxyType(families)
+
+
+def run_kinds(family: str) -> tuple[TaskKind, ...]:
+    """The kinds whose jobs `onsite score FAMILY --run` reads (their ``from_run``)."""
+    return tuple(k for k in task_kinds().values() if family in k.from_run)

@@ -7,11 +7,11 @@ same as `onsite score` gives on the saved outputs.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import argparse
+from collections.abc import Mapping, Sequence
+from functools import cache
 from pathlib import Path
-from typing import Annotated, Any, Literal
-
-from pydantic import Field
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..testsets import (
     TestSet,
@@ -22,41 +22,63 @@ from ..testsets import (
 )
 from .base import (
     RTF,
-    KindOptions,
+    FromRun,
+    ItemStatistics,
+    Job,
     Outputs,
     Plot,
+    ScoreFamily,
     TaskConfig,
     TaskKind,
+    arg,
+    audio_options,
     overall,
     pct,
+    positive_int,
+    rate,
     real_time_factor,
+    ref_hyp_files,
+    refuse_outputs_file,
 )
+from .formats import score_jsonl, write_ctm, write_kaldi, write_trn
 from .keywords import (
     check_kws_item,
     check_kws_output,
+    kws_det_run_args,
     kws_detail,
     kws_plots,
     score_detections,
     with_keywords,
+    write_kws_det,
 )
 
+if TYPE_CHECKING:
+    from scoring import AsrReport
+    from scoring.plots import PlotFiles
 
-class AudioOptions(KindOptions):
-    """The sample rates a task accepts: items at other rates are refused, never resampled."""
-
-    sample_rates: Annotated[list[Annotated[int, Field(gt=0)]], Field(min_length=1)] = [16000]
-
-
-class CommandOptions(AudioOptions):
-    """command: audio options, and whether case counts when matching a command."""
-
-    case_sensitive: bool = False
+    from .options import KindOptions
 
 
-class AsrOptions(CommandOptions):
-    """asr: audio options, case, and the token unit (word, or char for Chinese)."""
+@cache
+def _command_options() -> type[KindOptions]:
+    from .options import AudioOptions
 
-    unit: Literal["word", "char"] = "word"
+    class CommandOptions(AudioOptions):
+        """command: audio options, and whether case counts when matching a command."""
+
+        case_sensitive: bool = False
+
+    return CommandOptions
+
+
+@cache
+def _asr_options() -> type[KindOptions]:
+    class AsrOptions(_command_options()):  # type: ignore[misc]
+        """asr: audio options, case, and the token unit (word, or char for Chinese)."""
+
+        unit: Literal["word", "char"] = "word"
+
+    return AsrOptions
 
 
 def _check_text(output: Mapping[str, Any]) -> str | None:
@@ -116,7 +138,8 @@ def _load_kws(root: Path, task: TaskConfig) -> TestSet:
     return with_keywords(testset, frames, root / "slots.jsonl")
 
 
-def _score_kws(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
+def _slot_frames(testset: TestSet, outputs: Outputs) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The reference frames and the answered frames (in the reference's setting)."""
     from scoring.kws import SlotFrame
 
     refs: dict[str, SlotFrame] = testset.references()
@@ -125,13 +148,262 @@ def _score_kws(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> 
         for k, v in outputs.items()
         if k in refs and v is not None
     }
+    return refs, hyps
+
+
+def _score_kws(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
     from scoring import score_slots
 
-    scores = score_slots(refs, hyps).to_dict()
+    scores = score_slots(*_slot_frames(testset, outputs)).to_dict()
     det = score_detections(testset, outputs)
     if det is not None:
         scores["det"] = det
     return scores
+
+
+# --------------------------------------------------------------------------- statistics
+
+
+def _asr_items(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
+    """Each utterance's (C, S, D, I): the WER is summed errors over summed words."""
+    from scoring.asr import utterance_counts
+
+    return utterance_counts(
+        testset.references(),
+        _text(outputs, testset),
+        unit=task.unit,
+        case_sensitive=task.case_sensitive,
+    )
+
+
+def _asr_aggregate(task: TaskConfig, counts: Sequence[Any]) -> float:
+    from scoring.asr import AsrScore
+
+    return AsrScore.from_counts(counts).wer
+
+
+def _command_items(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
+    """Each command: recognised or not."""
+    from scoring import score_commands
+
+    refs = testset.references()
+    wrong = set(score_commands(refs, _text(outputs, testset), None, task.case_sensitive).wrong_ids)
+    return {k: k not in wrong for k in refs}
+
+
+def _kws_items(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
+    """Each utterance's slot outcome: the rate is summed right slots over summed slots."""
+    from scoring import score_slots
+
+    return {r.id: r for r in score_slots(*_slot_frames(testset, outputs)).sentences}
+
+
+def _kws_aggregate(task: TaskConfig, results: Sequence[Any]) -> float:
+    from scoring.kws import SlotScore
+
+    return SlotScore.from_results(results).slot_rate
+
+
+# --------------------------------------------------------------------------- onsite score
+
+
+def _asr_report(args: argparse.Namespace) -> AsrReport:
+    from scoring import check_ids, read_any_transcripts, read_conditions, score_asr
+
+    refuse_outputs_file(args.hyp, "asr")
+
+    refs = read_any_transcripts(Path(args.ref))
+    hyps = read_any_transcripts(Path(args.hyp))
+    if str(args.hyp).lower().endswith(".ctm"):
+        # A CTM has no line for an utterance without words: an empty hypothesis.
+        hyps = {k: hyps.get(k, "") for k in refs} | hyps
+    check_ids(refs, hyps, Path(args.ref), Path(args.hyp))
+    conditions = read_conditions(Path(args.conditions), refs) if args.conditions else None
+    return score_asr(
+        refs,
+        hyps,
+        unit=args.unit,
+        case_sensitive=args.case_sensitive,
+        conditions=conditions,
+        unicode=args.unicode,
+    )
+
+
+def _score_asr_files(args: argparse.Namespace) -> dict[str, Any]:
+    report = _asr_report(args)
+    total = report.overall
+    return {
+        "unit": args.unit,
+        "case_sensitive": args.case_sensitive,
+        "n_ref": total.ref_tokens,
+        "correct": total.correct,
+        "substitutions": total.substitutions,
+        "deletions": total.deletions,
+        "insertions": total.insertions,
+        "errors": total.errors,
+        "wer": total.wer,
+        "correct_rate": total.correct_rate,
+        "sub_rate": total.sub_rate,
+        "del_rate": total.del_rate,
+        "ins_rate": total.ins_rate,
+        "sentences": total.utterances,
+        "sentences_correct": total.sentences_correct,
+        "sentence_correct_rate": total.sentence_correct_rate,
+        # Per-utterance counts only go to --json: the table shows the totals.
+        "utterances": [
+            {
+                "id": u.id,
+                "n_ref": u.ref_tokens,
+                "correct": u.correct,
+                "substitutions": u.substitutions,
+                "deletions": u.deletions,
+                "insertions": u.insertions,
+            }
+            for u in (report.utterances if args.json else ())
+        ],
+        "by_condition": {k: v.to_dict() for k, v in report.by_condition.items()},
+    }
+
+
+def _plot_asr(args: argparse.Namespace, stem: Path) -> PlotFiles:
+    from scoring.plots import plot_wer_by_condition
+
+    report = _asr_report(args)
+    if not report.by_condition:
+        raise ValueError("--plot for asr shows WER by condition: give --conditions FILE too")
+    metric = "CER" if args.unit == "char" else "WER"
+    values = {Path(args.hyp).stem: {k: v.wer for k, v in report.by_condition.items()}}
+    return plot_wer_by_condition(values, stem, metric=metric)
+
+
+def _score_command_files(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.commands import read_command_file, score_commands
+
+    return score_commands(
+        read_command_file(args.ref),
+        read_command_file(args.hyp),
+        case_sensitive=args.case_sensitive,
+    ).to_dict()
+
+
+def _score_kws_files(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.kws import read_slot_file, score_slots
+
+    refs = read_slot_file(args.ref)
+    hyps = read_slot_file(args.hyp, require_setting=False)
+    return score_slots(refs, hyps).to_dict(include_sentences=args.details)
+
+
+def _score_kws_det_files(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.kws import det_figures, read_detections
+
+    try:
+        return det_figures(read_detections(args.hyp), args.n_true, args.n_nontarget)
+    except ValueError as exc:
+        # Counts that contradict the file: name the file, the fix is in the message.
+        raise ValueError(f"{args.hyp}: {exc}") from None
+
+
+def _plot_det(args: argparse.Namespace, stem: Path) -> PlotFiles:
+    from scoring import det_curve, read_detections
+    from scoring.plots import plot_det
+
+    curve = det_curve(read_detections(args.hyp), args.n_true, args.n_nontarget)
+    return plot_det({Path(args.hyp).stem: curve}, stem)
+
+
+ASR_FAMILY = ScoreFamily(
+    _score_asr_files,
+    "WER/CER with sclite's conventions; trn or Kaldi text files",
+    (
+        arg("--ref", required=True, help="reference transcripts (trn, Kaldi text, or .stm)"),
+        arg("--hyp", required=True, help="hypotheses (trn, Kaldi text, or .ctm)"),
+        arg("--unit", choices=("word", "char"), default="word"),
+        arg("--case-sensitive", action="store_true"),
+        arg(
+            "--unicode",
+            action="store_true",
+            help="Unicode-aware tokens instead of sclite's: any Unicode space splits, "
+            "str.lower folds, char mode splits CJK only, `foo*` stays as written",
+        ),
+        arg("--conditions", help="'<utt-id>\\t<label>' lines (e.g. SNR): WER per label"),
+    ),
+    plot=_plot_asr,
+)
+COMMAND_FAMILY = ScoreFamily(
+    _score_command_files,
+    "correct command rate; JSON lines {id, text}, trn or Kaldi text",
+    (
+        arg("--ref", required=True, help="reference commands (JSON lines, trn or Kaldi text)"),
+        arg("--hyp", required=True, help="recognized commands (same formats)"),
+        arg(
+            "--case-sensitive",
+            action="store_true",
+            help="keep case (default: fold it, as the live command task does)",
+        ),
+    ),
+)
+KWS_FAMILY = ScoreFamily(
+    _score_kws_files, "keyword spotting: correct slot and sentence rates; slot JSON lines"
+)
+KWS_DET_FAMILY = ScoreFamily(
+    _score_kws_det_files,
+    "keyword spotting DET curve: P_miss and P_fa at every score threshold",
+    (
+        arg(
+            "--hyp",
+            required=True,
+            help="scored detections {keyword, utterance, score, is_true} (JSON lines, "
+            "docs/scoring-ocr-kws-tts.md)",
+        ),
+        arg("--n-true", type=positive_int, required=True, help="true keyword occurrences"),
+        arg("--n-nontarget", type=positive_int, required=True, help="non-target trials"),
+    ),
+    tables=("points",),
+    plot=_plot_det,
+)
+
+
+# --------------------------------------------------------------------------- --run and export
+
+
+def _asr_run_args(job: Job, directory: Path) -> dict[str, Any]:
+    values = ref_hyp_files(write_trn, ".trn")(job, directory)
+    conditions = job.testset.conditions()
+    path = None
+    if conditions:
+        path = directory / "conditions.tsv"
+        path.write_text("".join(f"{k}\t{v}\n" for k, v in conditions.items()), encoding="utf-8")
+    return {
+        **values,
+        "unit": job.config.unit,
+        "case_sensitive": job.config.case_sensitive,
+        "unicode": False,
+        "conditions": str(path) if path else None,
+    }
+
+
+write_command_jsonl = score_jsonl(
+    lambda item: {"id": item.id, "text": str(item.reference)},
+    lambda job, item, answer: {"id": item.id, "text": job.text(item.id)},
+)
+write_kws_jsonl = score_jsonl(
+    lambda item: item.reference.to_dict(),
+    lambda job, item, answer: {"id": item.id, "slots": answer["slots"]},
+)
+
+
+def _command_run_args(job: Job, directory: Path) -> dict[str, Any]:
+    return {
+        **ref_hyp_files(write_command_jsonl, ".jsonl")(job, directory),
+        "case_sensitive": job.config.case_sensitive,
+    }
+
+
+# The live `det` block's figures that `onsite score kws-det --run` gives.
+_DET_SAME = {
+    k: f"det.{k}" for k in ("eer", "n_true", "n_nontarget", "detections", "true_detections")
+}
 
 
 def _asr_plots(task: str, metric: str, scores: Mapping[str, Mapping[str, Any]]) -> list[Plot]:
@@ -159,7 +431,7 @@ def _asr_plots(task: str, metric: str, scores: Mapping[str, Mapping[str, Any]]) 
 ASR = TaskKind(
     name="asr",
     summary="continuous speech recognition: audio in, a transcript out",
-    options=AsrOptions,
+    options_model=_asr_options,
     max_output_bytes=256 << 10,
     load=lambda root, task: load_asr_testset(root, task.sample_rates),
     check_output=_check_text,
@@ -168,33 +440,39 @@ ASR = TaskKind(
     metric_labels={"wer": "WER", "cer": "CER"},
     # scoring's ASR report keeps the error rate under "wer" whatever the unit.
     score_key=lambda task: "wer",
+    statistics=ItemStatistics(_asr_items, _asr_aggregate),
     unit=RTF,
     speed=real_time_factor,
     higher_is_better=False,
     detail=lambda s: f"sentences {pct(overall(s).get('sentence_correct_rate'))}",
     plots=lambda task, metric, scores: _asr_plots(task, metric, scores),
-    formats=("trn", "ctm", "kaldi", "jsonl"),
+    writers={"trn": write_trn, "ctm": write_ctm, "kaldi": write_kaldi},
+    score_families={"asr": ASR_FAMILY},
+    from_run={"asr": FromRun(_asr_run_args)},
 )
 
 COMMAND = TaskKind(
     name="command",
     summary="spoken command recognition: audio in, the command's text out",
-    options=CommandOptions,
+    options_model=_command_options,
     max_output_bytes=64 << 10,
     load=lambda root, task: load_command_testset(root, task.sample_rates),
     check_output=_check_text,
     score=_score_command,
     metric=lambda task: "correct_rate",
     metric_labels={"correct_rate": "correct"},
+    statistics=ItemStatistics(_command_items, lambda task, hits: rate(hits)),
     unit=RTF,
     speed=real_time_factor,
-    formats=("trn", "kaldi", "score-jsonl", "jsonl"),
+    writers={"trn": write_trn, "kaldi": write_kaldi, "score-jsonl": write_command_jsonl},
+    score_families={"command": COMMAND_FAMILY},
+    from_run={"command": FromRun(_command_run_args)},
 )
 
 KWS = TaskKind(
     name="kws",
     summary="keyword spotting into slots: audio in, keywords per slot (and scored detections) out",
-    options=AudioOptions,
+    options_model=audio_options,
     max_output_bytes=256 << 10,
     load=_load_kws,
     check_output=check_kws_output,
@@ -202,11 +480,17 @@ KWS = TaskKind(
     score=_score_kws,
     metric=lambda task: "slot_rate",
     metric_labels={"slot_rate": "slots"},
+    statistics=ItemStatistics(_kws_items, _kws_aggregate),
     unit=RTF,
     speed=real_time_factor,
     detail=kws_detail,
     plots=kws_plots,
-    formats=("score-jsonl", "kws-det", "jsonl"),
+    writers={"score-jsonl": write_kws_jsonl, "kws-det": write_kws_det},
+    score_families={"kws": KWS_FAMILY, "kws-det": KWS_DET_FAMILY},
+    from_run={
+        "kws": FromRun(ref_hyp_files(write_kws_jsonl, ".jsonl")),
+        "kws-det": FromRun(kws_det_run_args, same_as=_DET_SAME),
+    },
 )
 
 KINDS = (ASR, COMMAND, KWS)

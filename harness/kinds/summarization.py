@@ -20,13 +20,13 @@ unless the task's ``headline`` says otherwise.
 
 from __future__ import annotations
 
+import argparse
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
-from typing import Annotated, Any, Literal, cast
-
-from pydantic import Field
+from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 
 from scoring.errors import FormatError
 from scoring.rouge import (
@@ -40,22 +40,52 @@ from scoring.rouge import (
 
 from ..errors import Problem, TestSetError
 from ..testsets import InvalidItem, TestItem, TestSet
-from .base import KindOptions, Outputs, TaskConfig, TaskKind, pct
+from .base import (
+    FromRun,
+    ItemStatistics,
+    Job,
+    Outputs,
+    ScoreFamily,
+    TaskConfig,
+    TaskKind,
+    arg,
+    jsonl,
+    pct,
+    write_file,
+)
 from .text import KCHARS_PER_SECOND, read_document, unlisted_documents
+
+if TYPE_CHECKING:
+    from .options import KindOptions
 
 LANGS = ("zh", "en")
 HEADLINES = {"rouge1": "ROUGE-1 F", "rouge2": "ROUGE-2 F", "rougeL": "ROUGE-L F"}
 EXAMPLE = '{"text": "the summary, one sentence per line"}'
 
 
-class SummarizationOptions(KindOptions):
-    """summarization: the length limit, what counts toward it, and what over it means."""
+@cache
+def _options() -> type[KindOptions]:
+    from pydantic import Field
 
-    length_limit: Annotated[int, Field(gt=0)]
-    length_unit: Literal["char", "word"] = "char"
-    over_limit: Literal["invalid", "truncate"] = "invalid"
-    # Which ROUGE F heads the leaderboard (docs/text-task-kinds.md says why rouge2).
-    headline: Literal["rouge1", "rouge2", "rougeL"] = "rouge2"
+    from .options import KindOptions
+
+    class SummarizationOptions(KindOptions):
+        """summarization: the length limit, what counts toward it, and what over it means."""
+
+        length_limit: Annotated[int, Field(gt=0)]
+        length_unit: Literal["char", "word"] = "char"
+        over_limit: Literal["invalid", "truncate"] = "invalid"
+        # Which ROUGE F heads the leaderboard (docs/text-task-kinds.md says why rouge2).
+        headline: Literal["rouge1", "rouge2", "rougeL"] = "rouge2"
+
+    return SummarizationOptions
+
+
+def __getattr__(name: str) -> Any:
+    # The options model by its name, built on first use (pydantic loads only then).
+    if name == "SummarizationOptions":
+        return _options()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -172,13 +202,19 @@ def scored_summary(item: TestItem, output: Mapping[str, Any]) -> str:
     return text
 
 
-def _score(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
+def _summaries(testset: TestSet, outputs: Outputs) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """The summaries as scored (answered documents) and each document's references."""
     items = testset.items
-    lang: Lang = items[0].reference.lang if items else "en"
     summaries = {
         item.id: scored_summary(item, answer) for item in items if (answer := outputs.get(item.id))
     }
-    references = {item.id: list(item.reference.refs) for item in items}
+    return summaries, {item.id: list(item.reference.refs) for item in items}
+
+
+def _score(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
+    items = testset.items
+    lang: Lang = items[0].reference.lang if items else "en"
+    summaries, references = _summaries(testset, outputs)
     if not references:
         return {"lang": lang, "documents": 0}
     figures = score_rouge(summaries, references, lang)
@@ -193,6 +229,22 @@ def _score(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict
     figures["mean_length"] = math.fsum(lengths) / len(lengths) if lengths else None
     figures.update(_cesta(summaries, references, lang))
     return figures
+
+
+def _items(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
+    """Each document's headline F (0 unanswered): the system's is their mean."""
+    summaries, references = _summaries(testset, outputs)
+    if not references:
+        return {}
+    lang: Lang = testset.items[0].reference.lang
+    key = _headline(task)
+    scored = score_rouge(summaries, references, lang)["per_document"]
+    return {d["document"]: d[key] for d in scored}
+
+
+def _aggregate(task: TaskConfig, scores: Sequence[float]) -> float | None:
+    # As score_rouge averages over the documents: an exact sum, then the mean.
+    return math.fsum(scores) / len(scores) if scores else None
 
 
 def _cesta(
@@ -229,11 +281,176 @@ def _detail(scores: Mapping[str, Any]) -> str:
     return ", ".join(parts)
 
 
+# --------------------------------------------------------------------------- onsite score
+
+
+def _score_rouge_files(args: argparse.Namespace) -> dict[str, Any]:
+    """ROUGE-1/2/L of one system's summaries against reference summaries."""
+    from scoring.rouge import score_rouge_files
+
+    result = score_rouge_files(
+        args.hyp,
+        args.ref,
+        lang=args.lang,
+        formula=args.formula,
+        alpha=args.alpha,
+        length_limit=args.length_limit,
+        length_unit=args.length_unit,
+    )
+    if not args.details:
+        result.pop("per_document")
+    return result
+
+
+def _score_cesta_files(args: argparse.Namespace) -> dict[str, Any]:
+    """CESTA o, u and o&u significant-word scores of one system's texts."""
+    from scoring.cesta import read_texts, score_significant_words
+
+    mt = read_texts(args.hyp, "target")
+    refs = read_texts(args.ref, "reference")
+    try:
+        result = score_significant_words(mt, refs, lang=args.lang, threshold=args.threshold)
+    except ValueError as exc:
+        raise FormatError(args.hyp, None, str(exc), f"give one text per id of {args.ref}") from None
+    if not args.details:
+        result.pop("per_text")
+    return result
+
+
+def _score_cesta_rank(args: argparse.Namespace) -> dict[str, Any]:
+    """Each human ranking (with ties) correlated with a metric over the ranked items."""
+    from scoring.cesta import ranking_correlation, read_item_scores, read_rankings
+
+    rankings = read_rankings(args.rankings)
+    scores = read_item_scores(args.scores)
+    rows = []
+    for name, ranks in rankings.items():
+        missing = [i for i in ranks if i not in scores]
+        if missing:
+            raise FormatError(
+                args.scores,
+                None,
+                f"no score for item {missing[0]!r} of ranking {name!r}",
+                "score every ranked item",
+            )
+        corr = ranking_correlation(
+            ranks, {i: scores[i] for i in ranks}, higher_is_better=not args.lower_is_better
+        )
+        rows.append({"ranking": name, **corr})
+    rhos = [r["spearman"] for r in rows if r["spearman"] is not None]
+    return {
+        "rankings": len(rows),
+        "mean_spearman": sum(rhos) / len(rhos) if rhos else None,
+        "per_ranking": rows,
+    }
+
+
+def _score_expert_files(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.summarization import score_summarization_files
+
+    return score_summarization_files(args.hyp)
+
+
+_FAMILIES = {
+    "summarization": ScoreFamily(
+        _score_expert_files,
+        "summaries and keywords: expert scores summed per system",
+        (arg("--hyp", required=True, help="task<TAB>system<TAB>document<TAB>expert<TAB>score"),),
+        tables=("summary", "keywords"),
+        station="summary",
+    ),
+    "rouge": ScoreFamily(
+        _score_rouge_files,
+        "summaries: ROUGE-1, ROUGE-2, ROUGE-L with ROUGE-1.5.5's conventions",
+        (
+            arg("--hyp", required=True, help='summaries, JSON lines {"id", "text"}'),
+            arg("--ref", required=True, action="append", help="reference summaries; repeatable"),
+            arg("--lang", choices=("en", "zh"), default="en", help="zh: character level"),
+            arg("--formula", choices=("A", "B"), default="A", help="A pools references, B best"),
+            arg("--alpha", type=float, default=0.5, help="F weight of precision (default 0.5)"),
+            arg("--length-limit", type=int, help="cut each summary after this many units"),
+            arg("--length-unit", choices=("char", "word"), default="char", help="of the limit"),
+            arg("--details", action="store_true", help="per-document scores too"),
+        ),
+    ),
+    "cesta": ScoreFamily(
+        _score_cesta_files,
+        "CESTA significant-word score: over-generation o, under-generation u, o&u",
+        (
+            arg("--hyp", required=True, help='one system\'s texts, JSON lines {"id", "text"}'),
+            arg("--ref", required=True, help='reference texts, JSON lines {"id", "text"}'),
+            arg("--lang", choices=("en", "zh"), default="en", help="zh: character level"),
+            arg("--threshold", type=float, default=1.0, help="significant when S > this"),
+            arg("--details", action="store_true", help="per-text scores too"),
+        ),
+    ),
+    "cesta-rank": ScoreFamily(
+        _score_cesta_rank,
+        "CESTA human rankings with ties ('4 [1 2] 6 [3 5]') correlated with a metric",
+        (
+            arg("--rankings", required=True, help="name<TAB>ranking lines, best first"),
+            arg("--scores", required=True, help="item<TAB>score lines of the metric"),
+            arg("--lower-is-better", action="store_true", help="the metric is an error rate"),
+        ),
+    ),
+}
+
+
+# --------------------------------------------------------------------------- --run and export
+
+
+def write_summary_jsonl(job: Job, references: bool) -> str:
+    """The summaries as scored, the files `onsite score rouge` and `cesta` read.
+
+    Every completed document has a line: one never answered is an empty summary
+    (live ROUGE and CESTA count it so, and `onsite score cesta` needs one text per
+    document). With --references one line per reference summary, the id
+    repeated, the first reference first.
+    """
+    items = job.testset.items
+    if references:
+        return jsonl([{"id": i.id, "text": text} for i in items for text in i.reference.refs])
+    rows = []
+    for item in items:
+        answer = job.answer(item.id)
+        rows.append({"id": item.id, "text": "" if answer is None else scored_summary(item, answer)})
+    return jsonl(rows)
+
+
+def _lang(job: Job) -> str:
+    return str(job.testset.items[0].reference.lang) if job.testset.items else "en"
+
+
+def _rouge_run_args(job: Job, directory: Path) -> dict[str, Any]:
+    # The summaries are written as scored (cut at the limit when the task truncates):
+    # no --length-limit is needed, and none is given.
+    return {
+        "hyp": write_file(job, directory, write_summary_jsonl, "hyp.jsonl", False),
+        "ref": [write_file(job, directory, write_summary_jsonl, "ref.jsonl", True)],
+        "lang": _lang(job),
+        "formula": "A",
+        "alpha": 0.5,
+        "length_limit": None,
+        "length_unit": "char",
+        "details": False,
+    }
+
+
+def _cesta_run_args(job: Job, directory: Path) -> dict[str, Any]:
+    return {
+        "hyp": write_file(job, directory, write_summary_jsonl, "hyp.jsonl", False),
+        "ref": write_file(job, directory, write_summary_jsonl, "ref.jsonl", True),
+        "lang": _lang(job),
+        "threshold": 1.0,
+        "details": False,
+    }
+
+
 KINDS = (
     TaskKind(
         name="summarization",
         summary="summarization: a document in, its summary within a length limit out",
-        options=SummarizationOptions,
+        options_model=_options,
         max_output_bytes=256 << 10,
         load=_load,
         check_output=_check_output,
@@ -241,10 +458,15 @@ KINDS = (
         score=_score,
         metric=_headline,
         metric_labels={f"{k}_f": v for k, v in HEADLINES.items()},
+        statistics=ItemStatistics(_items, _aggregate),
         unit=KCHARS_PER_SECOND,
         speed=lambda item, seconds: (item.units or 1.0) / seconds / 1000.0 if seconds > 0 else None,
         detail=_detail,
-        # score-jsonl: the summaries as scored, the files `onsite score rouge`/`cesta` read.
-        formats=("score-jsonl", "jsonl"),
+        writers={"score-jsonl": write_summary_jsonl},
+        score_families=_FAMILIES,
+        from_run={
+            "rouge": FromRun(_rouge_run_args),
+            "cesta": FromRun(_cesta_run_args, same_as={k: f"cesta_{k}" for k in ("o", "u", "ou")}),
+        },
     ),
 )

@@ -8,6 +8,7 @@ docs/text-task-kinds.md lists each kind's layout, input, output, metric and spee
 
 from __future__ import annotations
 
+import argparse
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -19,7 +20,28 @@ from scoring.errors import FormatError
 
 from ..errors import Problem, TestSetError
 from ..testsets import InvalidItem, TestItem, TestSet
-from .base import Outputs, SpeedUnit, TaskConfig, TaskKind, pct
+from .base import (
+    FromRun,
+    ItemStatistics,
+    Job,
+    Outputs,
+    ScoreFamily,
+    SpeedUnit,
+    TaskConfig,
+    TaskKind,
+    arg,
+    pct,
+    refuse_outputs_file,
+    write_file,
+)
+from .formats import (
+    write_conll,
+    write_cwmt_source,
+    write_cwmt_xml,
+    write_sighan,
+    write_trec,
+    write_tsv,
+)
 from .nbest import check_nbest
 
 if TYPE_CHECKING:
@@ -197,9 +219,9 @@ def _check_mt(output: Mapping[str, Any]) -> str | None:
     return _string_field(output, "text", '{"text": "the translation"}') or check_nbest(output)
 
 
-def _score_mt(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
+def _mt_segments(testset: TestSet, outputs: Outputs) -> tuple[list[Any], str]:
+    """The job's segments as mteval sees them, and the target language."""
     from scoring.mt import MtSegment, as_sgml_text
-    from scoring.mt_batch import score_mt_batch
 
     segments = []
     for item in testset.items:
@@ -212,8 +234,38 @@ def _score_mt(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> d
         refs = tuple(as_sgml_text(r) for r in ref.refs)
         segments.append(MtSegment(ref.doc_id, ref.seg_id, as_sgml_text(hyp), refs))
     lang = testset.items[0].reference.lang if testset.items else DEFAULT_LANG
+    return segments, lang
+
+
+def _score_mt(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
+    from scoring.mt_batch import score_mt_batch
+
     # score_mt's report, computed for the whole set at once (equal value for value).
-    return score_mt_batch(segments, lang).to_dict()
+    return score_mt_batch(*_mt_segments(testset, outputs)).to_dict()
+
+
+def _bleu_items(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
+    """Each segment's n-gram counts: BLEU is that of the summed counts."""
+    from scoring.mt_batch import score_mt_batch
+
+    segments, lang = _mt_segments(testset, outputs)
+    if not segments:
+        return {}
+    report = score_mt_batch(segments, lang, metrics=("bleu",))
+    return {
+        item.id: seg.scores.ngrams for item, seg in zip(testset.items, report.segments, strict=True)
+    }
+
+
+def _bleu_aggregate(task: TaskConfig, counts: Sequence[Any]) -> float | None:
+    from scoring.mt import bleu_from_stats
+
+    if not counts:
+        return None
+    total = counts[0]
+    for more in counts[1:]:
+        total = total + more
+    return bleu_from_stats(total)
 
 
 def _source_words(item: TestItem) -> float:
@@ -228,6 +280,7 @@ def _source_words(item: TestItem) -> float:
 load_mt_testset = _load_mt
 score_mt_outputs = _score_mt
 source_words = _source_words
+BLEU_STATISTICS = ItemStatistics(_bleu_items, _bleu_aggregate)
 
 
 # --------------------------------------------------------------------------- cws
@@ -272,8 +325,9 @@ def _check_segmented(output: Mapping[str, Any]) -> str | None:
     return _string_field(output, "text", '{"text": "我们 在 北京"} (words separated by spaces)')
 
 
-def _score_cws(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
-    from scoring.cws import score_cws, split_words
+def _cws_lines(testset: TestSet, outputs: Outputs) -> tuple[list[Any], list[Any], Any]:
+    """Gold and system words per sentence (an unanswered one has none), and the word list."""
+    from scoring.cws import split_words
 
     gold = [list(item.reference.words) for item in testset.items]
     test = []
@@ -281,7 +335,31 @@ def _score_cws(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> 
         answer = _answer(outputs, item.id)
         test.append(split_words(str(answer["text"])) if answer else [])
     lexicon = testset.items[0].reference.lexicon if testset.items else None
-    return score_cws(gold, test, lexicon).to_dict()
+    return gold, test, lexicon
+
+
+def _score_cws(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
+    from scoring.cws import score_cws
+
+    return score_cws(*_cws_lines(testset, outputs)).to_dict()
+
+
+def _cws_items(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
+    """Each sentence's word counts: P, R and F are those of the pooled counts."""
+    from scoring.cws import score_cws
+
+    gold, test, lexicon = _cws_lines(testset, outputs)
+    return {
+        item.id: score_cws([g], [t], lexicon)
+        for item, g, t in zip(testset.items, gold, test, strict=True)
+    }
+
+
+def _cws_aggregate(task: TaskConfig, scores: Sequence[Any]) -> float:
+    from scoring.cws import score_cws
+    from scoring.pooled import pooled
+
+    return pooled([score_cws([], []), *scores]).f
 
 
 # --------------------------------------------------------------------------- ner
@@ -364,9 +442,8 @@ def check_ner_length(item: TestItem, output: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _score_ner(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
-    from scoring.ner import score_ner
-
+def _ner_tags(testset: TestSet, outputs: Outputs) -> tuple[list[Any], list[Any], int, int]:
+    """Gold and predicted tags per sentence, and how many went unanswered or wrong length."""
     gold: list[list[str]] = []
     predicted: list[list[str | None]] = []
     unanswered = wrong_length = 0
@@ -383,8 +460,32 @@ def _score_ner(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> 
         # None never equals a gold tag and starts no chunk: no credit, as for a missing answer.
         gold.append(tags)
         predicted.append(guess)
+    return gold, predicted, unanswered, wrong_length
+
+
+def _score_ner(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
+    from scoring.ner import score_ner
+
+    gold, predicted, unanswered, wrong_length = _ner_tags(testset, outputs)
     scores = score_ner(gold, cast(list[list[str]], predicted)).to_dict()
     return {**scores, "unanswered": unanswered, "wrong_length": wrong_length}
+
+
+def _ner_items(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
+    """Each sentence's chunk counts: F1 is that of the pooled counts."""
+    from scoring.ner import score_ner
+
+    gold, predicted, _, _ = _ner_tags(testset, outputs)
+    return {
+        item.id: score_ner([g], [p])
+        for item, g, p in zip(testset.items, gold, predicted, strict=True)
+    }
+
+
+def _ner_aggregate(task: TaskConfig, scores: Sequence[Any]) -> float:
+    from scoring.ner import NerScore, score_ner
+
+    return NerScore.pooled([score_ner([], []), *scores]).f1
 
 
 # --------------------------------------------------------------------------- pos
@@ -452,16 +553,39 @@ def _check_pos(output: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _score_pos(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
-    from scoring.pos import score_pos
-
+def _pos_lines(testset: TestSet, outputs: Outputs) -> tuple[list[Any], list[Any]]:
+    """Gold and system (word, tag) tokens per sentence (an unanswered one has none)."""
     gold = [list(item.reference.tokens) for item in testset.items]
     test = []
     for item in testset.items:
         answer = _answer(outputs, item.id)
         test.append((parse_tagged(str(answer["text"])) or []) if answer else [])
+    return gold, test
+
+
+def _score_pos(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
+    from scoring.pos import score_pos
+
     training = testset.items[0].reference.training if testset.items else None
-    return score_pos(gold, test, training).to_dict()
+    return score_pos(*_pos_lines(testset, outputs), training).to_dict()
+
+
+def _pos_items(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
+    """Each sentence's tagged-word counts: F is that of the pooled counts (no training
+    figures: they are not the headline)."""
+    from scoring.pos import score_pos
+
+    gold, test = _pos_lines(testset, outputs)
+    return {
+        item.id: score_pos([g], [t]) for item, g, t in zip(testset.items, gold, test, strict=True)
+    }
+
+
+def _pos_aggregate(task: TaskConfig, scores: Sequence[Any]) -> float:
+    from scoring.pooled import pooled
+    from scoring.pos import score_pos
+
+    return pooled([score_pos([], []), *scores]).f
 
 
 # --------------------------------------------------------------------------- textcat
@@ -530,20 +654,45 @@ def _check_categories(output: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _score_textcat(
-    testset: TestSet, task: TaskConfig, outputs: Outputs, seconds: Mapping[str, float]
-) -> dict[str, Any]:
-    from scoring.textcat import score_textcat
-
+def _categories(
+    testset: TestSet, outputs: Outputs
+) -> tuple[dict[str, Any], dict[str, tuple[str, ...]]]:
     gold = {item.id: item.reference for item in testset.items}
     pred = {
         item.id: tuple(str(c).strip() for c in answer["categories"])
         for item in testset.items
         if (answer := _answer(outputs, item.id))
     }
+    return gold, pred
+
+
+def _score_textcat(
+    testset: TestSet, task: TaskConfig, outputs: Outputs, seconds: Mapping[str, float]
+) -> dict[str, Any]:
+    from scoring.textcat import score_textcat
+
+    gold, pred = _categories(testset, outputs)
     # Classifying time: the run's own per-item seconds, failed items included.
     total = math.fsum(seconds.get(k, 0.0) for k in gold)
     return score_textcat(gold, pred, seconds=total).to_dict()
+
+
+def _textcat_items(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
+    """Each document's (expert categories, system categories or None): macro-F1 is made of
+    per-category counts that each document adds to."""
+    gold, pred = _categories(testset, outputs)
+    return {doc: (expert, pred.get(doc)) for doc, expert in gold.items()}
+
+
+def _textcat_aggregate(task: TaskConfig, docs: Sequence[Any]) -> float | None:
+    from scoring.textcat import score_textcat
+
+    if not docs:
+        return None
+    # Numbered: a resample may hold a document twice, and each copy counts.
+    gold = {str(n): expert for n, (expert, _) in enumerate(docs)}
+    pred = {str(n): system for n, (_, system) in enumerate(docs) if system is not None}
+    return score_textcat(gold, pred).macro_f1
 
 
 # --------------------------------------------------------------------------- ir
@@ -620,18 +769,275 @@ def _check_results(output: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _score_ir(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
-    from scoring.ir import score_ir
-
+def _ir_inputs(testset: TestSet, outputs: Outputs) -> tuple[dict[str, Any], dict[str, Any]]:
     qrels = {item.id: item.reference.judgements for item in testset.items}
     run = {
         item.id: {str(d): float(s) for d, s in answer["results"]}
         for item in testset.items
         if (answer := _answer(outputs, item.id))
     }
+    return qrels, run
+
+
+def _score_ir(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
+    from scoring.ir import score_ir
+
     # complete: a topic with no answer counts 0 (trec_eval -c) rather than dropping out.
-    report = score_ir(qrels, run, complete=True, max_docs=MAX_RESULTS)
+    report = score_ir(*_ir_inputs(testset, outputs), complete=True, max_docs=MAX_RESULTS)
     return report.to_dict()
+
+
+def _ir_items(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
+    """Each topic's average precision (0 unanswered): MAP is their mean."""
+    from scoring.ir import score_ir
+
+    qrels, run = _ir_inputs(testset, outputs)
+    if not qrels:
+        return {}
+    ap = {
+        t.topic: t.ap for t in score_ir(qrels, run, complete=True, max_docs=MAX_RESULTS).per_topic
+    }
+    return {topic: ap.get(topic, 0.0) for topic in qrels}
+
+
+def _ir_aggregate(task: TaskConfig, aps: Sequence[float]) -> float | None:
+    # As trec_eval -c averages: over every topic, an exact sum.
+    return math.fsum(aps) / len(aps) if aps else None
+
+
+# --------------------------------------------------------------------------- onsite score
+
+
+def _mt_metrics(text: str) -> tuple[str, ...]:
+    """``--metrics``: comma-separated MT metric names, or ``all``."""
+    from scoring.mt_batch import METRICS
+
+    names = [n.strip().lower() for n in text.split(",") if n.strip()]
+    if names == ["all"]:
+        return METRICS
+    unknown = [n for n in names if n not in METRICS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown metric {', '.join(unknown) or repr(text)}; give some of "
+            f"{','.join(METRICS)} separated by commas, or all"
+        )
+    return tuple(dict.fromkeys(names))
+
+
+def _score_mt_files(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.cwmt_xml import load_mt_file, require_mirror
+    from scoring.mt import score_mt_files
+    from scoring.mt_batch import METRICS
+
+    refuse_outputs_file(args.hyp, "mt")
+    if args.src:
+        source = load_mt_file(args.src, "source")
+        target = load_mt_file(args.hyp, "target")
+        require_mirror(source, target)
+    # The table shows system and document figures: segments only go to --json.
+    return score_mt_files(
+        Path(args.hyp),
+        [Path(r) for r in args.ref],
+        lang=args.lang,
+        metrics=args.metrics or METRICS,
+        with_segments=args.json,
+    )
+
+
+def _score_mt_check(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.mt_check import check_results
+
+    return check_results(args.src, args.hyp).to_dict()
+
+
+def _score_mt_human(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.mt_human import score_human
+
+    return score_human(args.hyp).to_dict()
+
+
+def _score_mt_align(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.word_alignment import score_alignment_files
+
+    return score_alignment_files(args.hyp, args.ref)
+
+
+def _score_cws_files(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.cws import score_cws_files
+
+    return score_cws_files(
+        args.gold,
+        args.test,
+        args.words,
+        accepted=args.accepted,
+        lcs=args.lcs,
+        script_quirks=args.sighan_quirks,
+    )
+
+
+def _score_ner_file(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.ner import score_ner_file
+
+    return score_ner_file(args.conll)
+
+
+def _score_pos_files(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.pos import score_pos_files
+
+    return score_pos_files(args.gold, args.test, args.train)
+
+
+def _score_textcat_files(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.textcat import score_textcat_files
+
+    return score_textcat_files(args.gold, args.pred, seconds=args.seconds)
+
+
+def _score_ir_files(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.ir import score_ir_files
+
+    return score_ir_files(args.qrels, args.run, complete=args.complete)
+
+
+MT_FAMILY = ScoreFamily(
+    _score_mt_files,
+    "translation: BLEU and NIST (mteval-v13a), BLEU shortest-ref, GTM, mWER, mPER",
+    (
+        arg("--hyp", required=True, help="system output: CWMT XML or one segment per line"),
+        arg(
+            "--ref",
+            required=True,
+            action="append",
+            help="a reference file; repeat for more (any number, as mteval)",
+        ),
+        arg("--lang", choices=("en", "zh", "ja"), default="en", help="target language"),
+        arg("--src", help="the source XML: the output must mirror its docs and segments"),
+        arg(
+            "--metrics",
+            type=_mt_metrics,
+            help="comma-separated, from bleu,nist,gtm,mwer,mper,bleu_shortest; "
+            "default all (the CWMT/HTRDP set); e.g. --metrics bleu computes BLEU alone",
+        ),
+    ),
+    tables=("documents",),
+)
+MT_CHECK_FAMILY = ScoreFamily(
+    _score_mt_check,
+    "CWMT submissions: mirror the source, system description, file naming rule",
+    (
+        arg("--src", required=True, help="the source XML"),
+        arg("--hyp", required=True, nargs="+", help="one or more result files"),
+    ),
+    tables=("problems",),
+)
+_MT_FAMILIES = {
+    "mt": MT_FAMILY,
+    "mt-check": MT_CHECK_FAMILY,
+    "mt-human": ScoreFamily(
+        _score_mt_human,
+        "adequacy and fluency (0-5) from several judges' sheets, averaged per system",
+        (arg("--hyp", required=True, nargs="+", help="judges' sheets (CSV or JSON lines)"),),
+        tables=("systems",),
+        station="mt-adequacy-fluency",
+    ),
+    "mt-align": ScoreFamily(
+        _score_mt_align,
+        "word alignment: precision, recall, F1, AER with sure and possible links",
+        (
+            arg("--ref", required=True, help="gold links: i-j sure, i-j-p possible"),
+            arg("--hyp", required=True, help="system links: i-j"),
+        ),
+    ),
+}
+
+
+# --------------------------------------------------------------------------- --run and export
+
+
+def mt_run_args(metrics: tuple[str, ...] | None) -> Callable[[Job, Path], dict[str, Any]]:
+    """`onsite score mt --run`: the CWMT target and reference files, the set's language,
+    and the metrics the kind's live scorer reports (None: all)."""
+
+    def args(job: Job, directory: Path) -> dict[str, Any]:
+        lang = str(job.testset.items[0].reference.lang) if job.testset.items else "en"
+        return {
+            "hyp": write_file(job, directory, write_cwmt_xml, "hyp.xml", False),
+            "ref": [write_file(job, directory, write_cwmt_xml, "ref.xml", True)],
+            "lang": lang,
+            "src": None,
+            "metrics": metrics,
+        }
+
+    return args
+
+
+def mt_check_run_args(job: Job, directory: Path) -> dict[str, Any]:
+    """`onsite score mt-check --run`: a source written from the test set, and the target
+    saved under the CWMT naming rule (task-site-primary-system.xml, task = the set's id)."""
+    from scoring.cwmt_xml import load_mt_file, result_file_name
+
+    source = directory / "source.xml"
+    source.write_text(write_cwmt_source(job), encoding="utf-8")
+    hyp = Path(write_file(job, directory, write_cwmt_xml, "hyp.xml", False))
+    written = load_mt_file(hyp, "target")
+    named = directory / result_file_name(
+        written.setid or job.task, job.system, job.system, written.srclang, written.tgtlang
+    )
+    hyp.rename(named)
+    return {"src": str(source), "hyp": [str(named)]}
+
+
+def _cws_run_args(job: Job, directory: Path) -> dict[str, Any]:
+    words = job.testset.setup_files.get("words")
+    return {
+        "gold": write_file(job, directory, write_sighan, "gold.txt", True),
+        "test": write_file(job, directory, write_sighan, "test.txt", False),
+        "words": str(words) if words else None,
+        "accepted": None,
+        "lcs": False,
+        "sighan_quirks": False,
+    }
+
+
+def write_sighan_tagged(job: Job, references: bool) -> str:
+    """POS: the sighan lines with `word/TAG` tokens (an unanswered sentence is empty)."""
+    out = []
+    for item in job.testset.items:
+        tokens = (
+            list(item.reference.tokens) if references else parse_tagged(job.text(item.id)) or []
+        )
+        out.append(" ".join(f"{w}/{t}" for w, t in tokens) + "\n")
+    return "".join(out)
+
+
+def _pos_run_args(job: Job, directory: Path) -> dict[str, Any]:
+    train = job.testset.setup_files.get("train")
+    return {
+        "gold": write_file(job, directory, write_sighan_tagged, "gold.pos", True),
+        "test": write_file(job, directory, write_sighan_tagged, "test.pos", False),
+        "train": str(train) if train else None,
+    }
+
+
+def _ner_run_args(job: Job, directory: Path) -> dict[str, Any]:
+    return {"conll": write_file(job, directory, write_conll, "conlleval.txt", True)}
+
+
+def _textcat_run_args(job: Job, directory: Path) -> dict[str, Any]:
+    return {
+        "gold": write_file(job, directory, write_tsv, "gold.tsv", True),
+        "pred": write_file(job, directory, write_tsv, "pred.tsv", False),
+        "seconds": job.run_seconds,
+    }
+
+
+def _ir_run_args(job: Job, directory: Path) -> dict[str, Any]:
+    # complete: an unanswered topic scores 0 (trec_eval -c), as live.
+    return {
+        "qrels": write_file(job, directory, write_trec, "qrels", True),
+        "run": write_file(job, directory, write_trec, "run", False),
+        "complete": True,
+    }
 
 
 # --------------------------------------------------------------------------- registry
@@ -645,7 +1051,6 @@ MS_PER_QUERY = SpeedUnit("ms_per_query", "ms/query", "ms / query")
 KINDS = (
     TaskKind(
         name="mt",
-        formats=("cwmt-xml", "jsonl"),
         summary="machine translation: a source segment in, its translation out",
         max_output_bytes=4 << 20,
         load=_load_mt,
@@ -653,6 +1058,7 @@ KINDS = (
         score=_score_mt,
         metric=lambda task: "bleu",
         metric_labels={"bleu": "BLEU"},
+        statistics=BLEU_STATISTICS,
         unit=WORDS_PER_SECOND,
         speed=_per_second(_source_words),
         detail=lambda s: (
@@ -660,10 +1066,16 @@ KINDS = (
             if isinstance(s.get("nist"), int | float)
             else ""
         ),
+        writers={"cwmt-xml": write_cwmt_xml},
+        score_families=_MT_FAMILIES,
+        from_run={
+            "mt": FromRun(mt_run_args(None)),
+            # A checker: its verdict ("ok"), no live figure.
+            "mt-check": FromRun(mt_check_run_args, same_as={}),
+        },
     ),
     TaskKind(
         name="cws",
-        formats=("sighan", "jsonl"),
         summary="Chinese word segmentation: a sentence in, words separated by spaces out",
         max_output_bytes=4 << 20,
         load=_load_cws,
@@ -671,16 +1083,46 @@ KINDS = (
         score=_score_cws,
         metric=lambda task: "f",
         metric_labels={"f": "F"},
+        statistics=ItemStatistics(_cws_items, _cws_aggregate),
         unit=KCHARS_PER_SECOND,
         speed=_per_second(lambda item: _chars(str(item.fields["text"])), scale=1000.0),
         detail=lambda s: (
             f"P {pct(s.get('precision'))} R {pct(s.get('recall'))}"
             + (f", OOV recall {pct(s['oov_recall'])}" if s.get("oov_recall") is not None else "")
         ),
+        writers={"sighan": write_sighan},
+        score_families={
+            "cws": ScoreFamily(
+                _score_cws_files,
+                "word segmentation, SIGHAN bakeoff `score` conventions",
+                (
+                    arg(
+                        "--gold",
+                        required=True,
+                        help="reference segmentation, words split by spaces",
+                    ),
+                    arg("--test", required=True, help="system segmentation"),
+                    arg("--words", help="the training word list, for OOV and IV figures"),
+                    arg("--accepted", help="judged review file: pieces accepted as correct"),
+                    arg(
+                        "--lcs",
+                        action="store_true",
+                        help="match a true longest common subsequence instead of GNU diff's "
+                        "choice (the script's numbers are the default)",
+                    ),
+                    arg(
+                        "--sighan-quirks",
+                        action="store_true",
+                        help="also reproduce the script's slips: an empty word before a leading "
+                        "U+3000, `chop` of a word list's last byte when it lacks a final newline",
+                    ),
+                ),
+            )
+        },
+        from_run={"cws": FromRun(_cws_run_args)},
     ),
     TaskKind(
         name="ner",
-        formats=("conll", "jsonl"),
         summary="named entities: tokens in, one BIOES tag per token out",
         max_output_bytes=4 << 20,
         load=_load_ner,
@@ -688,14 +1130,26 @@ KINDS = (
         score=_score_ner,
         metric=lambda task: "f1",
         metric_labels={"f1": "F1"},
+        statistics=ItemStatistics(_ner_items, _ner_aggregate),
         unit=TOKENS_PER_SECOND,
         speed=_per_second(lambda item: float(len(item.fields["tokens"]))),
         detail=lambda s: f"P {pct(s.get('precision'))} R {pct(s.get('recall'))}",
         check_item=check_ner_length,
+        writers={"conll": write_conll},
+        score_families={
+            "ner": ScoreFamily(
+                _score_ner_file,
+                "named entities, conlleval conventions",
+                (arg("--conll", required=True, help="token ... gold-tag predicted-tag per line"),),
+            )
+        },
+        # P, R and F1 are the live ones; token accuracy is not (docs/formats.md, conll).
+        from_run={
+            "ner": FromRun(_ner_run_args, same_as={k: k for k in ("f1", "precision", "recall")})
+        },
     ),
     TaskKind(
         name="pos",
-        formats=("sighan", "jsonl"),
         summary="part-of-speech tagging: a sentence in, word/TAG tokens out",
         max_output_bytes=4 << 20,
         load=_load_pos,
@@ -704,15 +1158,29 @@ KINDS = (
         # Systems segment the text themselves, so F (not accuracy) is the fair figure.
         metric=lambda task: "f",
         metric_labels={"f": "F"},
+        statistics=ItemStatistics(_pos_items, _pos_aggregate),
         unit=KCHARS_PER_SECOND,
         speed=_per_second(lambda item: _chars(str(item.fields["text"])), scale=1000.0),
         detail=lambda s: (
             f"accuracy {pct(s.get('accuracy'))}, rel. precision {pct(s.get('relative_precision'))}"
         ),
+        writers={"sighan": write_sighan_tagged},
+        score_families={
+            "pos": ScoreFamily(
+                _score_pos_files,
+                "POS tagging: HTRDP P/R/F and relative precision; SIGHAN accuracy, IV/OOV, "
+                "baseline",
+                (
+                    arg("--gold", required=True, help="reference, word/TAG tokens"),
+                    arg("--test", required=True, help="system output, word/TAG tokens"),
+                    arg("--train", help="training data (word/TAG), for IV/OOV and the baseline"),
+                ),
+            )
+        },
+        from_run={"pos": FromRun(_pos_run_args)},
     ),
     TaskKind(
         name="textcat",
-        formats=("tsv", "jsonl"),
         summary="text categorization: a document in, its categories out",
         max_output_bytes=64 << 10,
         load=_load_textcat,
@@ -720,15 +1188,28 @@ KINDS = (
         score=_score_textcat,
         metric=lambda task: "macro_f1",
         metric_labels={"macro_f1": "macro-F1"},
+        statistics=ItemStatistics(_textcat_items, _textcat_aggregate),
         unit=DOCS_PER_SECOND,
         speed=_per_second(lambda item: 1.0),
         detail=lambda s: (
             f"micro F1 {pct(s.get('micro_f1'))}, general {pct(s.get('general_score_rate'))}"
         ),
+        writers={"tsv": write_tsv},
+        score_families={
+            "textcat": ScoreFamily(
+                _score_textcat_files,
+                "text categorization: per category P/R/F1, macro and micro, HTRDP general score",
+                (
+                    arg("--gold", required=True, help="doc_id<TAB>category[,category2]"),
+                    arg("--pred", required=True, help="doc_id<TAB>category[,category2] (ranked)"),
+                    arg("--seconds", type=float, help="classifying time, from the run"),
+                ),
+            )
+        },
+        from_run={"textcat": FromRun(_textcat_run_args)},
     ),
     TaskKind(
         name="ir",
-        formats=("trec", "jsonl"),
         summary="retrieval: a query in, ranked documents out",
         max_output_bytes=8 << 20,
         load=_load_ir,
@@ -736,8 +1217,27 @@ KINDS = (
         score=_score_ir,
         metric=lambda task: "map",
         metric_labels={"map": "MAP"},
+        statistics=ItemStatistics(_ir_items, _ir_aggregate),
         unit=MS_PER_QUERY,
         speed=_ms_per_item,
         detail=lambda s: f"P@10 {pct(s.get('p10'))}, R-prec {pct(s.get('rprec'))}",
+        writers={"trec": write_trec},
+        score_families={
+            "ir": ScoreFamily(
+                _score_ir_files,
+                "retrieval: MAP, R-precision, P@10 with trec_eval's conventions",
+                (
+                    arg("--qrels", required=True, help="TREC qrels: topic 0 docno relevance"),
+                    arg(
+                        "--run",
+                        required=True,
+                        help="TREC run: topic Q0 docno rank score tag; or an onsite run "
+                        "directory (with --task, --system), read without --qrels",
+                    ),
+                    arg("--complete", action="store_true", help="like trec_eval -c"),
+                ),
+            )
+        },
+        from_run={"ir": FromRun(_ir_run_args)},
     ),
 )

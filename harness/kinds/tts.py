@@ -17,6 +17,7 @@ anonymous name (``media/<task>/<anon id>.wav``) and records
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import io
 import json
@@ -35,8 +36,18 @@ if TYPE_CHECKING:
 
 from ..errors import Problem, TestSetError
 from ..testsets import TestItem, TestSet, _read_id_table
-from .base import CHARS_PER_SECOND, TaskConfig, TaskKind, units_per_second
-from .speech import AudioOptions
+from .base import (
+    CHARS_PER_SECOND,
+    ItemStatistics,
+    ScoreFamily,
+    TaskConfig,
+    TaskKind,
+    arg,
+    audio_options,
+    positive_int,
+    rate,
+    units_per_second,
+)
 
 AUDIO_KEY = "audio_out"
 # The largest audio file a system may leave (16-bit mono 48 kHz: about six minutes).
@@ -234,6 +245,11 @@ def _why(exc: Exception) -> str:
     return str(getattr(exc, "error_string", None) or exc)
 
 
+def _kept(testset: TestSet, outputs: Mapping[str, Any]) -> dict[str, Any]:
+    ids = {item.id for item in testset.items}
+    return {k: v for k, v in outputs.items() if k in ids and v is not None}
+
+
 def score_tts(
     testset: TestSet, task: TaskConfig, outputs: Mapping[str, Any], _: Any
 ) -> dict[str, Any]:
@@ -241,34 +257,168 @@ def score_tts(
 
     Quality comes from the judging station (`onsite judge`, docs/judging.md).
     """
-    ids = [item.id for item in testset.items]
-    kept = {k: v for k, v in outputs.items() if k in ids and v is not None}
+    kept = _kept(testset, outputs)
     seconds = sum(float(v.get("audio_seconds") or 0.0) for v in kept.values())
     return {
-        "items": len(ids),
+        "items": len(testset.items),
         "audio_items": len(kept),
-        "audio_rate": len(kept) / len(ids) if ids else 0.0,
+        "audio_rate": rate([item.id in kept for item in testset.items]),
         "audio_seconds": seconds,
         "sus_items": sum(1 for item in testset.items if item.reference is not None),
     }
 
 
+def _items(testset: TestSet, task: TaskConfig, outputs: Mapping[str, Any], _: Any) -> dict:
+    """Each item: valid audio kept or not."""
+    kept = _kept(testset, outputs)
+    return {item.id: item.id in kept for item in testset.items}
+
+
+# --------------------------------------------------------------------------- onsite score
+# The listening tests' files, from the judging station (`--run RUN --task T`) or saved.
+
+
+def _fraction(text: str) -> float:
+    value = float(text)
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {text}")
+    return value
+
+
+def _hyp(what: str) -> Any:
+    return arg("--hyp", required=True, help=f"{what} (JSON lines, docs/scoring-ocr-kws-tts.md)")
+
+
+_CONFIDENCE = arg(
+    "--confidence", type=_fraction, default=0.95, help="interval confidence (default 0.95)"
+)
+
+
+def _pair(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.tts import pair_comparison, read_pair_judgements
+
+    judgements = read_pair_judgements(args.hyp)
+    stats = pair_comparison(judgements, confidence=args.confidence, unit=args.unit)
+    return {
+        "unit": args.unit,
+        "confidence": args.confidence,
+        "judgements": len(judgements),
+        "listeners": len({j.listener for j in judgements}),
+        "pairs": [s.to_dict() for s in stats],
+    }
+
+
+def _sus(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.tts import read_sus_responses, score_sus
+
+    responses = read_sus_responses(args.hyp)
+    scores = score_sus(responses)
+    return {"blanks": len(responses), "systems": [s.to_dict() for s in scores.values()]}
+
+
+def _mos(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.tts import read_mos_ratings, score_mos
+
+    ratings = read_mos_ratings(args.hyp)
+    scores = score_mos(ratings, confidence=args.confidence)
+    return {
+        "confidence": args.confidence,
+        "ratings": len(ratings),
+        "systems": [s.to_dict() for s in scores.values()],
+    }
+
+
+def _numbered(prefix: str, n: int) -> list[str]:
+    # Zero-padded so the ids sort in numeric order.
+    return [f"{prefix}{i:0{len(str(n))}d}" for i in range(1, n + 1)]
+
+
+def _plan(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.tts import listening_plan, read_sentence_ids
+
+    # A plain number is a count; anything else names a file (write ./12 for a file "12").
+    count = args.sentences.isascii() and args.sentences.isdigit()
+    sentences = _numbered("s", int(args.sentences)) if count else read_sentence_ids(args.sentences)
+    listeners = _numbered("L", args.listeners)
+    trials = listening_plan(args.systems, sentences, listeners, args.seed)
+    return {
+        "systems": args.systems,
+        "sentences": sentences,
+        "listeners": listeners,
+        "seed": args.seed,
+        "trials": [t.to_dict() for t in trials],
+    }
+
+
+_FAMILIES = {
+    "tts-pair": ScoreFamily(
+        _pair,
+        "speech synthesis pair comparison: preference means and t intervals",
+        (
+            _hyp("judgements {listener, sentence, first, second, score}"),
+            arg(
+                "--unit",
+                choices=("rating", "listener"),
+                default="rating",
+                help="one sample per rating, or per listener (their mean)",
+            ),
+            _CONFIDENCE,
+        ),
+        tables=("pairs",),
+        station="pair",
+    ),
+    "tts-sus": ScoreFamily(
+        _sus,
+        "speech synthesis SUS intelligibility: correct blanks / blanks",
+        (_hyp("responses {system, listener, sentence, expected, answer}"),),
+        tables=("systems",),
+        station="sus",
+    ),
+    "tts-mos": ScoreFamily(
+        _mos,
+        "speech synthesis MOS: mean opinion score and t interval per system",
+        (_hyp("ratings {system, listener, sentence, score}"), _CONFIDENCE),
+        tables=("systems",),
+        station="mos",
+    ),
+    "tts-plan": ScoreFamily(
+        _plan,
+        "balanced, seeded pair-comparison listening plan (one trial per line)",
+        (
+            arg("--systems", nargs="+", required=True, help="two or more system names"),
+            arg(
+                "--sentences",
+                required=True,
+                help="N (ids s1..sN) or a file with one sentence id per line",
+            ),
+            arg("--listeners", type=positive_int, required=True, help="N (ids L1..LN)"),
+            arg("--seed", type=int, required=True, help="same seed, same plan"),
+        ),
+        lines="trials",
+    ),
+}
+
+
 TTS = TaskKind(
     name="tts",
     summary="speech synthesis: text in, a WAV file out, kept for listening tests",
-    options=AudioOptions,
+    options_model=audio_options,
     max_output_bytes=64 << 10,
     load=load_tts,
     check_output=check_audio_answer,
     score=score_tts,
     metric=lambda task: "audio_rate",
     metric_labels={"audio_rate": "audio"},
+    statistics=ItemStatistics(_items, lambda task, kept: rate(kept)),
     # Pooled like OCR's V: items answered per second of processing (kept as it was).
     unit=CHARS_PER_SECOND,
     speed=units_per_second,
     detail=lambda s: f"{s.get('audio_seconds', 0.0):.1f} s of audio",
     output_files={AUDIO_KEY: ".wav"},
     keep_output=keep_audio,
+    # Its outputs are audio kept for listening tests: `jsonl` only; the listening
+    # tests' families read the judging station.
+    score_families=_FAMILIES,
 )
 
 KINDS = (TTS,)

@@ -304,7 +304,8 @@ def build_report(
     w = resolve_weights(weights)
     loaded = model.testsets
     rows = leaderboard(model)
-    manifest = read_manifest(run_dir)
+    # A run in PostgreSQL has no run directory: its manifests stay with its stations.
+    manifest = read_manifest(run_dir) if run_dir is not None else None
     tasks = []
     for task, cfg in site.config.tasks.items():
         scope = cfg.budget.scope
@@ -332,7 +333,7 @@ def build_report(
         )
     return ReportData(
         site=site.name,
-        run_dir=str(run_dir.resolve()),
+        run_dir=model.location,
         sessions=tuple(
             Session(s.session, s.started, s.ended, s.end_event) for s in state.sessions.values()
         ),

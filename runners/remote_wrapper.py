@@ -1,4 +1,5 @@
-"""The POSIX sh that runs a system on a participant's machine, and the scripts that clean up.
+"""The POSIX sh that runs a system on a remote device, and the scripts that clean up: process
+control by token, the same for every transport that reaches a shell (SSH, a command).
 
 No Python is needed on the remote side. Each start has a random token. The wrapper
 exports it as ``ONSITE_SESSION`` and carries it in its own command line, so that every
@@ -6,7 +7,7 @@ process of that start can be found again from ``/proc`` even after it left the s
 session (a daemon that called ``setsid``): a process is "of the start" when its
 environment or command line holds the token, and a session is "of the start" when its
 leader is. The system runs under ``setsid`` with a clean environment (``env -i``) and its
-stdin fed through a FIFO by a relay, so that the wrapper sees the channel close (the
+stdin fed through a FIFO by a relay, so that the wrapper sees its stdin close (the
 relay reaches end of file) while the system is still running: it then gives the system
 ``grace`` seconds and kills everything of the start.
 

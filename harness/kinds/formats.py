@@ -1,44 +1,46 @@
-"""The `onsite export` writers: one function per format, (job, references) -> file text.
+"""The fields' own file formats: one writer per format, (job, references) -> file text.
 
-Each writes what the field's reference tool reads and what `onsite score`
-reads back to the live number (docs/formats.md; tests/test_export_formats.py).
-A hypothesis the format cannot carry faithfully is refused with an InputError
-naming the item and a format that can, never silently changed.
+Kinds choose from these in their ``writers`` (and write their own where a
+format is theirs alone, such as each kind's `score-jsonl`). Each writes what
+the field's reference tool reads and what `onsite score` reads back to the
+live number (docs/formats.md; tests/test_export_formats.py,
+tests/test_kind_conformance.py). A hypothesis the format cannot carry
+faithfully is refused with an InputError naming the item and a format that
+can, never silently changed. The CWMT writer (scoring.cwmt_write) is loaded
+by the writer that uses it: reading a site file imports this module.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import fields, is_dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from scoring.cwmt_write import (
-    TargetCandidate,
-    TargetEntry,
-    UnwritableText,
-    refset_xml,
-    srcset_xml,
-    tgtset_xml,
-)
-from scoring.cwmt_xml import name_part
+from .base import Job, jsonl
 
-from ..errors import InputError, Problem
-from ..testsets import TestItem
-from . import Job
+if TYPE_CHECKING:
+    from scoring.cwmt_write import TargetEntry
 
-Writer = Callable[[Job, bool], str]
+    from ..testsets import TestItem
+
+__all__ = [
+    "plain_id",
+    "score_jsonl",
+    "write_conll",
+    "write_ctm",
+    "write_cwmt_source",
+    "write_cwmt_xml",
+    "write_kaldi",
+    "write_sighan",
+    "write_trec",
+    "write_trn",
+    "write_tsv",
+]
 
 # sclite splits words at these only; other blanks (NBSP, U+3000) are part of a word.
 _SCLITE_BREAK = re.compile("[\n\r]")
 _SCLITE_WORDS = re.compile("[ \t\n\r]+")
-
-
-def _refuse(job: Job, item: str, problem: str, fix: str) -> InputError:
-    where = job.run_dir / "outputs" / job.task / f"{job.system}.jsonl"
-    return InputError([Problem(where, f"item {item}", problem, fix)])
 
 
 def _one_line(text: str) -> str:
@@ -46,11 +48,11 @@ def _one_line(text: str) -> str:
     return _SCLITE_BREAK.sub(" ", text)
 
 
-def _plain_id(job: Job, item: TestItem, fmt: str) -> str:
+def plain_id(job: Job, item: TestItem, fmt: str) -> str:
+    """The item's id as a whitespace-separated format writes it; refused if it cannot be."""
     if not item.id or any(ch.isspace() or ch in "()" for ch in item.id):
-        raise _refuse(
-            job,
-            item.id,
+        raise job.refuse(
+            f"item {item.id}",
             f"the id {item.id!r} cannot be written in {fmt} (a space or parenthesis in it)",
             "export with --format jsonl, or rename the test-set file",
         )
@@ -68,12 +70,11 @@ def write_trn(job: Job, references: bool) -> str:
     """sclite `trn`: the words, then the utterance id in parentheses."""
     out = []
     for item in job.testset.items:
-        item_id = _plain_id(job, item, "trn")
+        item_id = plain_id(job, item, "trn")
         text = _one_line(_ref_text(item) if references else job.text(item.id))
         if text.strip(" \t").startswith(";;"):
-            raise _refuse(
-                job,
-                item.id,
+            raise job.refuse(
+                f"item {item.id}",
                 "the text starts with ';;', which sclite reads as a comment line",
                 "export with --format kaldi, whose lines start with the id",
             )
@@ -87,14 +88,13 @@ def write_kaldi(job: Job, references: bool) -> str:
 
     out = []
     for item in job.testset.items:
-        item_id = _plain_id(job, item, "kaldi")
+        item_id = plain_id(job, item, "kaldi")
         text = _one_line(_ref_text(item) if references else job.text(item.id)).strip(" \t")
         out.append(f"{item_id} {text}".rstrip(" \t"))
     if out and detect_format(out) != "kaldi":
         # Most lines end in "(...)": read back, the file would be taken for trn.
-        raise _refuse(
-            job,
-            job.testset.items[0].id,
+        raise job.refuse(
+            f"item {job.testset.items[0].id}",
             "most texts end with a parenthesis: the file would be read back as trn",
             "export with --format trn, whose ids are unambiguous",
         )
@@ -114,7 +114,7 @@ def write_ctm(job: Job, references: bool) -> str:
     """
     out = []
     for item in job.testset.items:
-        item_id = _plain_id(job, item, "ctm")
+        item_id = plain_id(job, item, "ctm")
         duration = item.duration if item.duration and item.duration > 0 else 1.0
         if references:
             # STM: file channel speaker begin end transcript
@@ -126,188 +126,6 @@ def write_ctm(job: Job, references: bool) -> str:
         for n, word in enumerate(words_list):
             out.append(f"{item_id} A {_seconds(n * step)} {_seconds(step)} {word}\n")
     return "".join(out)
-
-
-# --------------------------------------------------------------------------- JSON lines
-
-
-def _jsonl(rows: list[Mapping[str, Any]]) -> str:
-    return "".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in rows)
-
-
-def write_jsonl(job: Job, references: bool) -> str:
-    """The run's output line (with its verdict) of each completed item; or the references."""
-    rows: list[Mapping[str, Any]] = []
-    for item in job.testset.items:
-        if references:
-            rows.append({"id": item.id, "reference": _json_reference(item.reference)})
-        else:
-            rows.append(job.lines[item.id])
-    return _jsonl(rows)
-
-
-# Set-wide data every item's reference shares (the training counts, the word list):
-# not the item's reference, and it would repeat on every line.
-_SHARED = frozenset({"training", "lexicon"})
-
-
-def _json_reference(reference: Any) -> Any:
-    to_dict = getattr(reference, "to_dict", None)
-    if callable(to_dict):
-        return to_dict()
-    if is_dataclass(reference) and not isinstance(reference, type):
-        return {
-            f.name: _json_reference(getattr(reference, f.name))
-            for f in fields(reference)
-            if f.name not in _SHARED
-        }
-    if isinstance(reference, Mapping):
-        return {str(k): _json_reference(v) for k, v in reference.items()}
-    if isinstance(reference, tuple | list):
-        return [_json_reference(v) for v in reference]
-    return reference
-
-
-def _score_rows(job: Job, references: bool) -> list[Mapping[str, Any]]:
-    """The JSON lines `onsite score <family>` reads for the job's kind."""
-    kind = job.kind.name
-    rows: list[Mapping[str, Any]] = []
-    for item in job.testset.items:
-        ref = item.reference
-        answer = job.answer(item.id)
-        if kind == "command":
-            if references:
-                rows.append({"id": item.id, "text": _ref_text(item)})
-            elif answer is not None:
-                rows.append({"id": item.id, "text": job.text(item.id)})
-        elif kind == "kws":
-            if references:
-                rows.append(ref.to_dict())
-            elif answer is not None:
-                rows.append({"id": item.id, "slots": answer["slots"]})
-        elif kind == "ocr":
-            if references:
-                rows.append({"id": ref.id, "char": ref.char, "subsets": list(ref.subsets)})
-            elif answer is not None:
-                rows.append({"id": item.id, "candidates": list(answer["candidates"])})
-        elif kind == "face-detect":
-            if references:
-                row: dict[str, Any] = {"image": ref.image}
-                if ref.subset is not None:
-                    row["subset"] = ref.subset
-                row["faces"] = [
-                    {"left_eye": list(f.left_eye), "right_eye": list(f.right_eye),
-                     "mouth": list(f.mouth)}
-                    for f in ref.faces
-                ]  # fmt: skip
-                rows.append(row)
-            elif answer is not None:
-                rows.append(
-                    {
-                        "image": ref.image,
-                        "boxes": answer["boxes"],
-                        "seconds": job.seconds.get(item.id),
-                    }
-                )
-        elif kind == "face-identify":
-            if references:
-                row = {"probe": ref.probe, "id": ref.id}
-                if ref.subset is not None:
-                    row["subset"] = ref.subset
-                rows.append(row)
-            elif answer is not None:
-                rows.append({"probe": ref.probe, "candidates": answer["candidates"]})
-        elif kind == "face-verify":
-            (a, b), genuine = ref
-            if references:
-                rows.append({"a": a, "b": b, "genuine": genuine})
-            elif answer is not None:
-                rows.append({"a": a, "b": b, "score": answer["score"]})
-        elif kind == "lid":
-            if not references and answer is not None:
-                rows.append({"id": item.id, "language": answer["language"]})
-        elif kind == "summarization":
-            if references:
-                # One line per reference summary, the id repeated, the first reference first.
-                rows += [{"id": item.id, "text": text} for text in ref.refs]
-            else:
-                rows.append({"id": item.id, "text": _summary(item, answer)})
-        else:  # pragma: no cover - a kind listing score-jsonl must be handled above
-            raise NotImplementedError(f"score-jsonl for kind {kind}")
-    return rows
-
-
-def _summary(item: TestItem, answer: Mapping[str, Any] | None) -> str:
-    """The summary as scored live: cut at the limit when the task truncates; an
-    unanswered document is an empty summary (live ROUGE and CESTA count it so, and
-    `onsite score cesta` needs one text per document)."""
-    from ..kinds.summarization import scored_summary
-
-    return scored_summary(item, answer) if answer is not None else ""
-
-
-def write_score_jsonl(job: Job, references: bool) -> str:
-    """The JSON lines `onsite score <family>` reads: answered items only, as the live scorer.
-
-    For `lid` the references are the test set's `<utt-id> <code>` lines.
-    """
-    if references and job.kind.name == "lid":
-        return "".join(f"{_plain_id(job, i, 'lid')} {i.reference}\n" for i in job.testset.items)
-    return _jsonl(_score_rows(job, references))
-
-
-# --------------------------------------------------------------------------- kws DET
-
-
-def _trials(job: Job) -> tuple[list[Any], int, int]:
-    from ..kinds.keywords import detection_trials
-
-    trials = detection_trials(job.testset, job.outputs)
-    where = job.run_dir / "outputs" / job.task / f"{job.system}.jsonl"
-    if trials is None:
-        raise InputError(
-            [
-                Problem(
-                    where,
-                    "detections",
-                    "no DET curve: the test set has no keywords.json, or the system sent "
-                    "no scored detections",
-                    "score the slots with `onsite score kws`",
-                )
-            ]
-        )
-    detections, n_true, n_nontarget = trials
-    if not detections or n_true == 0 or n_nontarget == 0:
-        what = "no detection" if not detections else "no target or no non-target trial"
-        raise InputError(
-            [Problem(where, "detections", f"no DET curve: {what}", "use --format jsonl")]
-        )
-    return trials
-
-
-def kws_trial_counts(job: Job) -> tuple[int, int]:
-    """The DET's trial counts (true, non-target) from the test set, as live."""
-    _, n_true, n_nontarget = _trials(job)
-    return n_true, n_nontarget
-
-
-def write_kws_det(job: Job, references: bool) -> str:
-    """The scored trials `onsite score kws-det --hyp` reads; with --references the counts.
-
-    One line per (keyword, utterance) pair the system proposed, with its highest
-    score and ``is_true`` from the test set's slots (so this file, like the
-    references, is the organizer's). --references: ``{"n_true", "n_nontarget"}``,
-    the values of `onsite score kws-det --n-true --n-nontarget`.
-    """
-    detections, n_true, n_nontarget = _trials(job)
-    if references:
-        return _jsonl([{"n_true": n_true, "n_nontarget": n_nontarget}])
-    return _jsonl(
-        [
-            {"keyword": d.keyword, "utterance": d.utterance, "score": d.score, "is_true": d.is_true}
-            for d in detections
-        ]
-    )
 
 
 # --------------------------------------------------------------------------- mt
@@ -356,6 +174,8 @@ def _description(job: Job) -> str:
 
 def _target_entry(job: Job, item: TestItem) -> TargetEntry:
     """The item's translation and its n-best list (as the system sent it) as a tgtset entry."""
+    from scoring.cwmt_write import TargetCandidate, TargetEntry
+
     answer = job.answer(item.id) or {}
     nbest = answer.get("nbest")
     cands = tuple(
@@ -371,14 +191,15 @@ def _target_entry(job: Job, item: TestItem) -> TargetEntry:
 
 def _cwmt(job: Job, write: Callable[[], str]) -> str:
     """``write()``, its unwritable text refused naming the item."""
+    from scoring.cwmt_write import UnwritableText
+
     try:
         return write()
     except UnwritableText as exc:
         places = {(i.reference.doc_id, i.reference.seg_id): i.id for i in job.testset.items}
         item = places.get((exc.doc_id or "", exc.seg_id or ""), "-")
-        raise _refuse(
-            job,
-            item,
+        raise job.refuse(
+            f"item {item}",
             f"the {exc.what} holds a control character XML 1.0 cannot carry",
             "export with --format jsonl",
         ) from None
@@ -390,6 +211,9 @@ def write_cwmt_xml(job: Job, references: bool) -> str:
     With --references, the `refset`: one `<doc>` per document and reference, told
     apart by `site` (r1, r2 ...), as mteval and `onsite score mt` read it.
     """
+    from scoring.cwmt_write import TargetEntry, refset_xml, tgtset_xml
+    from scoring.cwmt_xml import name_part
+
     setid, srclang, tgtlang, docs = _mt_header(job)
     items = [item for _, doc_items in docs for item in doc_items]
     if references:
@@ -420,6 +244,8 @@ def write_cwmt_xml(job: Job, references: bool) -> str:
 
 def write_cwmt_source(job: Job) -> str:
     """The `srcset` of the job's segments (for `onsite score mt-check --run`)."""
+    from scoring.cwmt_write import TargetEntry, srcset_xml
+
     setid, srclang, tgtlang, docs = _mt_header(job)
     entries = [
         TargetEntry(i.reference.doc_id, i.reference.seg_id, str(i.fields["text"]))
@@ -440,7 +266,7 @@ def write_trec(job: Job, references: bool) -> str:
     out = []
     tag = re.sub(r"\s", "_", job.system) or "run"
     for item in job.testset.items:
-        topic = _plain_id(job, item, "trec")
+        topic = plain_id(job, item, "trec")
         if references:
             for docno, rel in item.reference.judgements.items():
                 out.append(f"{topic} 0 {docno} {rel}\n")
@@ -450,8 +276,8 @@ def write_trec(job: Job, references: bool) -> str:
         ranked = sorted(enumerate(results), key=lambda p: (-float(p[1][1]), p[0]))
         for rank, (_, (docno, score)) in enumerate(ranked, 1):
             if not docno or any(ch.isspace() for ch in docno):
-                raise _refuse(
-                    job, item.id, f"document {docno!r} has a space in it", "use --format jsonl"
+                raise job.refuse(
+                    f"item {item.id}", f"document {docno!r} has a space in it", "use --format jsonl"
                 )
             out.append(f"{topic} Q0 {docno} {rank} {float(score)!r} {tag}\n")
     return "".join(out)
@@ -479,22 +305,13 @@ def write_conll(job: Job, references: bool) -> str:
 
 
 def write_sighan(job: Job, references: bool) -> str:
-    """cws: one sentence per line, words split by spaces; pos: the same with word/TAG tokens."""
+    """Word segmentation: one sentence per line, words split by spaces."""
     from scoring.cws import split_words
 
     out = []
     for item in job.testset.items:
-        if job.kind.name == "cws":
-            words = list(item.reference.words) if references else split_words(job.text(item.id))
-            out.append(" ".join(words) + "\n")
-            continue
-        if references:
-            tokens = list(item.reference.tokens)
-        else:
-            from ..kinds.text import parse_tagged
-
-            tokens = parse_tagged(job.text(item.id)) or []
-        out.append(" ".join(f"{w}/{t}" for w, t in tokens) + "\n")
+        words = list(item.reference.words) if references else split_words(job.text(item.id))
+        out.append(" ".join(words) + "\n")
     return "".join(out)
 
 
@@ -513,16 +330,25 @@ def write_tsv(job: Job, references: bool) -> str:
     return "".join(out)
 
 
-WRITERS: dict[str, Writer] = {
-    "trn": write_trn,
-    "ctm": write_ctm,
-    "kaldi": write_kaldi,
-    "cwmt-xml": write_cwmt_xml,
-    "trec": write_trec,
-    "conll": write_conll,
-    "sighan": write_sighan,
-    "tsv": write_tsv,
-    "score-jsonl": write_score_jsonl,
-    "kws-det": write_kws_det,
-    "jsonl": write_jsonl,
-}
+# --------------------------------------------------------------------------- score-jsonl
+
+
+def score_jsonl(
+    reference: Callable[[TestItem], Mapping[str, Any]],
+    hypothesis: Callable[[Job, TestItem, Mapping[str, Any]], Mapping[str, Any]],
+) -> Callable[[Job, bool], str]:
+    """A kind's `score-jsonl` writer: the JSON lines its `onsite score` family reads.
+
+    With --references one ``reference(item)`` line per item; else one
+    ``hypothesis(job, item, answer)`` line per answered item, as the live
+    scorer counts an unanswered one (no line: the family scores it as missing).
+    """
+
+    def write(job: Job, references: bool) -> str:
+        items = job.testset.items
+        if references:
+            return jsonl([reference(item) for item in items])
+        answered = ((item, job.answer(item.id)) for item in items)
+        return jsonl([hypothesis(job, item, a) for item, a in answered if a is not None])
+
+    return write
