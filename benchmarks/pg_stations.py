@@ -31,7 +31,7 @@ import soundfile
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from harness.pg_store import PgRunStore  # noqa: E402
+from harness.store.postgres import PgRunStore  # noqa: E402
 from tests.pg import start_postgres  # noqa: E402
 
 

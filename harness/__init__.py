@@ -20,11 +20,18 @@ def _version() -> str:
 
 
 if TYPE_CHECKING:
-    from .budgets import VERDICTS, Verdict, hang_seconds, item_budget_seconds, judge
-    from .controller import Controller, Dispatch, Job, JobResult
-    from .dryrun import CheckResult, dry_run
-    from .errors import InputError, LeaseLost, Problem, SiteError, TestSetError
-    from .events import (
+    from harness.engine.budgets import VERDICTS, Verdict, hang_seconds, item_budget_seconds, judge
+    from harness.engine.controller import Controller, Dispatch, Job, JobResult
+    from harness.engine.dryrun import CheckResult, dry_run
+    from harness.engine.integrity import SiteChanged
+    from harness.engine.station import Station, StationSettings
+    from harness.errors import InputError, LeaseLost, Problem, SiteError, TestSetError
+    from harness.kinds import Headline, Scored, SpeedUnit, TaskKind, task_kind, task_kinds
+    from harness.leaderboard import LeaderboardRow, leaderboard
+    from harness.site import Budget, Site, load_site
+    from harness.store.directory import RunLocked, RunState, RunStore, RunStoreError, lock_run_dir
+    from harness.store.directory_source import site_of_run
+    from harness.store.events import (
         Completed,
         Event,
         JobFinished,
@@ -35,64 +42,57 @@ if TYPE_CHECKING:
         SystemLost,
         SystemStarted,
     )
-    from .integrity import SiteChanged
-    from .journal import Journal, read_events, read_journal
-    from .kinds import Headline, Scored, SpeedUnit, TaskKind, task_kind, task_kinds
-    from .leaderboard import LeaderboardRow, leaderboard
-    from .pg_run import PgRunWriter
-    from .run_site import site_of_run
-    from .site import Budget, Site, load_site
-    from .station import Station, StationSettings
-    from .store import RunLocked, RunState, RunStore, RunStoreError, lock_run_dir
-    from .testsets import InvalidItem, TestItem, TestSet, load_asr_testset
+    from harness.store.journal import Journal, read_events, read_journal
+    from harness.store.postgres_run import PgRunWriter
+    from harness.testsets import InvalidItem, TestItem, TestSet, load_asr_testset
 
 # Where each public name lives. The package loads a module only when one of
 # its names is first used (PEP 562), so `onsite --help` or `onsite score`
 # does not pay for the controller, the runners and the report.
 _EXPORTS: dict[str, str] = {
-    "VERDICTS": "budgets",
-    "Verdict": "budgets",
-    "hang_seconds": "budgets",
-    "item_budget_seconds": "budgets",
-    "judge": "budgets",
-    "Controller": "controller",
-    "Dispatch": "controller",
-    "Job": "controller",
-    "JobResult": "controller",
-    "CheckResult": "dryrun",
-    "dry_run": "dryrun",
+    "VERDICTS": "engine.budgets",
+    "Verdict": "engine.budgets",
+    "hang_seconds": "engine.budgets",
+    "item_budget_seconds": "engine.budgets",
+    "judge": "engine.budgets",
+    "Controller": "engine.controller",
+    "Dispatch": "engine.controller",
+    "Job": "engine.controller",
+    "JobResult": "engine.controller",
+    "CheckResult": "engine.dryrun",
+    "dry_run": "engine.dryrun",
     "InputError": "errors",
     "LeaseLost": "errors",
     "Problem": "errors",
     "SiteError": "errors",
     "TestSetError": "errors",
-    "Event": "events",
-    "Completed": "events",
-    "JournalEvent": "events",
-    "JobFinished": "events",
-    "JobStarted": "events",
-    "Listener": "events",
-    "Notice": "events",
-    "SystemLost": "events",
-    "SystemStarted": "events",
-    "Journal": "journal",
-    "read_journal": "journal",
-    "read_events": "journal",
+    "Event": "store.events",
+    "Completed": "store.events",
+    "JournalEvent": "store.events",
+    "JobFinished": "store.events",
+    "JobStarted": "store.events",
+    "Listener": "store.events",
+    "Notice": "store.events",
+    "SystemLost": "store.events",
+    "SystemStarted": "store.events",
+    "Journal": "store.journal",
+    "read_journal": "store.journal",
+    "read_events": "store.journal",
     "LeaderboardRow": "leaderboard",
     "leaderboard": "leaderboard",
-    "site_of_run": "run_site",
+    "site_of_run": "store.directory_source",
     "Budget": "site",
     "Site": "site",
     "load_site": "site",
-    "Station": "station",
-    "StationSettings": "station",
-    "PgRunWriter": "pg_run",
-    "RunLocked": "store",
-    "RunState": "store",
-    "RunStore": "store",
-    "RunStoreError": "store",
-    "lock_run_dir": "store",
-    "SiteChanged": "integrity",
+    "Station": "engine.station",
+    "StationSettings": "engine.station",
+    "PgRunWriter": "store.postgres_run",
+    "RunLocked": "store.directory",
+    "RunState": "store.directory",
+    "RunStore": "store.directory",
+    "RunStoreError": "store.directory",
+    "lock_run_dir": "store.directory",
+    "SiteChanged": "engine.integrity",
     "Headline": "kinds",
     "Scored": "kinds",
     "SpeedUnit": "kinds",

@@ -20,15 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.errors import InputError, Problem
 from scoring.cwmt_write import TargetCandidate, TargetEntry, ranked, tgtset_xml
 from scoring.cwmt_xml import MtFile, load_mt_file
 from scoring.errors import FormatError
 
-from .errors import InputError, Problem
-
 if TYPE_CHECKING:
-    from .events import Completed
-    from .run_model import RunModel
+    from harness.store.events import Completed
+    from harness.store.run_model import RunModel
 
 # Verdicts whose output counts, as the leaderboard scores them.
 _ANSWERED = frozenset({"ok", "over_budget"})
@@ -94,7 +93,7 @@ def build_combination_set(
     `key_path` (default ``<out_dir>.key.json``) receives sysNN -> system name;
     `seed` fixes the anonymous order (default: a fresh random one).
     """
-    from .run_model import RunModel
+    from harness.store.run_model import RunModel
 
     model = RunModel.open(run_dir)
     site = model.site

@@ -8,18 +8,18 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .audits import audit_lines, resend_lines, whole_input_lines
-from .collector import cycle_collector_held
-from .events import (
+from harness.collector import cycle_collector_held
+from harness.engine.audits import audit_lines, resend_lines, whole_input_lines
+from harness.kinds.base import TaskKind
+from harness.kinds.registry import task_kind
+from harness.site import Site, Task
+from harness.store.directory import JobSummary, RunState
+from harness.store.events import (
     Completed,
     CompletionLike,
 )
-from .kinds.base import TaskKind
-from .kinds.registry import task_kind
-from .run_model import RunModel
-from .site import Site, Task
-from .store import JobSummary, RunState
-from .testsets import TestSet
+from harness.store.run_model import RunModel
+from harness.testsets import TestSet
 
 _ANSWERED = ("ok", "over_budget")
 
@@ -52,7 +52,7 @@ class LeaderboardRow:
     budget_scope: str
     set_budget_met: bool | None
     scores: dict[str, Any]
-    # Integrity audits (harness/audits.py): rule, passed, figure.
+    # Integrity audits (harness/engine/audits.py): rule, passed, figure.
     audits: tuple[dict[str, Any], ...] = ()
     # Video stream mode: answer latency from when each frame was due, and late frames.
     latency_p50: float | None = None
@@ -65,7 +65,7 @@ class LeaderboardRow:
     venue_failures: int = 0
     # Run without the sandbox (the device said sandbox = false): shown and a verdict rule.
     unsealed: bool = False
-    # The running score (harness/report/running_score.py) with the site's weights.
+    # The running score (harness/engine/running_score.py) with the site's weights.
     running_score: float | None = None
     # No job_finished after the job's last dispatch: still running, stopped or failed.
     in_progress: bool = False
@@ -177,7 +177,7 @@ def job_row(
     )
     total_seconds = sum(r.seconds for r in records)
     # Imported here: harness.report imports this module.
-    from .report.running_score import running_score
+    from harness.engine.running_score import running_score
 
     restarts = sum(1 for r in starts if r.restart and r.cause != "venue")
     weights = site.config.site.running_score.model_dump()

@@ -21,7 +21,7 @@ from pydantic import (
     model_validator,
 )
 
-from .errors import Problem, SiteError
+from harness.errors import Problem, SiteError
 
 if TYPE_CHECKING:
     from runners import DeviceSettings, Transport
@@ -105,7 +105,7 @@ class SiteSection(_Strict):
 
 
 class Audit(_Strict):
-    """Integrity audits for a task (harness/audits.py)."""
+    """Integrity audits for a task (harness/engine/audits.py)."""
 
     repeats: Annotated[int, Field(ge=0)] = 0  # hidden repeated items per system
     perturb: bool = False  # dither repeated audio by +-1 LSB
@@ -146,7 +146,7 @@ class TaskBase(_Strict):
 
 def _task_models() -> dict[str, type[TaskBase]]:
     """One task model per registered kind: the common keys plus the kind's options."""
-    from .kinds.registry import task_kinds
+    from harness.kinds.registry import task_kinds
 
     models: dict[str, type[TaskBase]] = {}
     for name, kind in task_kinds().items():
@@ -516,7 +516,7 @@ def load_site(path: str | Path, base: Path | None = None, raw: bytes | None = No
 
 def _writes_files(kind: str) -> bool:
     """True for kinds whose systems answer with a file (tts): not over a serial line."""
-    from .kinds.registry import task_kind
+    from harness.kinds.registry import task_kind
 
     return bool(task_kind(kind).output_files)
 

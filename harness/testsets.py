@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .errors import Problem, TestSetError
+from harness.errors import Problem, TestSetError
 
 AUDIO_SUFFIXES = (".flac", ".wav", ".ogg", ".sph", ".aiff", ".aif")
 _SIDE_FILES = {"text", "conditions.tsv"}

@@ -107,7 +107,7 @@ class ItemRequest:
     (ItemAttempt.output_files).
 
     ``whole_input_first``: the system must not be able to make use of any part of the
-    input before it holds all of it (hidden audit repeats, harness/audits.py). The
+    input before it holds all of it (hidden audit repeats, harness/engine/audits.py). The
     serial runner sends the DATA frames in an order from which no first part of the
     input can be rebuilt before the last one (docs/device-protocol.md section 6) and
     says in ItemAttempt.whole_input_first whether it could. The local and SSH runners

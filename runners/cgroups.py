@@ -28,9 +28,7 @@ CGROUP_ROOT = Path("/sys/fs/cgroup")
 _PARENT = "onsite"
 # Joining a group: the first process writes its pid into each group's procs file, then
 # becomes the sandbox; everything it starts is born inside.
-_JOIN_SCRIPT = (
-    'while [ "$1" != -- ]; do echo $$ >"$1" || exit 125; shift; done; shift; exec "$@"'
-)
+_JOIN_SCRIPT = 'while [ "$1" != -- ]; do echo $$ >"$1" || exit 125; shift; done; shift; exec "$@"'
 
 
 @dataclass(frozen=True)
@@ -95,9 +93,11 @@ def _parents() -> tuple[tuple[str, ...], tuple[Path, ...]] | None:
     mounts = _mounts()
     if mounts.unified is not None:
         root = mounts.unified
-        offered = (root / "cgroup.controllers").read_text().split() if (
-            root / "cgroup.controllers"
-        ).exists() else []
+        offered = (
+            (root / "cgroup.controllers").read_text().split()
+            if (root / "cgroup.controllers").exists()
+            else []
+        )
         if {"memory", "pids"} <= set(offered):
             parent = root / _PARENT
             with contextlib.suppress(OSError):

@@ -252,7 +252,7 @@ class CommandChannel:
         self._kill()
 
     def said(self) -> str:
-        """": " and the end of what the run wrote on stderr, for messages (or nothing)."""
+        """ ": " and the end of what the run wrote on stderr, for messages (or nothing)."""
         text = self._tail.decode(errors="replace").strip().replace("\n", " | ")
         return f": {text}" if text else ""
 

@@ -198,9 +198,12 @@ class _LocalRunner(Runner):
         if self.sealed:
             # Made again at every start (the stop removed it); an earlier controller's
             # group of the same key is emptied first.
-            key = "sys-" + hashlib.sha256(
-                str(self.spec.stage_dir.absolute()).encode("utf-8")
-            ).hexdigest()[:24]
+            key = (
+                "sys-"
+                + hashlib.sha256(str(self.spec.stage_dir.absolute()).encode("utf-8")).hexdigest()[
+                    :24
+                ]
+            )
             self._cgroup = SystemCgroup.make(
                 key, self.spec.sandbox.memory_bytes, self.spec.sandbox.max_processes
             )

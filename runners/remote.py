@@ -145,9 +145,7 @@ class RemoteServeRunner(StreamServeRunner):
             self._stream = host.start(command, self._log_bytes, spec.max_output_bytes)
         except LINK_ERRORS as exc:
             self._drop_connection()
-            raise StartError(
-                f"cannot start {spec.command[0]!r} on {host.address}: {exc}"
-            ) from exc
+            raise StartError(f"cannot start {spec.command[0]!r} on {host.address}: {exc}") from exc
         return self._handshake(t0, setup_files)
 
     def _launched(self, deadline: float) -> bool | bytes | None:
@@ -486,9 +484,7 @@ class RemoteServeRunner(StreamServeRunner):
                 self.host.files.put(source, remote)
                 staged[name] = remote
         except LINK_ERRORS as exc:
-            raise StartError(
-                f"cannot stage setup files on {self.host.address}: {exc}"
-            ) from exc
+            raise StartError(f"cannot stage setup files on {self.host.address}: {exc}") from exc
         return staged
 
     def _unstage(self, paths: list[str]) -> None:
@@ -521,4 +517,3 @@ class RemoteServeRunner(StreamServeRunner):
 
     def _close_log(self) -> None:
         self._log.close()
-

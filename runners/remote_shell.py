@@ -207,9 +207,7 @@ class ShellControl:
         script = prepare_command(workdir, slug, token)
         status, out, err = run_command(self._open, script, self._timeout)
         found = [
-            ln
-            for ln in out.decode(errors="replace").splitlines()
-            if ln.startswith(_WORKDIR_PREFIX)
+            ln for ln in out.decode(errors="replace").splitlines() if ln.startswith(_WORKDIR_PREFIX)
         ]
         why = err.decode(errors="replace").strip()
         if status != 0 and b"remote workdir" not in err:
@@ -281,4 +279,3 @@ def probe_workdir(open: Opener, timeout: float, workdir: str, who: str) -> list[
     if free < _MIN_FREE_BYTES:
         detail += f" (need at least {_MIN_FREE_BYTES / 1e9:.1f} GB)"
     return [*results, ProbeResult("free disk", free >= _MIN_FREE_BYTES, detail)]
-

@@ -222,7 +222,7 @@ class SerialRunner(Runner):
         # Asked for, whether the input goes whole first: only to a device that keeps DATA
         # beyond a gap (devices.host sends any other in order; the transfer then says
         # whether the device kept what it was sent). Said on every attempt, failed ones
-        # too: the audit that compares a repeat with its first answer (harness/audits.py)
+        # too: the audit that compares a repeat with its first answer (harness/engine/audits.py)
         # fails a repeat that failed, wherever it failed.
         order_kw: dict[str, Any] = {}
         if request.whole_input_first:

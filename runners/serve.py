@@ -159,6 +159,7 @@ class StreamServeRunner(Runner):
 
     def _exchange(self, request: ItemRequest, data: bytes, stage_seconds: float) -> ItemAttempt:
         """Send one staged item and wait for its answer within its hang limit."""
+
         def builder(sent: float) -> AttemptBuilder:
             return AttemptBuilder(
                 request.anon_id, sent, stage_seconds, self._measure, self._attempt_fields()

@@ -15,7 +15,7 @@ from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
 from typing import Any
 
-from harness.cli import main
+from harness.cli.main import main
 from harness.judge.station import StationServer, open_station
 from harness.judge.store import JudgeStore
 from tests.helpers import REPO, run_site, write_site

@@ -53,9 +53,7 @@ class RemoteMachine:
         _ip(*inside, "addr", "add", f"{self.address}/30", "dev", self.machine_end)
         _ip(*inside, "link", "set", self.machine_end, "up")
         _ip(*inside, "link", "set", "lo", "up")
-        self.sshd = start_sshd(
-            self.root, sftp=self.sftp, address=self.address, netns=self.netns
-        )
+        self.sshd = start_sshd(self.root, sftp=self.sftp, address=self.address, netns=self.netns)
         return self.sshd
 
     def pull_cable(self) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness import leaderboard, load_asr_testset, load_site, read_journal
-from harness.audits import audit_lines, plan
+from harness.engine.audits import audit_lines, plan
 from harness.site import Audit
 from tests.helpers import FAKE_SERVE, make_testset, read_outputs, run_site, write_site
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
+from harness.cli.main import main
 from scoring.cesta import (
     parse_ranking,
     ranking_correlation,

@@ -284,7 +284,7 @@ def test_status_counts_no_audit_repeats_and_no_item_in_flight_after_a_stop(
     assert "4/4" in row and "stopped" in row and "u00" not in row
     # The web stack is loaded only by the commands that serve: not by `onsite status`.
     probe = (
-        "import sys; from harness.cli import main; main(['status', sys.argv[1]]); "
+        "import sys; from harness.cli.main import main; main(['status', sys.argv[1]]); "
         "print('LOADED', 'starlette' in sys.modules or 'uvicorn' in sys.modules)"
     )
     lazy = subprocess.run(

@@ -25,7 +25,7 @@ import cv2
 import numpy as np
 import pytest
 
-from harness.cli import main
+from harness.cli.main import main
 from harness.kinds.registry import task_kinds
 from tests.helpers import FAKE_SERVE, REPO, make_testset, run_site, write_site
 

@@ -16,7 +16,9 @@ import pytest
 from pydantic import ValidationError
 
 from harness import Controller, RunState, RunStore, load_site, read_events, read_journal
-from harness.events import (
+from harness.leaderboard import leaderboard
+from harness.report import build_report
+from harness.store.events import (
     BY_NAME,
     RECORD_TYPES,
     SCHEMA_VERSION,
@@ -30,10 +32,8 @@ from harness.events import (
     SystemLost,
     event_name,
 )
-from harness.journal import Journal
-from harness.journal_doc import DOC, render
-from harness.leaderboard import leaderboard
-from harness.report import build_report
+from harness.store.journal import Journal
+from harness.store.journal_doc import DOC, render
 from tests.helpers import FAKE_SERVE, REPO, make_testset, read_outputs, write_site
 
 FIXTURE = REPO / "tests" / "data" / "journal_v1"
@@ -54,7 +54,7 @@ def old_run(tmp_path: Path) -> Path:
 
 def test_doc_table_is_generated_from_the_models() -> None:
     current = DOC.read_text(encoding="utf-8")
-    assert render(current) == current, "run: python -m harness.journal_doc"
+    assert render(current) == current, "run: python -m harness.store.journal_doc"
     for model in RECORD_TYPES:
         assert f"| `{event_name(model)}` |" in current
 

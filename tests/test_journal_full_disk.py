@@ -12,9 +12,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from harness.events import Dispatched, SessionInterrupted
-from harness.journal import RESERVE_BYTES, Journal, complete_lines, read_events
-from harness.store import RunStore, RunStoreError
+from harness.store.directory import RunStore, RunStoreError
+from harness.store.events import Dispatched, SessionInterrupted
+from harness.store.journal import RESERVE_BYTES, Journal, complete_lines, read_events
 
 
 @pytest.fixture

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.events import AuditSeed, SessionInterrupted
-from harness.journal import Journal, read_events
+from harness.store.events import AuditSeed, SessionInterrupted
+from harness.store.journal import Journal, read_events
 
 _real_fsync = os.fsync
 

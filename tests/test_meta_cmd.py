@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.cli import main
+from harness.cli.main import main
 from scoring.errors import FormatError
 from scoring.meta_files import read_score_table
 
@@ -223,7 +223,7 @@ def test_score_files_json_forms_and_errors(tmp_path: Path) -> None:
 
 
 def test_a_runs_report_csv_is_a_system_table(tmp_path: Path, capsys) -> None:
-    from harness.report.export import CSV_COLUMNS
+    from harness.report.tables import CSV_COLUMNS
 
     rows = [
         ("asr-2x", "sysA", "wer", "0.30"),

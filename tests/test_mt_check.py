@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
+from harness.cli.main import main
 from scoring.mt_check import DESCRIPTION_ITEMS, check_results
 from tests.helpers import onsite
 

@@ -52,7 +52,7 @@ def hook(event, args):
         ):
             log.write(json.dumps([event, os.fsdecode(args[0])]) + "\n")
 sys.addaudithook(hook)
-from harness.cli import main
+from harness.cli.main import main
 sys.exit(main(sys.argv[2:]))
 """
 
@@ -447,8 +447,8 @@ def test_each_live_stations_pauses_hold_on_a_shared_runs_console(
     """Two stations work on one run: A paused job s1; B starting its session does not
     clear A's pause (a session start cleared every pause when one controller ran at a
     time), and once A is gone its pauses no longer show."""
-    from harness.pg_run import PgRunWriter
-    from harness.pg_store import PgRunStore
+    from harness.store.postgres import PgRunStore
+    from harness.store.postgres_run import PgRunWriter
 
     dsn = pg.new_database()
     site = _site(tmp_path, 4, delay=0.0, store=dsn)

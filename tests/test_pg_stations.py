@@ -21,7 +21,7 @@ import psycopg
 import pytest
 
 from harness.errors import LeaseLost
-from harness.pg_store import PgRunStore
+from harness.store.postgres import PgRunStore
 from tests.helpers import FAKE_SERVE, REPO, make_testset, onsite, read_outputs, toml_value
 from tests.pg import Postgres
 
@@ -383,8 +383,8 @@ def test_a_bad_store_is_refused_naming_the_key_without_the_password(
 def test_stations_starting_together_use_the_first_audit_seed_journaled(
     pg: Postgres, tmp_path: Path
 ) -> None:
-    from harness.events import AuditSeed
-    from harness.pg_run import PgRunWriter
+    from harness.store.events import AuditSeed
+    from harness.store.postgres_run import PgRunWriter
 
     dsn = pg.new_database()
     with PgRunStore(dsn, "venue") as pa, PgRunStore(dsn, "venue") as pb:

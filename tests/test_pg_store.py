@@ -16,8 +16,8 @@ from typing import Any
 import psycopg
 import pytest
 
-from harness.journal import read_journal
-from harness.pg_store import PgRunStore, PgStoreError, Retry
+from harness.store.journal import read_journal
+from harness.store.postgres import PgRunStore, PgStoreError, Retry
 from tests.helpers import FAKE_SERVE, make_testset, read_outputs, write_site
 from tests.pg import Postgres
 
@@ -171,7 +171,7 @@ def test_a_station_whose_lease_runs_out_loses_the_job_and_learns_it(pg: Postgres
 
 _HOLDER = """
 import sys, time
-from harness.pg_store import PgRunStore
+from harness.store.postgres import PgRunStore
 store = PgRunStore(sys.argv[1], "r")
 claim = store.claim("killed", lease_seconds=float(sys.argv[2]))
 store.append({"event": "dispatched", "task": claim.task, "system": claim.system, "item": "u1"})

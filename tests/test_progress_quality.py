@@ -10,11 +10,11 @@ import orjson
 from rich.console import Console
 
 from harness import read_events
-from harness.events import Completed, JobFinished, JobStarted
+from harness.cli.render import ProgressListener
 from harness.leaderboard import leaderboard
-from harness.render import ProgressListener
-from harness.run_model import RunModel
-from harness.store import read_outputs_file
+from harness.store.directory import read_outputs_file
+from harness.store.events import Completed, JobFinished, JobStarted
+from harness.store.run_model import RunModel
 from tests.helpers import FAKE_SERVE, make_testset, run_site, write_site
 
 

@@ -20,12 +20,12 @@ from typing import Any
 import orjson
 from rich.console import Console
 
-from harness.events import BY_NAME, Completed, JobFinished, JobStarted
-from harness.journal import complete_lines, parse_record, quick_record, read_journal
+from harness.cli.render import ProgressListener
 from harness.leaderboard import leaderboard
-from harness.render import ProgressListener
-from harness.run_model import RunModel
-from harness.store import RunState, RunStore, output_line
+from harness.store.directory import RunState, RunStore, output_line
+from harness.store.events import BY_NAME, Completed, JobFinished, JobStarted
+from harness.store.journal import complete_lines, parse_record, quick_record, read_journal
+from harness.store.run_model import RunModel
 from tests.helpers import FAKE_SERVE, make_testset, onsite, read_outputs, write_site
 
 ITEMS = 8

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from harness import load_site
+from harness.engine.manifest import write_manifest
 from harness.report import build_report, html_text, write_csv, write_html, write_json
-from harness.report.manifest import write_manifest
 from tests.helpers import FAKE_SERVE, REPO, make_testset, run_site, write_site
 
 ARTIFACTS = REPO / "test-artifacts"

@@ -1,4 +1,4 @@
-"""harness.report.manifest: hashes, seeds, controller and system descriptions."""
+"""harness.engine.manifest: hashes, seeds, controller and system descriptions."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import psutil
 
 from harness import load_site
-from harness.report import MANIFEST_NAME, read_manifest, write_manifest
+from harness.engine.manifest import MANIFEST_NAME, read_manifest, write_manifest
 from tests.helpers import FAKE_SERVE, REPO, make_testset, write_site
 
 

@@ -9,14 +9,9 @@ from typing import Any
 import pytest
 
 from harness import RunStore, leaderboard, load_site
-from harness.audits import AuditLine
-from harness.report import (
-    DEFAULT_LIMITS,
-    DEFAULT_WEIGHTS,
-    build_report,
-    judge_job,
-    running_score,
-)
+from harness.engine.audits import AuditLine
+from harness.engine.running_score import DEFAULT_WEIGHTS, running_score
+from harness.report import DEFAULT_LIMITS, build_report, judge_job
 from tests.helpers import FAKE_SERVE, make_testset, write_site
 
 # Five items of 0.1 s audio; each item's budget is 1.0 s, so the set's budget is 5.0 s.
@@ -267,7 +262,7 @@ def test_one_name_table_agrees_with_rules_weights_and_columns() -> None:
     """Each failing verdict's rule, weight and column are named once (budgets.COUNTED_VERDICTS)."""
     from dataclasses import fields
 
-    from harness.budgets import COUNTED_VERDICTS, VERDICTS
+    from harness.engine.budgets import COUNTED_VERDICTS, VERDICTS
     from harness.leaderboard import LeaderboardRow
     from harness.site import Rules, RunningScoreWeights
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
+from harness.cli.main import main
 from scoring.errors import FormatError
 from scoring.rouge import read_summaries, rouge_document, score_rouge, score_rouge_files, tokenize
 

@@ -18,8 +18,9 @@ import numpy as np
 import pytest
 import soundfile
 
-from harness import Controller, RunStore, integrity, leaderboard, load_site, read_journal
-from harness.integrity import HashCache, SiteChanged
+from harness import Controller, RunStore, leaderboard, load_site, read_journal
+from harness.engine import integrity
+from harness.engine.integrity import HashCache, SiteChanged
 from harness.report.verdicts import judge_job
 from runners import ItemAttempt, ItemRequest, LocalServeRunner, Runner
 from tests.helpers import FAKE_SERVE, REPO, make_testset, read_outputs, run_site, write_site
@@ -265,7 +266,7 @@ class _LinkFlaky(Runner):
 def test_lost_links_are_the_venues_failure_not_the_participants(
     tmp_path: Path, plan_env, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import harness.controller as controller_module
+    import harness.engine.controller as controller_module
 
     real_open = controller_module.open_runner
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
-from harness.score_tables import result_tables
+from harness.cli.main import main
+from harness.cli.score_tables import result_tables
 
 
 def test_result_shapes_become_tables() -> None:

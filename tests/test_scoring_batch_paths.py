@@ -295,12 +295,12 @@ def test_streamed_run_errors_name_the_line(
 
 _MODULES = """
 import sys
-from harness.cli import main
+from harness.cli.main import main
 try:
     main(sys.argv[1:])
 except SystemExit:
     pass
-heavy = ("numpy", "numba", "matplotlib", "harness.controller", "harness.report", "runners",
+heavy = ("numpy", "numba", "matplotlib", "harness.engine.controller", "harness.report", "runners",
          "paramiko", "pydantic", "scoring.asr", "scoring.mt")
 print("LOADED:", *(m for m in heavy if m in sys.modules))
 """
@@ -325,7 +325,7 @@ def test_commands_load_only_what_they_use(tmp_path: Path) -> None:
     # the runners, the report's HTML and plots.
     assert not _loaded("status", str(tmp_path)) & {
         "matplotlib",
-        "harness.controller",
+        "harness.engine.controller",
         "runners",
         "paramiko",
     }
@@ -444,8 +444,8 @@ def test_a_locked_run_is_still_one_error_line(
 ) -> None:
     # The CLI imports the run store only when a command fails (`onsite score`
     # never loads it); RunLocked must still be reported, anything else raised.
-    from harness import cli
-    from harness.store import RunLocked
+    from harness.cli import main as cli
+    from harness.store.directory import RunLocked
 
     def locked(args: Any, console: Any) -> int:
         raise RunLocked("runs/demo: another controller works in this run directory")

@@ -47,7 +47,7 @@ def _site(tmp_path: Path, cheat: str, work: float, audit: str = "") -> Path:
 
 def test_a_redo_bought_by_silence_keeps_the_lost_attempts_time(tmp_path: Path) -> None:
     """Depends on the controller charging every lost attempt's span to the item's clock
-    (issue 26, item 1, harness/controller.py): until then the item is recorded with the
+    (issue 26, item 1, harness/engine/controller.py): until then the item is recorded with the
     redo's time alone and this test fails."""
     work = 2.5  # c01 is about 1 s of audio: the budget is about 1 s
     run_dir, _ = run_site(_site(tmp_path, "MutesAfterOverrun", work))

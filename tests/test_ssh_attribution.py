@@ -189,9 +189,7 @@ def test_an_item_lost_three_times_is_recorded_failed_and_flagged(tmp_path: Path)
                     records = list(read_journal(journal))
                 except OSError:
                     records = []
-                sendings = [
-                    r for r in records if r["event"] == "dispatched" and r["item"] == "u0"
-                ]
+                sendings = [r for r in records if r["event"] == "dispatched" and r["item"] == "u0"]
                 if len(sendings) > seen:
                     seen = len(sendings)
                     time.sleep(0.1)

@@ -73,9 +73,7 @@ def server(request: pytest.FixtureRequest) -> Sshd:
     return request.getfixturevalue(name)  # type: ignore[no-any-return]
 
 
-def tts_ssh_site(
-    tmp_path: Path, sshd: Sshd, systems: dict[str, list[str]], **extra: Any
-) -> Path:
+def tts_ssh_site(tmp_path: Path, sshd: Sshd, systems: dict[str, list[str]], **extra: Any) -> Path:
     """A tts task (three sentences) with every system on one ssh device (this sshd)."""
     testset = tts_testset(tmp_path / "set")
     options = sshd.options(workdir=str(tmp_path / "remote"), **extra)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness import Controller, RunStore, load_site
-from harness.controller import DEVICE_DOWN
+from harness.engine.controller import DEVICE_DOWN
 from tests.console_run import (
     TOKEN,
     call,

@@ -23,7 +23,7 @@ import psycopg
 import pytest
 
 from harness.errors import LeaseLost
-from harness.pg_store import PgRunStore, Registration
+from harness.store.postgres import PgRunStore, Registration
 from tests.helpers import REPO
 from tests.pg import Postgres
 from tests.test_pg_stations import _exactly_once, _records, _site, _wait_for

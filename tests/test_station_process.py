@@ -7,8 +7,8 @@ import subprocess
 import sys
 from datetime import UTC, datetime
 
-from harness.pg_store import Registration
-from harness.station import describe_process, holder_is_gone
+from harness.engine.station import describe_process, holder_is_gone
+from harness.store.postgres import Registration
 
 
 def _holder(pid: int, process: str | None) -> Registration:

@@ -13,8 +13,8 @@ from typing import Any, Literal
 import pytest
 
 from harness import SiteError, load_site
-from harness.dryrun import dry_run, probe_devices
-from harness.report.manifest import build_manifest
+from harness.engine.dryrun import dry_run, probe_devices
+from harness.engine.manifest import build_manifest
 from runners import (
     DeviceProblem,
     DeviceSettings,

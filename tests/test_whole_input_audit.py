@@ -1,5 +1,5 @@
 """The whole-input audit line: a first answer far faster than its whole-input repeat is the
-mark of a device that worked on its input while it crossed the line (harness/audits.py).
+mark of a device that worked on its input while it crossed the line (harness/engine/audits.py).
 
 Judged from completion records alone, as the leaderboard judges a job; the serial runs
 behind it are tests/test_serial_whole_input_run.py.
@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import RunStore, leaderboard, load_site
-from harness.audits import WHOLE_INPUT_SPEEDUP_LIMIT, whole_input_lines
+from harness.engine.audits import WHOLE_INPUT_SPEEDUP_LIMIT, whole_input_lines
 from harness.report import build_report, judge_job
 from tests.helpers import FAKE_SERVE, make_testset, write_site
 

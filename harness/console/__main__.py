@@ -33,14 +33,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.setpriority(os.PRIO_PROCESS, 0, args.nice)
     os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
 
-    from ..errors import InputError
-    from ..webguard import allowed_hosts
-    from .app import ConsoleApp
-    from .auth import Tokens
-    from .bridge import ConsoleSide, ControlUnavailable
-    from .process import RUN_ENV
-    from .server import serve
-    from .view import RunView
+    from harness.console.app import ConsoleApp
+    from harness.console.auth import Tokens
+    from harness.console.bridge import ConsoleSide, ControlUnavailable
+    from harness.console.process import RUN_ENV
+    from harness.console.server import serve
+    from harness.console.view import RunView
+    from harness.errors import InputError
+    from harness.webguard import allowed_hosts
 
     link = ConsoleSide(socket.socket(fileno=args.channel_fd))
     listener = socket.socket(fileno=args.listen_fd)

@@ -22,11 +22,11 @@ from starlette.responses import FileResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from ..errors import ControlConflict
-from ..webguard import GuardMiddleware
-from .auth import VIEW_COOKIE, Tokens, may_operate, may_view
-from .bridge import ControlUnavailable
-from .view import RunView
+from harness.console.auth import VIEW_COOKIE, Tokens, may_operate, may_view
+from harness.console.bridge import ControlUnavailable
+from harness.console.view import RunView
+from harness.errors import ControlConflict
+from harness.webguard import GuardMiddleware
 
 STATIC = Path(__file__).parent / "static"
 # How often the event stream looks at the journal, and the longest it stays silent (so

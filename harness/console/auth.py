@@ -8,7 +8,7 @@ import secrets
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..webguard import same_secret
+from harness.webguard import same_secret
 
 if TYPE_CHECKING:
     # Only for the hints: the controller's process (cli.py) uses Tokens without the web stack.

@@ -29,7 +29,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..errors import ControlConflict
+from harness.errors import ControlConflict
 
 # How often the controller's side looks at whether the controller runs (its only
 # periodic work), and so the longest a console shows a stale "running".
@@ -47,7 +47,7 @@ _NAME = 200  # the longest task, system or device name a control may carry
 
 
 class Controllable(Protocol):
-    """What the controller's side needs of a controller (harness.controller.Controller)."""
+    """What the controller's side needs of a controller (harness.engine.controller.Controller)."""
 
     def is_running(self) -> bool: ...
 

@@ -18,9 +18,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..store_api import is_pg_location
-from .auth import Tokens
-from .bridge import Controllable, ControllerSide, Hello
+from harness.console.auth import Tokens
+from harness.console.bridge import Controllable, ControllerSide, Hello
+from harness.store.api import is_pg_location
 
 # Where the console process finds the run it serves.
 RUN_ENV = "ONSITE_CONSOLE_RUN"

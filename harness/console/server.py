@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import uvicorn
 
-    from .app import ConsoleApp
+    from harness.console.app import ConsoleApp
 
 
 def parse_listen(text: str) -> tuple[str, int]:

@@ -1,7 +1,7 @@
 """The console's read model: follows a run's records and answers "where do we stand".
 
 It only reads the records (never the controller's memory), where the run is kept (a run
-directory's journal, or a run in PostgreSQL: harness/store_api.py), so the same code
+directory's journal, or a run in PostgreSQL: harness/store/api.py), so the same code
 serves the live console of `onsite run --console` (a station's too) and the read-only
 `onsite console RUN`, and a finished run shows exactly as the report would.
 """
@@ -17,16 +17,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from ..audits import audit_of
-from ..collector import cycle_collector_held
-from ..events import JournalEvent
-from ..journal import DISPATCHED_PREFIX, parse_record, quick_record
-from ..kinds.registry import task_kind
-from ..leaderboard import job_row, percentile, quality_so_far
-from ..site import Site
-from ..store import RunState
-from ..store_api import RunSource, open_source
-from ..testsets import TestSet
+from harness.collector import cycle_collector_held
+from harness.engine.audits import audit_of
+from harness.kinds.registry import task_kind
+from harness.leaderboard import job_row, percentile, quality_so_far
+from harness.site import Site
+from harness.store.api import RunSource, open_source
+from harness.store.directory import RunState
+from harness.store.events import JournalEvent
+from harness.store.journal import DISPATCHED_PREFIX, parse_record, quick_record
+from harness.testsets import TestSet
 
 JobKey = tuple[str, str]
 
@@ -389,7 +389,7 @@ class RunView:
 
     def _figures(self, job: _Job) -> dict[str, Any]:
         """The figures that change only with the job's own records (cached per version)."""
-        from ..report.running_score import running_score
+        from harness.engine.running_score import running_score
 
         task, system = job.task, job.system
         cfg = self.site.config.tasks[task]
@@ -501,7 +501,7 @@ class RunView:
         return [_row(r) for r in completions]
 
     def _series_of(self, job: _Job) -> dict[str, Any]:
-        from ..report.running_score import running_score
+        from harness.engine.running_score import running_score
 
         task, system = job.task, job.system
         completions = list(job.state.completed.get((task, system), {}).values())

@@ -14,8 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError, Problem
-from ..kinds.base import Job
+from harness.errors import InputError, Problem
+from harness.kinds.base import Job
 
 __all__ = [
     "Job",
@@ -46,10 +46,10 @@ def read_run(
     ``task`` or ``system`` may be None when the run has one choice (of one of
     ``kinds``, if given). Raises InputError naming the flag and the choices.
     """
-    from ..kinds.registry import task_kind
-    from ..leaderboard import scoring_inputs
-    from ..run_model import RunModel
-    from ..store import output_line
+    from harness.kinds.registry import task_kind
+    from harness.leaderboard import scoring_inputs
+    from harness.store.directory import output_line
+    from harness.store.run_model import RunModel
 
     model = RunModel.open(run)
     # The path errors about the run name (never a database password).
@@ -75,7 +75,7 @@ def read_run(
 
 def formats_of(kind: str) -> tuple[str, ...]:
     """The export formats a kind supports (its ``formats``)."""
-    from ..kinds.registry import task_kind
+    from harness.kinds.registry import task_kind
 
     return tuple(task_kind(kind).formats)
 
@@ -109,7 +109,7 @@ def run_arguments(
 ) -> tuple[Job, dict[str, Any]]:
     """`onsite score FAMILY --run`: the job, and the family's argument values from the
     job's kind (its ``from_run``), with their files written under ``directory``."""
-    from ..kinds.registry import run_kinds
+    from harness.kinds.registry import run_kinds
 
     kinds = tuple(k.name for k in run_kinds(family))
     job = read_run(run, task, system, kinds)

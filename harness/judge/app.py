@@ -31,12 +31,12 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from ..webguard import ASGIApp, BadInput, GuardMiddleware, parse_json, small_int
-from .media import MediaBank
-from .pages import JUDGE_PAGE, OPERATOR_PAGE
-from .plan import balance
-from .schema import validate
-from .store import JudgeStore
+from harness.judge.media import MediaBank
+from harness.judge.pages import JUDGE_PAGE, OPERATOR_PAGE
+from harness.judge.plan import balance
+from harness.judge.schema import validate
+from harness.judge.store import JudgeStore
+from harness.webguard import ASGIApp, BadInput, GuardMiddleware, parse_json, small_int
 
 _NO_STORE = {"cache-control": "no-store"}
 # An answer is a few hundred bytes; SUS blanks at most a few KiB.

@@ -8,7 +8,7 @@ TESTS = ("sus", "pair", "mos", "mt-adequacy-fluency", "summary", "cws-review")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of `onsite judge` (harness/cli.py registers the command)."""
+    """The options of `onsite judge` (harness/cli/main.py registers the command)."""
     parser.add_argument("run_dir", help="the run directory whose outputs are judged")
     parser.add_argument(
         "--test",
@@ -52,7 +52,7 @@ def add_station_source(parser: argparse.ArgumentParser, test: str) -> None:
             raise ValueError("with --run give --task TASK and no --hyp")
         from pathlib import Path
 
-        from .source import station_export
+        from harness.judge.source import station_export
 
         with station_export(Path(args.run), args.task, test) as path:
             args.hyp = [str(path)] if several else str(path)

@@ -11,13 +11,13 @@ from typing import Any
 
 from rich.console import Console
 
-from ..consoles import table
-from .plan import PlanError
-from .report import print_results
-from .results import agreement, station_warnings, write_export
-from .scores import station_scores
-from .station import StationServer, open_station
-from .store import JudgeStore, StationError
+from harness.cli.terminal import table
+from harness.judge.plan import PlanError
+from harness.judge.report import print_results
+from harness.judge.results import agreement, station_warnings, write_export
+from harness.judge.scores import station_scores
+from harness.judge.station import StationServer, open_station
+from harness.judge.store import JudgeStore, StationError
 
 
 def _listen(text: str) -> tuple[str, int]:

@@ -13,11 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.kinds.registry import task_kind
+from harness.kinds.tts import SusItem
+from harness.store.directory_source import site_of_run
 from scoring.cws import diff_pieces, split_words
-
-from ..kinds.registry import task_kind
-from ..kinds.tts import SusItem
-from ..run_site import site_of_run
 
 JUDGED_VERDICTS = ("ok", "over_budget")
 # Which task kinds each test judges.

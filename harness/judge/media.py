@@ -15,7 +15,7 @@ import struct
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from .store import StationError
+from harness.judge.store import StationError
 
 # 16-bit PCM: full scale of the canonical samples.
 _FULL_SCALE = 32768

@@ -32,9 +32,8 @@ from typing import Literal
 
 import numpy as np
 
+from harness.judge.material import Material
 from scoring.tts import listening_plan
-
-from .material import Material
 
 TestName = Literal["sus", "pair", "mos", "mt-adequacy-fluency", "summary", "cws-review"]
 TESTS: tuple[TestName, ...] = ("sus", "pair", "mos", "mt-adequacy-fluency", "summary", "cws-review")

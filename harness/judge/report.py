@@ -9,10 +9,10 @@ from typing import Any
 
 from rich.console import Console
 
-from ..consoles import table
-from .results import agreement, station_warnings, stations
-from .scores import station_scores
-from .store import JudgeStore
+from harness.cli.terminal import table
+from harness.judge.results import agreement, station_warnings, stations
+from harness.judge.scores import station_scores
+from harness.judge.store import JudgeStore
 
 
 def judging_results(run_dir: Path) -> list[dict[str, Any]]:

@@ -18,11 +18,10 @@ from typing import Any, Literal
 
 import numpy as np
 
+from harness.judge.material import load_material
+from harness.judge.plan import balance
+from harness.judge.store import Answer, JudgeStore
 from scoring.tts import normalize_sus
-
-from .material import load_material
-from .plan import balance
-from .store import Answer, JudgeStore
 
 # Which `onsite score` family reads each test's export.
 SCORE_FAMILY = {

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .material import Material
-from .plan import Trial
+from harness.judge.material import Material
+from harness.judge.plan import Trial
 
 # Survey Tables 18 and 19 (HTRDP 2005 MT human assessment).
 ADEQUACY = ("None", "Almost no information", "Little information", "More information",

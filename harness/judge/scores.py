@@ -10,6 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from harness.judge.material import read_job_outputs
+from harness.judge.results import SCORE_FAMILY, ExportFile, export_text
+from harness.judge.store import JudgeStore
+from harness.kinds.registry import task_kind
+from harness.store.directory_source import site_of_run
 from scoring.cws import score_cws, split_words
 from scoring.errors import FormatError
 from scoring.mt_human import read_human_sheet
@@ -24,12 +29,6 @@ from scoring.tts import (
     score_mos,
     score_sus,
 )
-
-from ..kinds.registry import task_kind
-from ..run_site import site_of_run
-from .material import read_job_outputs
-from .results import SCORE_FAMILY, ExportFile, export_text
-from .store import JudgeStore
 
 
 def _ci(values: list[float], scale: tuple[float, float]) -> dict[str, Any]:

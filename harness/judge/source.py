@@ -6,8 +6,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from .results import ExportFile
-from .store import JudgeStore, StationError, station_path
+from harness.judge.results import ExportFile
+from harness.judge.store import JudgeStore, StationError, station_path
 
 
 @contextmanager

@@ -5,9 +5,9 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from .material import load_material
-from .plan import TESTS, build_plan
-from .store import JudgeStore, StationError, station_path
+from harness.judge.material import load_material
+from harness.judge.plan import TESTS, build_plan
+from harness.judge.store import JudgeStore, StationError, station_path
 
 
 def open_station(
@@ -71,8 +71,8 @@ class StationServer:
     ) -> None:
         import uvicorn
 
-        from ..webguard import allowed_hosts
-        from .app import create_app
+        from harness.judge.app import create_app
+        from harness.webguard import allowed_hosts
 
         app = create_app(store, allowed_hosts(host, link_host))
         config = uvicorn.Config(

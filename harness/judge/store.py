@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..webguard import same_secret
-from .material import Material
-from .plan import Plan, Trial
-from .schema import present
+from harness.judge.material import Material
+from harness.judge.plan import Plan, Trial
+from harness.judge.schema import present
+from harness.webguard import same_secret
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

@@ -8,7 +8,7 @@ and lists them in ``KINDS``; docs/task-kinds.md says how to add one.
 
 from typing import TYPE_CHECKING, Any
 
-from .base import (
+from harness.kinds.base import (
     FromRun,
     Headline,
     ItemStatistics,
@@ -18,7 +18,7 @@ from .base import (
     SpeedUnit,
     TaskKind,
 )
-from .registry import (
+from harness.kinds.registry import (
     RegistryError,
     metric_label,
     run_kinds,
@@ -30,13 +30,13 @@ from .registry import (
 )
 
 if TYPE_CHECKING:
-    from .options import KindOptions
+    from harness.kinds.options import KindOptions
 
 
 def __getattr__(name: str) -> Any:
     # KindOptions is pydantic's: loaded when asked for, so the kinds stay light.
     if name == "KindOptions":
-        from .options import KindOptions
+        from harness.kinds.options import KindOptions
 
         return KindOptions
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -8,7 +8,7 @@ per-item statistics and their aggregate, speed unit, report figures, the
 `onsite export` formats it writes, the `onsite score` families it brings and
 how each family reads one of its jobs (`--run`). Export, `score --run` and
 re-scoring are written once against this record (harness/export/,
-harness/score_cmd.py); nothing else names a kind.
+harness/cli/score.py); nothing else names a kind.
 
 Nothing here imports the site file's models: a kind sees its task
 configuration as the site's task model, which is the common task keys plus
@@ -29,18 +29,18 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from ..collector import cycle_collector_held
-from ..errors import InputError, Problem
+from harness.collector import cycle_collector_held
+from harness.errors import InputError, Problem
 
 if TYPE_CHECKING:
     import argparse
 
+    from harness.kinds.options import KindOptions
+    from harness.testsets import TestItem, TestSet
+
     # Only for annotations: runners (and paramiko) load only where systems run.
     from runners import OutputFile
     from scoring.plots import PlotFiles
-
-    from ..testsets import TestItem, TestSet
-    from .options import KindOptions
 
 # The site's task model for one kind: the common keys (testset, budget, rules ...)
 # plus the kind's options. Kinds read their own options from it.
@@ -362,13 +362,13 @@ def _no_detail(scores: Mapping[str, Any]) -> str:
 
 def audio_options() -> type[KindOptions]:
     """The options of a kind whose items are audio: the sample rates it accepts."""
-    from .options import AudioOptions
+    from harness.kinds.options import AudioOptions
 
     return AudioOptions
 
 
 def _no_options() -> type[KindOptions]:
-    from .options import KindOptions
+    from harness.kinds.options import KindOptions
 
     return KindOptions
 

@@ -24,13 +24,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from scoring.errors import FormatError
-
-from ..errors import Problem, TestSetError
-from ..testsets import TestItem, TestSet
-from .base import FromRun, Outputs, TaskConfig, TaskKind
-from .formats import write_cwmt_xml
-from .text import (
+from harness.errors import Problem, TestSetError
+from harness.kinds.base import FromRun, Outputs, TaskConfig, TaskKind
+from harness.kinds.formats import write_cwmt_xml
+from harness.kinds.text import (
     BLEU_STATISTICS,
     WORDS_PER_SECOND,
     load_mt_testset,
@@ -39,6 +36,8 @@ from .text import (
     score_mt_outputs,
     source_words,
 )
+from harness.testsets import TestItem, TestSet
+from scoring.errors import FormatError
 
 if TYPE_CHECKING:
     from scoring.cwmt_xml import MtFile, TextSegment

@@ -14,10 +14,8 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from ..errors import Problem, TestSetError
-from ..media import VIDEO_SUFFIXES, check_image, extract_frames
-from ..testsets import InvalidItem, TestItem, TestSet, file_testset, read_truth
-from .base import (
+from harness.errors import Problem, TestSetError
+from harness.kinds.base import (
     IMAGE_SUFFIXES,
     MS_PER_FRAME,
     FromRun,
@@ -34,13 +32,14 @@ from .base import (
     ref_hyp_files,
     trials_eer,
 )
-from .formats import score_jsonl
+from harness.kinds.formats import score_jsonl
+from harness.media import VIDEO_SUFFIXES, check_image, extract_frames
+from harness.testsets import InvalidItem, TestItem, TestSet, file_testset, read_truth
 
 if TYPE_CHECKING:
+    from harness.kinds.options import KindOptions
     from scoring.faces import ImageReference
     from scoring.plots import PlotFiles
-
-    from .options import KindOptions
 
 # The face scorers (numpy) are imported inside the functions that use them: reading a
 # site file or a run directory imports every kind module, and must stay cheap.
@@ -50,7 +49,7 @@ MS_PER_PAIR = SpeedUnit("ms_per_pair", "ms/pair", "ms / pair")
 
 @cache
 def _detect_options() -> type[KindOptions]:
-    from .options import KindOptions
+    from harness.kinds.options import KindOptions
 
     class DetectOptions(KindOptions):
         """face-detect: with stream = true, video frames are sent at the stream's own rate

@@ -17,12 +17,11 @@ import re
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .base import Job, jsonl
+from harness.kinds.base import Job, jsonl
 
 if TYPE_CHECKING:
+    from harness.testsets import TestItem
     from scoring.cwmt_write import TargetEntry
-
-    from ..testsets import TestItem
 
 __all__ = [
     "plain_id",

@@ -28,11 +28,10 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
+from harness.errors import Problem, TestSetError
+from harness.kinds.base import Job, Outputs, Plot, jsonl, overall, pct, score_problem
+from harness.testsets import TestItem, TestSet
 from scoring.kws import Detection, SlotFrame, det_figures
-
-from ..errors import Problem, TestSetError
-from ..testsets import TestItem, TestSet
-from .base import Job, Outputs, Plot, jsonl, overall, pct, score_problem
 
 if TYPE_CHECKING:
     from pydantic import BaseModel

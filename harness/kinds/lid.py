@@ -20,12 +20,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from scoring.errors import FormatError
-from scoring.lid import CODE, score_lid
-
-from ..errors import Problem, TestSetError
-from ..testsets import TestSet, audio_testset
-from .base import (
+from harness.errors import Problem, TestSetError
+from harness.kinds.base import (
     RTF,
     FromRun,
     ItemStatistics,
@@ -42,7 +38,10 @@ from .base import (
     real_time_factor,
     write_file,
 )
-from .formats import plain_id
+from harness.kinds.formats import plain_id
+from harness.testsets import TestSet, audio_testset
+from scoring.errors import FormatError
+from scoring.lid import CODE, score_lid
 
 if TYPE_CHECKING:
     from scoring.plots import PlotFiles

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .base import score_problem
+from harness.kinds.base import score_problem
 
 MAX_NBEST = 200
 """At most this many candidates per segment: CWMT asks for up to 200."""

@@ -10,9 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..media import check_image, check_ink
-from ..testsets import TestSet, file_testset, read_truth
-from .base import (
+from harness.kinds.base import (
     CHARS_PER_SECOND,
     IMAGE_SUFFIXES,
     REF_HYP,
@@ -29,7 +27,9 @@ from .base import (
     ref_hyp_files,
     units_per_second,
 )
-from .formats import score_jsonl
+from harness.kinds.formats import score_jsonl
+from harness.media import check_image, check_ink
+from harness.testsets import TestSet, file_testset, read_truth
 
 
 def _check_candidates(output: Mapping[str, Any]) -> str | None:

@@ -17,7 +17,7 @@ from importlib import import_module
 from pathlib import Path
 from types import MappingProxyType
 
-from .base import ScoreFamily, SpeedUnit, TaskKind
+from harness.kinds.base import ScoreFamily, SpeedUnit, TaskKind
 
 # What every kind shares: the record, the registry, the options models, the writers.
 _NOT_KINDS = frozenset({"base", "registry", "options", "formats"})

@@ -13,14 +13,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..testsets import (
-    TestSet,
-    audio_testset,
-    load_asr_testset,
-    load_command_testset,
-    read_truth,
-)
-from .base import (
+from harness.kinds.base import (
     RTF,
     FromRun,
     ItemStatistics,
@@ -40,8 +33,8 @@ from .base import (
     ref_hyp_files,
     refuse_outputs_file,
 )
-from .formats import score_jsonl, write_ctm, write_kaldi, write_trn
-from .keywords import (
+from harness.kinds.formats import score_jsonl, write_ctm, write_kaldi, write_trn
+from harness.kinds.keywords import (
     check_kws_item,
     check_kws_output,
     kws_det_run_args,
@@ -51,17 +44,23 @@ from .keywords import (
     with_keywords,
     write_kws_det,
 )
+from harness.testsets import (
+    TestSet,
+    audio_testset,
+    load_asr_testset,
+    load_command_testset,
+    read_truth,
+)
 
 if TYPE_CHECKING:
+    from harness.kinds.options import KindOptions
     from scoring import AsrReport
     from scoring.plots import PlotFiles
-
-    from .options import KindOptions
 
 
 @cache
 def _command_options() -> type[KindOptions]:
-    from .options import AudioOptions
+    from harness.kinds.options import AudioOptions
 
     class CommandOptions(AudioOptions):
         """command: audio options, and whether case counts when matching a command."""

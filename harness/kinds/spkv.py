@@ -20,17 +20,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import Problem, TestSetError
-from ..testsets import (
-    AUDIO_SUFFIXES,
-    InvalidItem,
-    TestItem,
-    TestSet,
-    audio_info,
-    file_testset,
-    read_truth,
-)
-from .base import (
+from harness.errors import Problem, TestSetError
+from harness.kinds.base import (
     RTF,
     FromRun,
     ItemStatistics,
@@ -47,7 +38,16 @@ from .base import (
     score_problem,
     trials_eer,
 )
-from .formats import score_jsonl
+from harness.kinds.formats import score_jsonl
+from harness.testsets import (
+    AUDIO_SUFFIXES,
+    InvalidItem,
+    TestItem,
+    TestSet,
+    audio_info,
+    file_testset,
+    read_truth,
+)
 
 if TYPE_CHECKING:
     from scoring.plots import PlotFiles

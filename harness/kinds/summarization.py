@@ -28,19 +28,8 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 
-from scoring.errors import FormatError
-from scoring.rouge import (
-    Lang,
-    LengthUnit,
-    read_summaries,
-    score_rouge,
-    summary_length,
-    truncate_summary,
-)
-
-from ..errors import Problem, TestSetError
-from ..testsets import InvalidItem, TestItem, TestSet
-from .base import (
+from harness.errors import Problem, TestSetError
+from harness.kinds.base import (
     FromRun,
     ItemStatistics,
     Job,
@@ -53,10 +42,20 @@ from .base import (
     pct,
     write_file,
 )
-from .text import KCHARS_PER_SECOND, read_document, unlisted_documents
+from harness.kinds.text import KCHARS_PER_SECOND, read_document, unlisted_documents
+from harness.testsets import InvalidItem, TestItem, TestSet
+from scoring.errors import FormatError
+from scoring.rouge import (
+    Lang,
+    LengthUnit,
+    read_summaries,
+    score_rouge,
+    summary_length,
+    truncate_summary,
+)
 
 if TYPE_CHECKING:
-    from .options import KindOptions
+    from harness.kinds.options import KindOptions
 
 LANGS = ("zh", "en")
 HEADLINES = {"rouge1": "ROUGE-1 F", "rouge2": "ROUGE-2 F", "rougeL": "ROUGE-L F"}
@@ -67,7 +66,7 @@ EXAMPLE = '{"text": "the summary, one sentence per line"}'
 def _options() -> type[KindOptions]:
     from pydantic import Field
 
-    from .options import KindOptions
+    from harness.kinds.options import KindOptions
 
     class SummarizationOptions(KindOptions):
         """summarization: the length limit, what counts toward it, and what over it means."""

@@ -16,11 +16,8 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from scoring.errors import FormatError
-
-from ..errors import Problem, TestSetError
-from ..testsets import InvalidItem, TestItem, TestSet
-from .base import (
+from harness.errors import Problem, TestSetError
+from harness.kinds.base import (
     FromRun,
     ItemStatistics,
     Job,
@@ -34,7 +31,7 @@ from .base import (
     refuse_outputs_file,
     write_file,
 )
-from .formats import (
+from harness.kinds.formats import (
     write_conll,
     write_cwmt_source,
     write_cwmt_xml,
@@ -42,7 +39,9 @@ from .formats import (
     write_trec,
     write_tsv,
 )
-from .nbest import check_nbest
+from harness.kinds.nbest import check_nbest
+from harness.testsets import InvalidItem, TestItem, TestSet
+from scoring.errors import FormatError
 
 if TYPE_CHECKING:
     from scoring.cwmt_xml import MtFile

@@ -34,9 +34,8 @@ if TYPE_CHECKING:
     # Only for annotations: runners (and paramiko) load only where systems run.
     from runners import OutputFile
 
-from ..errors import Problem, TestSetError
-from ..testsets import TestItem, TestSet, _read_id_table
-from .base import (
+from harness.errors import Problem, TestSetError
+from harness.kinds.base import (
     CHARS_PER_SECOND,
     ItemStatistics,
     ScoreFamily,
@@ -48,6 +47,7 @@ from .base import (
     rate,
     units_per_second,
 )
+from harness.testsets import TestItem, TestSet, _read_id_table
 
 AUDIO_KEY = "audio_out"
 # The largest audio file a system may leave (16-bit mono 48 kHz: about six minutes).

@@ -1,4 +1,5 @@
-"""Reports of a run: verdicts, running score, manifest, and HTML / CSV / JSON renderings.
+"""Reports of a run: verdicts, and HTML / CSV / JSON renderings (the running score and the
+manifest are the engine's: harness/engine/).
 
     data = build_report(run_dir)      # everything, read from the run directory
     write_html(data, "report.html")   # one self-contained file
@@ -11,12 +12,8 @@ docs/report.md defines the verdict rules and the running score.
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-# Loaded at once: it is small, and the function of that name must win over the
-# submodule's name on this package (as every name did when all were loaded eagerly).
-from .running_score import DEFAULT_WEIGHTS, USAGE_CAP, RunningScore, running_score
-
 if TYPE_CHECKING:
-    from .build import (
+    from harness.report.build import (
         Failure,
         ItemTiming,
         JobReport,
@@ -26,10 +23,9 @@ if TYPE_CHECKING:
         TaskReport,
         build_report,
     )
-    from .export import CSV_COLUMNS, write_csv, write_json
-    from .html import html_text, write_html
-    from .manifest import MANIFEST_NAME, build_manifest, read_manifest, write_manifest
-    from .verdicts import DEFAULT_LIMITS, JobVerdict, RuleLine, judge_job
+    from harness.report.html import html_text, write_html
+    from harness.report.tables import CSV_COLUMNS, write_csv, write_json
+    from harness.report.verdicts import DEFAULT_LIMITS, JobVerdict, RuleLine, judge_job
 
 # Where each public name lives. A module loads when one of its names is first used
 # (PEP 562): the live status reads a running score without the report builder, and
@@ -48,11 +44,8 @@ _EXPORTS: dict[str, str] = {
         ),
         "build",
     ),
-    **dict.fromkeys(("CSV_COLUMNS", "write_csv", "write_json"), "export"),
+    **dict.fromkeys(("CSV_COLUMNS", "write_csv", "write_json"), "tables"),
     **dict.fromkeys(("html_text", "write_html"), "html"),
-    **dict.fromkeys(
-        ("MANIFEST_NAME", "build_manifest", "read_manifest", "write_manifest"), "manifest"
-    ),
     **dict.fromkeys(("DEFAULT_LIMITS", "JobVerdict", "RuleLine", "judge_job"), "verdicts"),
 }
 
@@ -73,27 +66,19 @@ def __dir__() -> list[str]:
 __all__ = [
     "CSV_COLUMNS",
     "DEFAULT_LIMITS",
-    "DEFAULT_WEIGHTS",
-    "MANIFEST_NAME",
-    "USAGE_CAP",
     "Failure",
     "ItemTiming",
     "JobReport",
     "JobVerdict",
     "ReportData",
     "RuleLine",
-    "RunningScore",
     "Session",
     "SystemReport",
     "TaskReport",
-    "build_manifest",
     "build_report",
     "html_text",
     "judge_job",
-    "read_manifest",
-    "running_score",
     "write_csv",
     "write_html",
     "write_json",
-    "write_manifest",
 ]

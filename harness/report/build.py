@@ -13,20 +13,20 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ..audits import audit_of
-from ..events import (
+from harness.engine.audits import audit_of
+from harness.engine.manifest import read_manifest
+from harness.engine.running_score import RunningScore, resolve_weights, running_score
+from harness.leaderboard import LeaderboardRow, leaderboard
+from harness.report.verdicts import AuditInput, JobVerdict, judge_job, resolve_limits
+from harness.store.directory import JobSummary, RunState
+from harness.store.events import (
     Completed,
     JobFailed,
     LinkLost,
     StartFailed,
 )
-from ..leaderboard import LeaderboardRow, leaderboard
-from ..run_model import RunModel
-from ..store import JobSummary, RunState
-from ..testsets import TestSet
-from .manifest import read_manifest
-from .running_score import RunningScore, resolve_weights, running_score
-from .verdicts import AuditInput, JobVerdict, judge_job, resolve_limits
+from harness.store.run_model import RunModel
+from harness.testsets import TestSet
 
 # Verdicts that count as a failure of the item in every budget scope.
 _FAILED = ("timeout", "crashed", "error", "invalid_output")
@@ -41,7 +41,7 @@ class ItemTiming:
     seconds: float
     budget_seconds: float | None
     verdict: str
-    audit: bool  # a hidden repeat (harness/audits.py), not scored
+    audit: bool  # a hidden repeat (harness/engine/audits.py), not scored
     # The link's round trip measured around the item (SSH, serial); None for local systems.
     round_trip_seconds: float | None = None
 

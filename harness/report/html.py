@@ -24,14 +24,13 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from harness.engine.running_score import USAGE_CAP
+from harness.kinds.registry import metric_label, speed_unit, task_kind
+from harness.report.build import JobReport, ReportData, SystemReport, TaskReport
 from scoring.plots import (
     PlotFiles,
     plot_rtf_distribution,
 )
-
-from ..kinds.registry import metric_label, speed_unit, task_kind
-from .build import JobReport, ReportData, SystemReport, TaskReport
-from .running_score import USAGE_CAP
 
 _VERDICT_COLOURS = {
     "ok": "#4c9a2a",
@@ -493,7 +492,7 @@ def _judging_sections(run_dir: Path) -> list[str]:
     """The judging stations' results (docs/judging.md); a run without one imports nothing."""
     if not (run_dir / "judging").is_dir():
         return []
-    from ..judge.report import judging_html
+    from harness.judge.report import judging_html
 
     return judging_html(run_dir, _table)
 

@@ -9,7 +9,7 @@ The rules, in the order they are listed:
    are judged only when a ``max_over_budget`` limit is given;
 3. timeouts, crashes and invalid outputs (and, when a limit is given, error
    replies) within their limits (`DEFAULT_LIMITS`);
-4. every integrity audit line passed (harness/audits.py, or lines given by the
+4. every integrity audit line passed (harness/engine/audits.py, or lines given by the
    caller).
 """
 
@@ -19,9 +19,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..budgets import COUNTED_VERDICTS
-from ..leaderboard import LeaderboardRow
-from ..site import Rules
+from harness.engine.budgets import COUNTED_VERDICTS
+from harness.leaderboard import LeaderboardRow
+from harness.site import Rules
 
 DEFAULT_LIMITS: Mapping[str, int | None] = Rules().model_dump()
 """Limits used when a task gives none (the defaults of the site file's ``Rules``); None
@@ -32,7 +32,7 @@ _COUNTED = {c.rule: (c.column, c.label) for c in COUNTED_VERDICTS}
 
 AuditInput = tuple[str, bool, str] | Mapping[str, Any] | Any
 """An audit line: a (rule, passed, figure) tuple, a mapping with those keys, or an object
-with those attributes (harness.audits.AuditLine)."""
+with those attributes (harness.engine.audits.AuditLine)."""
 
 
 @dataclass(frozen=True)

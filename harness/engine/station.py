@@ -1,7 +1,7 @@
 """Operator stations sharing one run in PostgreSQL (`onsite run SITE --station NAME`).
 
 A station is a controller that writes through the PostgreSQL run store
-(harness/pg_run.py's ``PgRunWriter``) instead of a run directory's, and whose jobs
+(harness/store/postgres_run.py's ``PgRunWriter``) instead of a run directory's, and whose jobs
 are handed out by the database: it claims one (task, system) job at a time per
 device, under a lease a heartbeat thread renews, reads the job's records before
 running it (the resume rules of one controller), and gives it back finished or not.
@@ -30,12 +30,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-from .store import JobKey
+from harness.store.directory import JobKey
 
 if TYPE_CHECKING:
-    from .controller import JobResult
-    from .pg_run import PgRunWriter
-    from .pg_store import PgRunStore, Registration
+    from harness.engine.controller import JobResult
+    from harness.store.postgres import PgRunStore, Registration
+    from harness.store.postgres_run import PgRunWriter
 
 DEFAULT_LEASE_SECONDS = 30.0
 

@@ -39,7 +39,7 @@ import orjson
 import psycopg
 from psycopg import sql
 
-from .errors import LeaseLost
+from harness.errors import LeaseLost
 
 __all__ = [
     "Claim",
@@ -152,7 +152,7 @@ class Registration:
     instance: str  # the holder's own random id; a later station of the name has another
     host: str
     pid: int
-    # Where the holder runs, as the holder described itself (harness/station.py), so a
+    # Where the holder runs, as the holder described itself (harness/engine/station.py), so a
     # station on the same machine can tell that the holder's process is gone.
     process: str | None
     lease_seconds: float  # the registration expires this long after it was last renewed

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from .site import Budget
-from .testsets import TestItem
+from harness.site import Budget
+from harness.testsets import TestItem
 
 Verdict = Literal["ok", "over_budget", "timeout", "crashed", "error", "invalid_output"]
 VERDICTS: tuple[Verdict, ...] = (

@@ -27,8 +27,8 @@ from typing import Any, TypeVar, cast
 
 import orjson
 
-from .collector import cycle_collector_held
-from .events import (
+from harness.collector import cycle_collector_held
+from harness.store.events import (
     BY_NAME,
     AuditSeed,
     Completed,
@@ -46,7 +46,13 @@ from .events import (
     SystemStarted,
     TestsetHashes,
 )
-from .journal import DISPATCHED_PREFIX, Journal, complete_lines, parse_record, quick_record
+from harness.store.journal import (
+    DISPATCHED_PREFIX,
+    Journal,
+    complete_lines,
+    parse_record,
+    quick_record,
+)
 
 JobKey = tuple[str, str]  # (task, system)
 E = TypeVar("E", bound=JournalEvent)
@@ -400,8 +406,8 @@ class RunWriterBase(ABC):
     copy), which it holds locked (``run.lock``) while it works there.
 
     Where the records go is each store's own: ``RunStore`` appends them to
-    ``journal.jsonl`` in ``dir``; ``harness.pg_run.PgRunWriter`` commits them to
-    PostgreSQL. Both are the ``harness.store_api.RunWriter`` the controller writes through.
+    ``journal.jsonl`` in ``dir``; ``harness.store.postgres_run.PgRunWriter`` commits them to
+    PostgreSQL. Both are the ``harness.store.api.RunWriter`` the controller writes through.
     """
 
     state: RunState
@@ -562,7 +568,7 @@ class RunWriterBase(ABC):
 
 
 class RunStore(RunWriterBase):
-    """A run directory: its records in journal.jsonl (harness/journal.py), its files beside."""
+    """A run directory: its records in journal.jsonl (harness/store/journal.py), files beside."""
 
     def __init__(
         self,

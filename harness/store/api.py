@@ -3,11 +3,11 @@ reads it from, wherever the run is kept.
 
 Two implementations, one interface:
 
-- a run directory: ``harness.store.RunStore`` writes it (journal.jsonl, one line per
-  record), ``harness.run_site.DirectorySource`` reads it;
-- a run in PostgreSQL shared by operator stations: ``harness.pg_run.PgRunWriter`` writes
+- a run directory: ``harness.store.directory.RunStore`` writes it (journal.jsonl, one line per
+  record), ``harness.store.directory_source.DirectorySource`` reads it;
+- a run in PostgreSQL shared by operator stations: ``harness.store.postgres_run.PgRunWriter`` writes
   it (one committed row per record, under the station's job leases),
-  ``harness.pg_run.PgRunSource`` reads it.
+  ``harness.store.postgres_run.PgRunSource`` reads it.
 
 The controller writes through ``RunWriter``. The readers (`onsite report`, `status`,
 `console`, `export`, `score --run`, the leaderboard) open a ``RunSource`` with
@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 if TYPE_CHECKING:
-    from .events import JournalEvent
-    from .site import Site
-    from .store import JobKey, RunState
+    from harness.site import Site
+    from harness.store.directory import JobKey, RunState
+    from harness.store.events import JournalEvent
 
 E = TypeVar("E", bound="JournalEvent")
 
@@ -44,7 +44,7 @@ class RunWriter(Protocol):
     copied to the job's outputs file); the files a controller needs on its own disk
     (logs, staged inputs, media, outputs, the site copy) live under ``dir``. A store
     whose jobs are shared hands them out through the controller's ``JobSource``
-    (harness/station.py: claims under leases).
+    (harness/engine/station.py: claims under leases).
     """
 
     dir: Path
@@ -150,9 +150,9 @@ def open_source(location: str | Path) -> RunSource:
     database, a server that cannot be reached). psycopg is loaded for a URL only.
     """
     if is_pg_location(location):
-        from .pg_run import PgRunSource
+        from harness.store.postgres_run import PgRunSource
 
         return PgRunSource.open(str(location))
-    from .run_site import DirectorySource
+    from harness.store.directory_source import DirectorySource
 
     return DirectorySource(Path(location))

@@ -4,8 +4,8 @@ Each journal record type is a frozen pydantic model below. The controller builds
 the run store writes it (stamped with the session and both clocks) and the very same
 object goes to the listener (the CLI's progress display): there is no second,
 parallel event for listeners. Readers of a journal get these models back
-(``harness.journal.read_events``). ``docs/run-directory.md``'s record table is written
-from these models by ``python -m harness.journal_doc``.
+(``harness.store.journal.read_events``). ``docs/run-directory.md``'s record table is written
+from these models by ``python -m harness.store.journal_doc``.
 
 Versions: ``v`` is the schema version a record was written under. Version 2 added
 optional fields only (``dispatched.due_mono``, ``scored`` and ``total`` on the job

@@ -19,11 +19,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError, Problem
-from .kinds.registry import task_kind
-from .media import frames_cache_root
-from .site import Site
-from .testsets import InvalidItem, TestSet
+from harness.errors import InputError, Problem
+from harness.kinds.registry import task_kind
+from harness.media import frames_cache_root
+from harness.site import Site
+from harness.testsets import InvalidItem, TestSet
 
 _CHUNK = 1 << 20
 

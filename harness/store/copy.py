@@ -18,12 +18,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import InputError, Problem
+from harness.errors import InputError, Problem
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from .pg_store import PgRunStore
+    from harness.store.postgres import PgRunStore
 
 
 def export_run(store: PgRunStore, run_dir: Path) -> int:
@@ -32,8 +32,8 @@ def export_run(store: PgRunStore, run_dir: Path) -> int:
     Written beside the target and renamed into place at the end, so an interrupted
     export never leaves a directory that looks like a complete run.
     """
-    from .journal import complete_lines
-    from .store import completions_in, write_outputs
+    from harness.store.directory import completions_in, write_outputs
+    from harness.store.journal import complete_lines
 
     if run_dir.exists() and any(run_dir.iterdir()):
         raise InputError(
@@ -75,7 +75,7 @@ def export_run(store: PgRunStore, run_dir: Path) -> int:
 
 def import_run(run_dir: Path, store: PgRunStore) -> int:
     """Copy a run directory's journal, site file and jobs into the store's (empty) run."""
-    from .journal import read_journal
+    from harness.store.journal import read_journal
 
     journal = run_dir / "journal.jsonl"
     if not journal.is_file():
@@ -158,8 +158,8 @@ def add_export_store_parser(sub: Any) -> None:
 
 def cmd_export_store(args: argparse.Namespace, console: Console) -> int:
     """Copy one run between the PostgreSQL store and a run directory, either way."""
-    from .pg_store import PgRunStore, PgStoreError, run_exists
-    from .store_api import is_pg_location as is_dsn
+    from harness.store.api import is_pg_location as is_dsn
+    from harness.store.postgres import PgRunStore, PgStoreError, run_exists
 
     source, target = str(args.source), str(args.target)
     if is_dsn(source) == is_dsn(target):

@@ -22,9 +22,9 @@ from typing import Any
 
 import psutil
 
-from ..integrity import combined_digest, sha256_file, testset_file_hashes
-from ..site import Site, transport
-from ..testsets import TestSet
+from harness.engine.integrity import combined_digest, sha256_file, testset_file_hashes
+from harness.site import Site, transport
+from harness.testsets import TestSet
 
 MANIFEST_NAME = "manifest.json"
 SCHEMA = 1
@@ -139,7 +139,7 @@ def build_manifest(
     controller that drew (or replayed) it.
     """
     # Imported here: harness/__init__ may one day import this package.
-    from .. import __version__
+    from harness import __version__
 
     extra = dict(extra or {})
     testsets = testsets or {}

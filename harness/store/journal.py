@@ -31,7 +31,7 @@ from typing import Any
 import orjson
 from pydantic import TypeAdapter, ValidationError
 
-from .events import SCHEMA_VERSION, JournalEvent, Record
+from harness.store.events import SCHEMA_VERSION, JournalEvent, Record
 
 _RECORD: TypeAdapter[JournalEvent] = TypeAdapter(Record)
 # Room kept on the journal's disk for the last records of a session that fills it.

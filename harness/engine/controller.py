@@ -15,21 +15,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, cast
 
-from runners import (
-    DeviceSettings,
-    DeviceUnreachable,
-    ItemAttempt,
-    ItemRequest,
-    Runner,
-    StartError,
-    SystemSpec,
-    open_runner,
+from harness.engine.audits import audit_of, plan
+from harness.engine.budgets import hang_seconds, item_budget_seconds, judge
+from harness.engine.integrity import (
+    HashCache,
+    SiteChanged,
+    combined_digest,
+    contain_testset,
+    job_settings,
+    settings_changes,
+    site_change_problem,
+    testset_file_hashes,
+    testset_problems,
 )
-
-from .audits import audit_of, plan
-from .budgets import hang_seconds, item_budget_seconds, judge
-from .errors import ControlConflict, LeaseLost, Problem
-from .events import (
+from harness.engine.manifest import write_manifest
+from harness.errors import ControlConflict, LeaseLost, Problem
+from harness.kinds.base import TaskKind
+from harness.kinds.registry import task_kind
+from harness.site import Site, System, Task
+from harness.store.api import RunWriter
+from harness.store.events import (
     AuditSeed,
     Completed,
     DeviceDown,
@@ -56,23 +61,17 @@ from .events import (
     TestsetHashes,
     TestsetLoaded,
 )
-from .integrity import (
-    HashCache,
-    SiteChanged,
-    combined_digest,
-    contain_testset,
-    job_settings,
-    settings_changes,
-    site_change_problem,
-    testset_file_hashes,
-    testset_problems,
+from harness.testsets import TestItem, TestSet
+from runners import (
+    DeviceSettings,
+    DeviceUnreachable,
+    ItemAttempt,
+    ItemRequest,
+    Runner,
+    StartError,
+    SystemSpec,
+    open_runner,
 )
-from .kinds.base import TaskKind
-from .kinds.registry import task_kind
-from .report.manifest import write_manifest
-from .site import Site, System, Task
-from .store_api import RunWriter
-from .testsets import TestItem, TestSet
 
 START_TRIES = 3
 # Times one item is sent again after a venue failure (a lost link nothing showed was the
@@ -131,7 +130,7 @@ _Action = Literal["pause", "resume", "skip", "retry", "stop"]
 
 
 class JobSource(Protocol):
-    """Hands out jobs one at a time (operator stations sharing a run: harness/station.py).
+    """Hands out jobs one at a time (operator stations sharing a run: harness/engine/station.py).
 
     Without one, the controller runs every wanted job itself.
     """
@@ -964,7 +963,7 @@ class Controller:
                 outputs=job.kind.output_files,
                 # A hidden repeat is timed on an input the system could not start early:
                 # compared with the first answer, it shows work done while the input
-                # crossed (harness/audits.py, whole_input_lines).
+                # crossed (harness/engine/audits.py, whole_input_lines).
                 whole_input_first=audit_of(item.id) is not None,
             )
         )

@@ -21,12 +21,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..audits import audit_of
-from ..budgets import COUNTED_VERDICTS
-from ..site import RunningScoreWeights
+from harness.engine.audits import audit_of
+from harness.engine.budgets import COUNTED_VERDICTS
+from harness.site import RunningScoreWeights
 
 if TYPE_CHECKING:
-    from ..events import CompletionLike
+    from harness.store.events import CompletionLike
 
 DEFAULT_WEIGHTS: Mapping[str, float] = RunningScoreWeights().model_dump()
 """Points per unit (the defaults of the site file's ``RunningScoreWeights``): "speed" per

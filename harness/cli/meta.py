@@ -320,8 +320,8 @@ def add_meta_parser(sub: Any) -> None:
 
 def cmd_meta(args: argparse.Namespace, console: Console) -> int:
     """Run one `onsite meta` command and print its tables (or JSON)."""
-    from .score_cmd import scored_or_reported
-    from .score_tables import print_result
+    from harness.cli.score import scored_or_reported
+    from harness.cli.score_tables import print_result
 
     result = scored_or_reported(lambda: _COMMANDS[args.meta_command](args))
     if result is None:

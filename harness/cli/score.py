@@ -20,22 +20,22 @@ from typing import TYPE_CHECKING, Any, TypeVar
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from .kinds.base import ScoreFamily
+    from harness.kinds.base import ScoreFamily
 
-from .judge.args import add_station_source
+from harness.judge.args import add_station_source
 
 T = TypeVar("T")
 
 
 def _families() -> Mapping[str, ScoreFamily]:
-    from .kinds.registry import score_families
+    from harness.kinds.registry import score_families
 
     return score_families()
 
 
 def _reads_runs(name: str) -> bool:
     """Some kind's jobs can be scored by this family with --run."""
-    from .kinds.registry import run_kinds
+    from harness.kinds.registry import run_kinds
 
     return bool(run_kinds(name))
 
@@ -128,7 +128,7 @@ def _reads_run(args: argparse.Namespace, family: ScoreFamily) -> bool:
     run = getattr(args, "run", None)
     if run is None or not getattr(args, "from_run", False):
         return False
-    from .store_api import is_pg_location
+    from harness.store.api import is_pg_location
 
     return not family.has_own_run or is_pg_location(run) or Path(run).is_dir()
 
@@ -173,7 +173,7 @@ def cmd_score(args: argparse.Namespace, console: Console) -> int:
 
 def _score_run(args: argparse.Namespace, family: ScoreFamily, console: Console, tmp: Path) -> int:
     """`--run`: the job's files written to ``tmp`` by its kind, then scored as files are."""
-    from .export import run_arguments
+    from harness.export import run_arguments
 
     # A run directory or postgresql://HOST/DB?run=NAME: RunModel.open reads either.
     job, values = run_arguments(args.family, args.run, args.task, args.system, tmp)
@@ -208,7 +208,7 @@ def _score(args: argparse.Namespace, family: ScoreFamily, console: Console) -> i
         for item in result[family.lines]:
             sys.stdout.write(json.dumps(item, ensure_ascii=False) + "\n")
         return 0
-    from .score_tables import print_result
+    from harness.cli.score_tables import print_result
 
     print_result(console, args.family, result, family.tables)
     return status

@@ -15,17 +15,17 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from .errors import InputError, Problem
-from .judge.args import add_arguments as add_judge_arguments
+from harness.errors import InputError, Problem
+from harness.judge.args import add_arguments as add_judge_arguments
 
 if TYPE_CHECKING:
     import socket
 
     from rich.console import Console
 
-    from .controller import Controller
-    from .site import Site
-    from .store import JobKey, RunStore
+    from harness.engine.controller import Controller
+    from harness.site import Site
+    from harness.store.directory import JobKey, RunStore
 
 # Each command imports what it uses when it runs: the controller, runners,
 # report (HTML, plots) and scorers cost most of a second to import, and
@@ -49,7 +49,7 @@ def _fresh_run_dir(run_dir: Path, console: Console) -> int | None:
     is refused instead of starting a second controller beside it. Returns the lock fd
     of the new, empty run directory (or None when there was nothing to move).
     """
-    from .store import lock_run_dir
+    from harness.store.directory import lock_run_dir
 
     if not (run_dir / "journal.jsonl").exists():
         return None
@@ -66,17 +66,17 @@ def _fresh_run_dir(run_dir: Path, console: Console) -> int | None:
 
 def cmd_run(args: argparse.Namespace, console: Console) -> int:
     """Run (or resume) every job of a site."""
-    from .controller import DEVICE_DOWN, SKIPPED, Controller
-    from .leaderboard import leaderboard
-    from .render import ProgressListener, leaderboard_table
-    from .run_model import RunModel
-    from .site import load_site
-    from .store import RunStore, RunStoreError
+    from harness.cli.render import ProgressListener, leaderboard_table
+    from harness.engine.controller import DEVICE_DOWN, SKIPPED, Controller
+    from harness.leaderboard import leaderboard
+    from harness.site import load_site
+    from harness.store.directory import RunStore, RunStoreError
+    from harness.store.run_model import RunModel
 
     site = load_site(args.site)
     run_dir = (Path(args.runs).resolve() / site.name) if args.runs else site.run_dir
     if site.config.site.store is not None or args.station is not None or args.max_jobs:
-        from .station_cmd import run_station
+        from harness.cli.station import run_station
 
         jobs = _selected_jobs(site, args.task, args.system)
         # Bound before anything starts, as for one controller.
@@ -187,7 +187,7 @@ def _selected_jobs(site: Site, tasks: Sequence[str], systems: Sequence[str]) -> 
 
 def _listen(text: str) -> tuple[str, socket.socket]:
     """Parse HOST:PORT and bind it; a bad address or a port in use is bad input."""
-    from .console.server import bind, parse_listen
+    from harness.console.server import bind, parse_listen
 
     try:
         host, port = parse_listen(text)
@@ -218,8 +218,8 @@ def _console_beside(
     station's run in PostgreSQL) from a process of its own, at the lowest priority: no
     viewer's request reaches this process (harness/console/process.py)."""
     # Imported here, and without the web stack: only the console process loads it.
-    from .console.auth import Tokens
-    from .console.process import start_console
+    from harness.console.auth import Tokens
+    from harness.console.process import start_console
 
     host, sock = listen
     tokens = Tokens.for_bind(host, controls=True)
@@ -233,7 +233,7 @@ def _announce(console: Console, address: Any, tokens: Any, link_host: str | None
     """Print the console's URL (with the link host, as `onsite judge` does) and the tokens."""
     import socket
 
-    from .console.auth import OPERATOR_TOKEN_ENV, VIEWER_TOKEN_ENV
+    from harness.console.auth import OPERATOR_TOKEN_ENV, VIEWER_TOKEN_ENV
 
     host, port = address[:2]
     host = link_host or host
@@ -252,11 +252,11 @@ def _announce(console: Console, address: Any, tokens: Any, link_host: str | None
 def cmd_console(args: argparse.Namespace, console: Console) -> int:
     """Serve a read-only console of any run (a directory or a run in PostgreSQL),
     following its records live."""
-    from .console.app import ConsoleApp
-    from .console.auth import Tokens
-    from .console.server import serve
-    from .console.view import RunView
-    from .webguard import allowed_hosts
+    from harness.console.app import ConsoleApp
+    from harness.console.auth import Tokens
+    from harness.console.server import serve
+    from harness.console.view import RunView
+    from harness.webguard import allowed_hosts
 
     view = RunView(args.run_dir)  # checks it is a run before listening
     host, sock = _listen(args.listen)
@@ -268,7 +268,7 @@ def cmd_console(args: argparse.Namespace, console: Console) -> int:
 
 def _quietly_record(store: RunStore, event: str, **fields: object) -> None:
     """Journal how a session ended when the disk still lets us; never raise from here."""
-    from .store import RunStoreError
+    from harness.store.directory import RunStoreError
 
     with contextlib.suppress(RunStoreError, OSError, ValueError):
         store.record(event, **fields)
@@ -276,10 +276,10 @@ def _quietly_record(store: RunStore, event: str, **fields: object) -> None:
 
 def cmd_check(args: argparse.Namespace, console: Console) -> int:
     """Dry run: validate, start each system, run a few items; writes nothing to the run dir."""
-    from .consoles import table
-    from .dryrun import dry_run, probe_devices
-    from .render import ProgressListener
-    from .site import load_site
+    from harness.cli.render import ProgressListener
+    from harness.cli.terminal import table
+    from harness.engine.dryrun import dry_run, probe_devices
+    from harness.site import load_site
 
     site = load_site(args.site)
     console.print(f"{site.path}: valid; {len(site.jobs())} job(s)", markup=False)
@@ -349,8 +349,8 @@ def cmd_check(args: argparse.Namespace, console: Console) -> int:
 
 def cmd_status(args: argparse.Namespace, console: Console) -> int:
     """Where a run stands, from its journal; with --watch, refreshed in place."""
-    from .console.view import RunView  # the read model only: no web stack
-    from .render import status_table
+    from harness.cli.render import status_table
+    from harness.console.view import RunView  # the read model only: no web stack
 
     view = RunView(args.run_dir)
     if not args.watch:
@@ -371,14 +371,14 @@ def cmd_status(args: argparse.Namespace, console: Console) -> int:
 
 def cmd_report(args: argparse.Namespace, console: Console) -> int:
     """The leaderboard of a run, as a table or JSON; the full report as HTML, CSV or JSON files."""
-    from .leaderboard import leaderboard
-    from .render import leaderboard_table
-    from .run_model import RunModel
+    from harness.cli.render import leaderboard_table
+    from harness.leaderboard import leaderboard
+    from harness.store.run_model import RunModel
 
     # Read once: the site, the records and the test sets serve the report and the table.
     run = RunModel.open(args.run_dir)
     if args.html or args.csv or args.json_file:
-        from .report import build_report, write_csv, write_html, write_json
+        from harness.report import build_report, write_csv, write_html, write_json
 
         site = run.site
         data = build_report(
@@ -414,7 +414,7 @@ def cmd_report(args: argparse.Namespace, console: Console) -> int:
 
 def cmd_export(args: argparse.Namespace, console: Console) -> int:
     """One job's outputs (or, for the organizer, its task's references) in a field format."""
-    from .export import export_job, read_run
+    from harness.export import export_job, read_run
 
     job = read_run(args.run_dir, args.task, args.system)
     text = export_job(job, args.format, args.references)
@@ -433,7 +433,7 @@ def cmd_export(args: argparse.Namespace, console: Console) -> int:
 
 def cmd_judge(args: argparse.Namespace, console: Console) -> int:
     """The judging station (docs/judging.md); its web stack loads only here."""
-    from .judge.cli import cmd_judge as judge
+    from harness.judge.cli import cmd_judge as judge
 
     return judge(args, console)
 
@@ -442,16 +442,15 @@ def _judging_section(run_dir: Path, console: Console) -> None:
     """The judging stations' results under the leaderboard (no station: nothing imported)."""
     if not (run_dir / "judging").is_dir():
         return
-    from .judge.report import print_judging
+    from harness.judge.report import print_judging
 
     print_judging(run_dir, console)
 
 
 def cmd_devices(args: argparse.Namespace, console: Console) -> int:
     """List serial ports and probe each (or the given ones) with HELLO."""
+    from harness.cli.terminal import table
     from runners import list_serial_ports, probe_serial_port
-
-    from .consoles import table
 
     if args.action is not None:
         return cmd_devices_conformance(args, console)
@@ -485,7 +484,7 @@ class _VersionAction(argparse.Action):
         )
 
     def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
-        from . import __version__
+        from harness import __version__
 
         sys.stdout.write(f"onsite {__version__}\n")
         parser.exit()
@@ -493,9 +492,8 @@ class _VersionAction(argparse.Action):
 
 def cmd_devices_conformance(args: argparse.Namespace, console: Console) -> int:
     """`onsite devices conformance PORT`: every protocol clause against one device."""
+    from harness.cli.terminal import table
     from runners import check_device_conformance
-
-    from .consoles import table
 
     if args.action != "conformance" or not args.target:
         console.print("usage: onsite devices conformance PORT [--baud N]", markup=False)
@@ -658,7 +656,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     )
     devices.set_defaults(handler=cmd_devices)
 
-    from .score_cmd import add_score_parser
+    from harness.cli.score import add_score_parser
 
     family = None
     command = next((a for a in argv if not a.startswith("-")), None) if argv is not None else None
@@ -667,13 +665,13 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     # Another command (or `onsite --help`) needs `score` only as a name: its families,
     # some brought by the task kinds, load only when `score` is the command.
     add_score_parser(sub, only=family, listed=argv is None or command == "score")
-    from .meta_cmd import add_meta_parser
+    from harness.cli.meta import add_meta_parser
 
     add_meta_parser(sub)
-    from .export_store import add_export_store_parser
+    from harness.store.copy import add_export_store_parser
 
     add_export_store_parser(sub)
-    from .combination_set_cmd import add_combination_set_parser
+    from harness.cli.combination_set import add_combination_set_parser
 
     add_combination_set_parser(sub)
     return parser
@@ -686,7 +684,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         argv = sys.argv[1:] if argv is None else list(argv)
         args = build_parser(argv).parse_args(argv)
-        from .consoles import make_console
+        from harness.cli.terminal import make_console
 
         console = make_console()
     except KeyboardInterrupt:
@@ -703,13 +701,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     except Exception as exc:
         # The run store is imported only when a command failed: `onsite score` never needs it.
-        from .store import RunLocked
+        from harness.store.directory import RunLocked
 
         if not isinstance(exc, RunLocked):
             raise
         sys.stderr.write(f"error: {exc}\n")
         return EXIT_FAILED
-
-
-if __name__ == "__main__":
-    sys.exit(main())

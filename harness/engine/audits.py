@@ -21,11 +21,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .site import Audit
-from .testsets import TestItem
+from harness.site import Audit
+from harness.testsets import TestItem
 
 if TYPE_CHECKING:
-    from .events import CompletionLike
+    from harness.store.events import CompletionLike
 
 AUDIT_MARK = "#audit"
 

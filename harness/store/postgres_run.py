@@ -1,7 +1,7 @@
-"""A run kept in PostgreSQL, as the run-store interface (harness/store_api.py) has it.
+"""A run kept in PostgreSQL, as the run-store interface (harness/store/api.py) has it.
 
-``PgRunWriter`` is what a station's controller writes through (harness/station.py hands
-it its jobs): each record is committed to the database (harness/pg_store.py), a record
+``PgRunWriter`` is what a station's controller writes through (harness/engine/station.py hands
+it its jobs): each record is committed to the database (harness/store/postgres.py), a record
 about a job the station holds only while it still holds the job's lease, and the files a
 controller needs on its own disk stay in the station's directory. ``PgRunSource`` is
 what every reader reads: the records straight from the database, in order, followed by
@@ -20,12 +20,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from .errors import InputError, Problem
-from .events import SCHEMA_VERSION, AuditSeed, JournalEvent
-from .journal import parse_record
-from .pg_store import PgRunStore, PgStoreError, run_exists, safe_dsn
-from .site import Site, load_site
-from .store import JobKey, RunState, RunWriterBase, site_meta
+from harness.errors import InputError, Problem
+from harness.site import Site, load_site
+from harness.store.directory import JobKey, RunState, RunWriterBase, site_meta
+from harness.store.events import SCHEMA_VERSION, AuditSeed, JournalEvent
+from harness.store.journal import parse_record
+from harness.store.postgres import PgRunStore, PgStoreError, run_exists, safe_dsn
 
 __all__ = [
     "PgRunSource",

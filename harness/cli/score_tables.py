@@ -120,7 +120,7 @@ def print_result(
     console: Console, title: str, result: Mapping[str, Any], order: Sequence[str] = ()
 ) -> None:
     """Print `result` as the tables `result_tables` makes (a line if there are none)."""
-    from .consoles import table
+    from harness.cli.terminal import table
 
     tables = result_tables(title, result, order)
     for name, columns, rows in tables:

@@ -13,8 +13,8 @@ from rich.console import Console, Group
 from rich.table import Column, Table
 from rich.text import Text
 
-from .consoles import is_plain
-from .events import (
+from harness.cli.terminal import is_plain
+from harness.store.events import (
     Completed,
     Dispatched,
     Event,
@@ -34,9 +34,9 @@ if TYPE_CHECKING:
     # the scorers, which `onsite score` and `onsite --help` never need.
     from rich.progress import Progress
 
-    from .leaderboard import LeaderboardRow
-    from .site import Site
-    from .testsets import TestSet
+    from harness.leaderboard import LeaderboardRow
+    from harness.site import Site
+    from harness.testsets import TestSet
 
 _VERDICT_STYLE = {
     "ok": "green",
@@ -140,7 +140,7 @@ class ProgressListener:
         if self.site is None or task not in self.site.config.tasks:
             return {}
         cfg = self.site.config.tasks[task]
-        from .kinds.registry import task_kind
+        from harness.kinds.registry import task_kind
 
         kind = task_kind(cfg.kind)
         # A running sum: the mean speed costs the same at the last item as at the first.
@@ -154,8 +154,8 @@ class ProgressListener:
             and self.outputs is not None
             and (force or now >= self._scored_at.get(key, 0.0))
         ):
-            from .leaderboard import quality_so_far
-            from .store import read_outputs_file
+            from harness.leaderboard import quality_so_far
+            from harness.store.directory import read_outputs_file
 
             records = read_outputs_file(self.outputs(*key))
             value = quality_so_far(kind, cfg, testset, records)
@@ -283,14 +283,14 @@ class ProgressListener:
 def _metric_name(metric: str) -> str:
     """The name people read for a headline metric, from the kind registry."""
     # Imported on use: `onsite score` renders tables without loading every kind.
-    from .kinds.registry import metric_label
+    from harness.kinds.registry import metric_label
 
     return metric_label(metric)
 
 
 def _unit_name(unit: str) -> str:
     """The terminal label of a speed unit, from the kind registry."""
-    from .kinds.registry import speed_unit
+    from harness.kinds.registry import speed_unit
 
     return speed_unit(unit).short
 

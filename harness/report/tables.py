@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .build import JobReport, ReportData
+from harness.report.build import JobReport, ReportData
 
 CSV_COLUMNS = (
     "task",

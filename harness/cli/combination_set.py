@@ -32,7 +32,7 @@ def add_combination_set_parser(sub: Any) -> None:
 
 def cmd_combination_set(args: argparse.Namespace, console: Console) -> int:
     """Write the combination set and say where it and its key are."""
-    from .combination_set import build_combination_set
+    from harness.combination_set import build_combination_set
 
     made = build_combination_set(
         Path(args.run_dir),

@@ -1,6 +1,6 @@
 """The CLI's rich console and plain tables: what every command needs, without the run's models.
 
-Kept apart from harness/render.py (progress, leaderboard and status tables), which
+Kept apart from harness/cli/render.py (progress, leaderboard and status tables), which
 needs the journal's event models and so pydantic: `onsite score` loads only this.
 """
 

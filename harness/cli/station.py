@@ -2,7 +2,7 @@
 
 Loaded only when a site names a PostgreSQL store, so psycopg is never imported
 otherwise. Readers of such a run (`onsite status|report|console|export`, `onsite score
---run`) open it through harness/store_api.py like any run directory.
+--run`) open it through harness/store/api.py like any run directory.
 """
 
 from __future__ import annotations
@@ -18,14 +18,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import InputError, Problem
+from harness.errors import InputError, Problem
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from .controller import Controller
-    from .site import Site
-    from .store import JobKey
+    from harness.engine.controller import Controller
+    from harness.site import Site
+    from harness.store.directory import JobKey
 
 # Starts the console beside the run (cli.py's): given the controller and the run's location.
 ConsoleStarter = Callable[["Controller", str], Any]
@@ -54,14 +54,14 @@ def run_station(
     ``serve_console``: start the console with operator controls beside the station (its
     address was bound before anything started).
     """
-    from .controller import DEVICE_DOWN, SKIPPED, TAKEN_OVER, Controller
-    from .leaderboard import leaderboard
-    from .pg_run import PgRunSource, PgRunWriter, run_location, station_session
-    from .pg_store import PgRunStore, PgStoreError
-    from .render import ProgressListener, leaderboard_table
-    from .run_model import RunModel
-    from .station import NameTaken, Station, StationSettings
-    from .store import RunStoreError
+    from harness.cli.render import ProgressListener, leaderboard_table
+    from harness.engine.controller import DEVICE_DOWN, SKIPPED, TAKEN_OVER, Controller
+    from harness.engine.station import NameTaken, Station, StationSettings
+    from harness.leaderboard import leaderboard
+    from harness.store.directory import RunStoreError
+    from harness.store.postgres import PgRunStore, PgStoreError
+    from harness.store.postgres_run import PgRunSource, PgRunWriter, run_location, station_session
+    from harness.store.run_model import RunModel
 
     dsn = site.config.site.store
     if dsn is None:

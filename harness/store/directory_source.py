@@ -1,5 +1,5 @@
 """Reading a run directory where it lies: the site it was made from, its records, whether a
-controller works on it (the directory side of ``harness.store_api.RunSource``).
+controller works on it (the directory side of ``harness.store.api.RunSource``).
 
 Kept apart from `harness.leaderboard` (which imports every task kind's
 scorer) so `onsite status` stays light.
@@ -13,9 +13,9 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from .errors import Problem, SiteError
-from .journal import FileTail, complete_lines
-from .site import Site, load_site
+from harness.errors import Problem, SiteError
+from harness.site import Site, load_site
+from harness.store.journal import FileTail, complete_lines
 
 __all__ = ["DirectorySource", "controller_running", "site_of_run"]
 

@@ -13,12 +13,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.engine.controller import Controller, JobResult
+from harness.site import Site
+from harness.store.directory import RunState, RunStore
+from harness.store.events import JournalEvent, Listener
 from runners import ProbeResult, probe_device
-
-from .controller import Controller, JobResult
-from .events import JournalEvent, Listener
-from .site import Site
-from .store import RunState, RunStore
 
 
 @dataclass(frozen=True)

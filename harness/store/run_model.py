@@ -5,7 +5,7 @@ through one ``RunModel``: the site file is loaded once, the records replayed onc
 each test set loaded once, however many readers ask. The replay keeps each item's
 first completion and a small summary per job and per session (``JobSummary``,
 ``SessionSummary``), not every record: dispatches and other records are read and let go.
-A run is opened where it is kept (harness/store_api.py): a run directory, or
+A run is opened where it is kept (harness/store/api.py): a run directory, or
 ``postgresql://HOST/DB?run=NAME``, read straight from the database.
 """
 
@@ -14,11 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .kinds.registry import task_kind
-from .site import Site
-from .store import RunState
-from .store_api import RunSource, open_source
-from .testsets import TestSet
+from harness.kinds.registry import task_kind
+from harness.site import Site
+from harness.store.api import RunSource, open_source
+from harness.store.directory import RunState
+from harness.testsets import TestSet
 
 
 @dataclass

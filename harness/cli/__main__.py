@@ -1,0 +1,7 @@
+"""`python -m harness.cli ...`: the same as `onsite ...`."""
+
+import sys
+
+from harness.cli.main import main
+
+sys.exit(main())
