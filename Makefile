@@ -33,7 +33,7 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(VENV)/bin/onsite run $(DEMO_SITE)
 	$(VENV)/bin/onsite report runs/demo --html runs/demo/report.html
-	@echo "Judging station for the speech synthesis task (pair comparison, 4 judges):"
+	@echo "Judging panel for the speech synthesis task (pair comparison, 4 judges):"
 	$(VENV)/bin/onsite judge runs/demo --test pair --task tts --category paragraph \
 		--judges 4 --seed 2004 --plan-only
 	@echo "Open it with: $(VENV)/bin/onsite judge runs/demo --test pair --task tts" \

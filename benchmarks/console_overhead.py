@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from null_runs import REPO
+from null_runs import REPO, bench_site
 
 # The participant: the null system's loop, sleeping SLEEP seconds per item, and saying on
 # stderr (the run's log) how long the sleep really took.
@@ -146,26 +146,7 @@ def make_site(work: Path, items: int, sleep: float) -> Path:
     testset.mkdir()
     (testset / "source.txt").write_text("".join(f"s{i} w\n" for i in range(items)))
     (testset / "ref1.txt").write_text("".join(f"r{i} w\n" for i in range(items)))
-    site = work / "site.toml"
-    site.write_text(
-        f"""
-[site]
-name = "bench"
-runs = "runs"
-[devices.local]
-kind = "local"
-[tasks.t]
-kind = "mt"
-testset = "set"
-budget = {{ seconds = 10 }}
-[systems.sleeper]
-device = "local"
-tasks = ["t"]
-workdir = {json.dumps(str(REPO))}
-command = {json.dumps(["python", "-c", SLEEPER, str(sleep)])}
-"""
-    )
-    return site
+    return bench_site(work, "mt", "sleeper", ["python", "-c", SLEEPER, str(sleep)])
 
 
 @dataclass

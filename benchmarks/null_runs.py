@@ -18,9 +18,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 
-def null_site(work: Path, kind: str) -> Path:
-    """``work/site.toml``: one task ``t`` of ``kind`` over ``work/set`` (budget 10 s),
-    answered by the null system (examples/systems/null_system.py, serve mode)."""
+def bench_site(work: Path, kind: str, system: str, command: list[str]) -> Path:
+    """``work/site.toml``: one task ``t`` of ``kind`` over ``work/set`` (budget 10 s), answered
+    by one local system of that name, started by ``command`` from the repository."""
     site = work / "site.toml"
     site.write_text(
         f"""
@@ -28,19 +28,24 @@ def null_site(work: Path, kind: str) -> Path:
 name = "bench"
 runs = "runs"
 [devices.local]
-kind = "local"
+transport = "local"
 [tasks.t]
 kind = "{kind}"
 testset = "set"
 budget = {{ seconds = 10 }}
-[systems.null]
+[systems.{system}]
 device = "local"
 tasks = ["t"]
 workdir = {json.dumps(str(REPO))}
-command = ["python", "-m", "examples.systems.null_system"]
+command = {json.dumps(command)}
 """
     )
     return site
+
+
+def null_site(work: Path, kind: str) -> Path:
+    """`bench_site` answered by the null system (examples/systems/null_system.py, serve mode)."""
+    return bench_site(work, kind, "null", ["python", "-m", "examples.systems.null_system"])
 
 
 def onsite_cli(*args: str, columns: int = 120) -> tuple[float, resource.struct_rusage, str]:

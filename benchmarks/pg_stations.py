@@ -51,7 +51,7 @@ def make_site(work: Path, per_system: int, systems: int, dsn: str, name: str) ->
         '[tasks.t]\nkind = "asr"\ntestset = "set"\nbudget = { seconds = 10 }\n',
     ]
     for n in range(systems):
-        parts.append(f'[devices.d{n}]\nkind = "local"\n')
+        parts.append(f'[devices.d{n}]\ntransport = "local"\n')
         parts.append(
             f'[systems.null{n}]\ndevice = "d{n}"\ntasks = ["t"]\n'
             f"workdir = {json.dumps(str(REPO))}\n"

@@ -170,7 +170,7 @@ def make_site(work: Path, server: Sshd, systems: int, items: int, pause: float) 
     for n in range(systems):
         options = server.options(workdir=str(work / "remote"), connect_timeout=30.0)
         lines.append(f"[devices.m{n:02d}]")
-        lines.append('kind = "ssh"')
+        lines.append('transport = "ssh"')
         lines.extend(f"{k} = {json.dumps(v)}" for k, v in options.items())
         lines.append("first_connect_timeout = 30.0")
         lines += [

@@ -8,8 +8,13 @@
 - :mod:`devices.emulator`: the agent behind a pty with an emulated line.
 - :mod:`devices.ports`: port discovery and probing.
 
-This package imports nothing else of the project.
+This package imports nothing else of the project but ``lazy_exports`` (a stand-alone
+module beside it: a board that runs the agent from a copy needs both).
 """
+
+from typing import TYPE_CHECKING
+
+from lazy_exports import lazy_exports
 
 from .agent_core import AgentCore, AgentSettings, BytePort, SerialBytePort
 from .hooks import Recognizer, RecognizerFactory, load_agent
@@ -17,16 +22,14 @@ from .host import Answer, DeviceLink, DeviceRefused, LinkCounters, LinkInterrupt
 from .ports import PortInfo, PortProbe, list_ports, probe
 from .wire import PROTOCOL_VERSION, ErrorCode, FrameType, JobKind, Ready
 
+if TYPE_CHECKING:
+    from .emulator import Emulator, LineStats, emulate
 
-def __getattr__(name: str) -> object:
-    # The emulator is imported on first use so that `python -m devices.emulator`
-    # does not find its own module already imported by this package.
-    if name in ("Emulator", "LineStats", "emulate"):
-        from . import emulator
-
-        return getattr(emulator, name)
-    raise AttributeError(f"module 'devices' has no attribute {name!r}")
-
+# The emulator loads on first use, so that `python -m devices.emulator` does not find its
+# own module already imported by this package.
+__getattr__, __dir__ = lazy_exports(
+    __name__, dict.fromkeys(("Emulator", "LineStats", "emulate"), ".emulator")
+)
 
 __all__ = [
     "PROTOCOL_VERSION",

@@ -23,6 +23,16 @@ class Problem:
         return f"{place}{key}: {self.message}.{fix}"
 
 
+class SiteDeprecationWarning(FutureWarning):
+    """An old spelling in a site file that is still read (``problem`` names the file, the
+    line and the fix). A FutureWarning, shown by default: it is for the operator who wrote
+    the file, not for a programmer (the CLI prints it as one ``warning:`` line)."""
+
+    def __init__(self, problem: Problem) -> None:
+        super().__init__(str(problem))
+        self.problem = problem
+
+
 class ControlConflict(Exception):
     """An operator control that the run's present state does not allow (say why and what to do)."""
 

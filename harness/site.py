@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import tomllib
+import warnings
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -21,7 +23,7 @@ from pydantic import (
     model_validator,
 )
 
-from harness.errors import Problem, SiteError
+from harness.errors import Problem, SiteDeprecationWarning, SiteError
 
 if TYPE_CHECKING:
     from runners import DeviceSettings, Transport
@@ -345,14 +347,14 @@ _ALLOWED: dict[str, type[BaseModel]] = {
 
 def site_file_model() -> type[SiteFile]:
     """SiteFile with ``[devices]`` validated as a union of every registered transport's
-    settings, told apart by ``kind``."""
+    settings, told apart by ``transport``."""
     return _site_file_model(tuple(t.settings for t in transports()))
 
 
 @cache
 def _site_file_model(models: tuple[type[DeviceSettings], ...]) -> type[SiteFile]:
     # Built at run time from what is registered, so the type checker cannot see the union.
-    device: Any = Annotated[Union[models], Field(discriminator="kind")]  # noqa: UP007
+    device: Any = Annotated[Union[models], Field(discriminator="transport")]  # noqa: UP007
     model: type[SiteFile] = create_model(
         "SiteFile", __base__=SiteFile, devices=(dict[str, device], ...)
     )
@@ -360,7 +362,7 @@ def _site_file_model(models: tuple[type[DeviceSettings], ...]) -> type[SiteFile]
 
 
 def _device_models() -> dict[str, type[DeviceSettings]]:
-    return {t.kind: t.settings for t in transports()}
+    return {t.name: t.settings for t in transports()}
 
 
 def transports() -> list[Transport[Any]]:
@@ -370,11 +372,62 @@ def transports() -> list[Transport[Any]]:
     return registered()
 
 
-def transport(kind: str) -> Transport[Any]:
-    """The transport of a device kind the site validated."""
+def transport(name: str) -> Transport[Any]:
+    """The transport of that name, as the site validated it."""
     from runners import transport as lookup
 
-    return lookup(kind)
+    return lookup(name)
+
+
+# --- old spellings: still read, with a warning that names the line and the fix ---
+
+
+def _old_spellings(
+    path: Path, text: str, data: dict[str, Any], warn: bool
+) -> tuple[frozenset[str], list[Problem]]:
+    """Rewrite each device's ``kind`` (the old name of its ``transport``) in ``data``.
+
+    Returns the devices whose transport came from ``kind`` (their errors name the key the
+    file has) and the devices that give both keys (an error each). ``warn``: each old
+    spelling also raises a SiteDeprecationWarning naming the line and the fix.
+    """
+    devices = data.get("devices")
+    if not isinstance(devices, dict):
+        return frozenset(), []
+    renamed: set[str] = set()
+    problems: list[Problem] = []
+    for name, table in devices.items():
+        if not isinstance(table, dict) or "kind" not in table:
+            continue
+        loc = ("devices", name, "kind")
+        where, line = ".".join(loc), _line_of(text, loc)
+        if "transport" in table:
+            del table["kind"]
+            problems.append(
+                Problem(
+                    path,
+                    where,
+                    f"device {name!r} gives both `transport` and `kind` (the old name of "
+                    "`transport`)",
+                    "remove `kind`",
+                    line,
+                )
+            )
+            continue
+        value = table.pop("kind")
+        table["transport"] = value
+        renamed.add(name)
+        if warn:
+            written = json.dumps(value, ensure_ascii=False)
+            notice = Problem(
+                path,
+                where,
+                "`kind` is the old name of a device's `transport` (deprecated: still read for now)",
+                f"write `transport = {written}` in place of `kind = {written}`",
+                line,
+            )
+            warnings.warn(SiteDeprecationWarning(notice), stacklevel=3)
+    return frozenset(renamed), problems
 
 
 # --- the rest of the file ---
@@ -400,7 +453,7 @@ def _unknown_task_kind(path: Path, text: str, err: Any) -> Problem:
     )
 
 
-def _problem(path: Path, text: str, err: Any) -> Problem:
+def _problem(path: Path, text: str, err: Any, old_spelling: frozenset[str]) -> Problem:
     if err["type"] in ("union_tag_invalid", "union_tag_not_found") and err["loc"][:1] == ("tasks",):
         return _unknown_task_kind(path, text, err)
     loc, task_kind = _task_tag(tuple(err["loc"]))
@@ -408,26 +461,27 @@ def _problem(path: Path, text: str, err: Any) -> Problem:
     device_models = _device_models()
     device_model = None
     if len(loc) >= 3 and loc[0] == "devices" and loc[2] in device_models:
-        # pydantic puts the device kind (the union's tag) into the path: not a key the user wrote.
+        # pydantic puts the transport (the union's tag) into the path: not a key the user wrote.
         device_model = device_models[str(loc[2])]
         loc = loc[:2] + loc[3:]
-    kind = err["type"]
-    if kind in ("union_tag_invalid", "union_tag_not_found"):
-        loc = (*loc, "kind")
+    error = err["type"]
+    if error in ("union_tag_invalid", "union_tag_not_found"):
+        # The key the file has: `kind` where it still uses the old spelling.
+        loc = (*loc, "kind" if len(loc) >= 2 and loc[1] in old_spelling else "transport")
         known = ", ".join(device_models)
         got = err.get("ctx", {}).get("tag")
-        message = f"unknown device kind {got!r}" if got else "the device has no kind"
+        message = f"unknown transport {got!r}" if got else "the device names no transport"
         return Problem(
             path,
             ".".join(str(p) for p in loc),
             message,
-            f"use one of: {known}",
+            f"use one of: {known}" if got else f"add transport = one of: {known}",
             _line_of(text, loc),
         )
     dotted = ".".join(str(p) for p in loc)
     message = err["msg"]
-    fix = _FIXES.get(kind, "see docs/site-file.md for what this key accepts")
-    if kind == "extra_forbidden":
+    fix = _FIXES.get(error, "see docs/site-file.md for what this key accepts")
+    if error == "extra_forbidden":
         parent = str(loc[-2]) if len(loc) >= 2 else ""
         # A key of the task itself is checked against its kind's model; nested tables
         # (budget, audit, rules) against their own.
@@ -442,7 +496,7 @@ def _problem(path: Path, text: str, err: Any) -> Problem:
             )
         elif parent:
             fix = "remove it or correct its spelling"
-    elif kind == "missing":
+    elif error == "missing":
         message = f"required key {loc[-1]!r} is missing"
     elif message.startswith("Value error, "):
         message = message.removeprefix("Value error, ")
@@ -473,6 +527,10 @@ def load_site(path: str | Path, base: Path | None = None, raw: bytes | None = No
     ``base`` resolves relative paths from another directory: a run directory's
     copy of a site file still means the paths of the original. ``raw``: the file's
     bytes, when they are kept elsewhere than at ``path`` (a run in PostgreSQL).
+
+    An old spelling (a device's ``kind``, now ``transport``) is read as the new one, with a
+    SiteDeprecationWarning naming the line and the fix; a run's recorded copy (``base``
+    given) is read without it: it records what was written, it is not a file to correct.
     """
     path = Path(path).resolve()
     try:
@@ -503,10 +561,15 @@ def load_site(path: str | Path, base: Path | None = None, raw: bytes | None = No
                 )
             ]
         ) from exc
+    old_spelling, both = _old_spellings(path, text, data, warn=base is None)
     try:
         config = site_file_model().model_validate(data)
     except ValidationError as exc:
-        raise SiteError([_problem(path, text, err) for err in exc.errors()]) from exc
+        raise SiteError(
+            both + [_problem(path, text, err, old_spelling) for err in exc.errors()]
+        ) from exc
+    if both:
+        raise SiteError(both)
     site = Site(path, config, hashlib.sha256(raw).hexdigest(), base)
     problems = _cross_check(site, text)
     if problems:
@@ -531,7 +594,7 @@ def _cross_check(site: Site, text: str) -> list[Problem]:
 
     for name, system in cfg.systems.items():
         device = cfg.devices.get(system.device)
-        found = transport(device.kind) if device is not None else None
+        found = transport(device.transport) if device is not None else None
         if not system.command and (found is None or found.needs_command):
             add(
                 ("systems", name),
@@ -547,7 +610,7 @@ def _cross_check(site: Site, text: str) -> list[Problem]:
         elif found is not None and system.mode not in found.modes:
             add(
                 ("systems", name, "mode"),
-                f"mode {system.mode!r} is not supported on {found.kind} devices",
+                f"mode {system.mode!r} is not supported on {found.name} devices",
                 f"use mode = one of: {', '.join(sorted(found.modes))}",
             )
         for task in system.tasks:
@@ -563,12 +626,12 @@ def _cross_check(site: Site, text: str) -> list[Problem]:
                 and not found.returns_files
             ):
                 # The device protocol has no frames for a file going upstream.
-                able = [t.kind for t in transports() if t.returns_files]
+                able = [t.name for t in transports() if t.returns_files]
                 add(
                     ("systems", name, "tasks"),
                     f"task {task!r} is {cfg.tasks[task].kind}, whose systems write files, "
                     f"which runs on {' and '.join(able)} devices only (the files cannot be "
-                    f"fetched back from a {found.kind} device)",
+                    f"fetched back from a {found.name} device)",
                     f"run this system on a {' or '.join(able)} device (docs/judging.md, section 5)",
                 )
         if not system.tasks:

@@ -1,4 +1,4 @@
-"""What every web server of onsite puts in front of its app (the console, the judging station).
+"""What every web server of onsite puts in front of its app (the console, the judging panel).
 
 - **Host names.** A request whose ``Host`` header names anything but the address the
   server listens on, the machine's own names and addresses, loopback, or the

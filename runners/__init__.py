@@ -9,8 +9,9 @@ the device models (runners/*_device.py), never paramiko, pyserial or psutil, whi
 only with the runner that uses them.
 """
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     # Port discovery for `onsite devices`; the harness reaches devices/ only through runners.
@@ -39,16 +40,11 @@ if TYPE_CHECKING:
     from .proctree import TreeMeter, kill_tree
     from .protocol import PARTICIPANT_PROTOCOL_VERSION, ProtocolError, parse_message
     from .registry import (
-        DeviceProblem,
-        DeviceSettings,
-        HostFacts,
-        ProbeResult,
-        Transport,
-        device_kinds,
         open_runner,
         probe_device,
         register,
         transport,
+        transport_names,
         transports,
         unregister,
     )
@@ -57,77 +53,67 @@ if TYPE_CHECKING:
     from .serial_runner import SerialRunner
     from .ssh import SshServeRunner, probe
     from .ssh_device import SshDevice
+    from .transport import CheckStep, DeviceProblem, DeviceSettings, HostFacts, Transport
 
-# Public name -> (module, its name there); a module starting with "." is one of ours.
-_EXPORTS: dict[str, tuple[str, str]] = {
-    "SerialPortInfo": ("devices", "PortInfo"),
-    "SerialPortProbe": ("devices", "PortProbe"),
-    "list_serial_ports": ("devices", "list_ports"),
-    "probe_serial_port": ("devices", "probe"),
-    "check_device_conformance": ("devices.conformance", "run_conformance"),
-    **{
-        name: (".base", name)
-        for name in (
-            "DeviceUnreachable",
-            "ItemAttempt",
-            "ItemRequest",
-            "Mode",
-            "Outcome",
-            "OutputFile",
-            "Runner",
-            "Sandbox",
-            "StartError",
-            "StartInfo",
-            "SystemSpec",
-        )
+# Where each public name lives: "module" or "module:its name there" (a module starting
+# with "." is one of this package's).
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "SerialPortInfo": "devices:PortInfo",
+        "SerialPortProbe": "devices:PortProbe",
+        "list_serial_ports": "devices:list_ports",
+        "probe_serial_port": "devices:probe",
+        "check_device_conformance": "devices.conformance:run_conformance",
+        **dict.fromkeys(
+            (
+                "DeviceUnreachable",
+                "ItemAttempt",
+                "ItemRequest",
+                "Mode",
+                "Outcome",
+                "OutputFile",
+                "Runner",
+                "Sandbox",
+                "StartError",
+                "StartInfo",
+                "SystemSpec",
+            ),
+            ".base",
+        ),
+        "LocalExecRunner": ".local",
+        "LocalServeRunner": ".local",
+        "LocalDevice": ".local_device",
+        "LogCap": ".logcap",
+        "TreeMeter": ".proctree",
+        "kill_tree": ".proctree",
+        "PARTICIPANT_PROTOCOL_VERSION": ".protocol",
+        "ProtocolError": ".protocol",
+        "parse_message": ".protocol",
+        **dict.fromkeys(
+            ("DeviceProblem", "DeviceSettings", "HostFacts", "CheckStep", "Transport"),
+            ".transport",
+        ),
+        **dict.fromkeys(
+            (
+                "transport_names",
+                "open_runner",
+                "probe_device",
+                "register",
+                "transport",
+                "transports",
+                "unregister",
+            ),
+            ".registry",
+        ),
+        "check_sandbox": ".sandbox:check_available",
+        "SerialDevice": ".serial_device",
+        "SerialRunner": ".serial_runner",
+        "SshServeRunner": ".ssh",
+        "probe": ".ssh",
+        "SshDevice": ".ssh_device",
     },
-    "LocalExecRunner": (".local", "LocalExecRunner"),
-    "LocalServeRunner": (".local", "LocalServeRunner"),
-    "LocalDevice": (".local_device", "LocalDevice"),
-    "LogCap": (".logcap", "LogCap"),
-    "TreeMeter": (".proctree", "TreeMeter"),
-    "kill_tree": (".proctree", "kill_tree"),
-    "PARTICIPANT_PROTOCOL_VERSION": (".protocol", "PARTICIPANT_PROTOCOL_VERSION"),
-    "ProtocolError": (".protocol", "ProtocolError"),
-    "parse_message": (".protocol", "parse_message"),
-    **{
-        name: (".registry", name)
-        for name in (
-            "DeviceProblem",
-            "DeviceSettings",
-            "HostFacts",
-            "ProbeResult",
-            "Transport",
-            "device_kinds",
-            "open_runner",
-            "probe_device",
-            "register",
-            "transport",
-            "transports",
-            "unregister",
-        )
-    },
-    "check_sandbox": (".sandbox", "check_available"),
-    "SerialDevice": (".serial_device", "SerialDevice"),
-    "SerialRunner": (".serial_runner", "SerialRunner"),
-    "SshServeRunner": (".ssh", "SshServeRunner"),
-    "probe": (".ssh", "probe"),
-    "SshDevice": (".ssh_device", "SshDevice"),
-}
-
-
-def __getattr__(name: str) -> Any:
-    try:
-        module, attr = _EXPORTS[name]
-    except KeyError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    value = getattr(import_module(module, __name__), attr)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+)
 
 
 __all__ = [
@@ -151,7 +137,7 @@ __all__ = [
     "Mode",
     "Outcome",
     "OutputFile",
-    "ProbeResult",
+    "CheckStep",
     "ProtocolError",
     "Runner",
     "Sandbox",
@@ -165,7 +151,7 @@ __all__ = [
     "SshServeRunner",
     "SystemSpec",
     "TreeMeter",
-    "device_kinds",
+    "transport_names",
     "check_sandbox",
     "kill_tree",
     "list_serial_ports",

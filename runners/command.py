@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .base import DeviceUnreachable, StartError, SystemSpec
-from .registry import ProbeResult
 from .remote import RemoteServeRunner
 from .remote_meter import ShellMeter
 from .remote_parts import (
@@ -45,12 +44,11 @@ from .remote_parts import (
     FileTransfer,
     LinkError,
     Opener,
-    ProcessControl,
-    ResourceMeter,
     retry_unreachable,
 )
-from .remote_shell import ShellControl, ShellFiles, probe_command, probe_workdir
+from .remote_shell import ShellFiles, ShellHost, probe_command, probe_workdir
 from .spawn import spawn, wait_exit
+from .transport import CheckStep
 
 if TYPE_CHECKING:
     from .command_device import CommandDevice
@@ -421,12 +419,13 @@ class CommandStream:
             pinger.close()
 
 
-class CommandHost:
+class CommandHost(ShellHost):
     """A device behind a command that gives a shell (runners.remote_parts.RemoteHost)."""
 
-    kind = "command"
+    transport_name = "command"
     session = "command's session"
     account = "the account the command logs into"
+    op_seconds = _REMOTE_OP_SECONDS
 
     def __init__(self, device: CommandDevice) -> None:
         self.device = device
@@ -549,16 +548,6 @@ class CommandHost:
         """``cat`` and ``rm`` in runs of the command."""
         return ShellFiles(self.open, _REMOTE_OP_SECONDS)
 
-    @property
-    def control(self) -> ProcessControl:
-        """The sh wrapper's kill and clean-up scripts in runs of the command."""
-        return ShellControl(self.open, _REMOTE_OP_SECONDS)
-
-    @property
-    def meter(self) -> ResourceMeter | None:
-        """The resident sampler while connected."""
-        return self._meter
-
 
 class CommandServeRunner(RemoteServeRunner):
     """A resident system on a device reached through a command that gives a shell on it."""
@@ -568,21 +557,21 @@ class CommandServeRunner(RemoteServeRunner):
         super().__init__(spec, CommandHost(device), device.workdir, device.rtt_interval)
 
 
-def probe(device: CommandDevice) -> list[ProbeResult]:
+def probe(device: CommandDevice) -> list[CheckStep]:
     """Check a command device step by step for ``onsite check``; stops at the first failure."""
     argv, seconds = device.command, device.connect_timeout
     cwd = str(device.directory)
     if not _found(argv[0], cwd):
         detail = f"the program {argv[0]!r} is not on the controller; install it or give its path"
-        return [ProbeResult("command", False, detail)]
-    results = [ProbeResult("command", True, shlex.join(argv))]
+        return [CheckStep("command", False, detail)]
+    results = [CheckStep("command", True, shlex.join(argv))]
     t0 = time.monotonic()
     try:
         CommandChannel(argv, cwd, ":", seconds, seconds).close()
     except LinkError as exc:
-        return [*results, ProbeResult("shell", False, str(exc))]
+        return [*results, CheckStep("shell", False, str(exc))]
     ms = (time.monotonic() - t0) * 1e3
-    results.append(ProbeResult("shell", True, f"a shell on the device in {ms:.0f} ms"))
+    results.append(CheckStep("shell", True, f"a shell on the device in {ms:.0f} ms"))
 
     def opener(command: str, timeout: float) -> CommandChannel:
         return CommandChannel(argv, cwd, command, timeout, seconds)

@@ -17,21 +17,20 @@ from typing import Annotated, Literal
 from pydantic import Field, PositiveFloat
 
 from .base import Runner, SystemSpec
-from .registry import (
+from .transport import (
+    CheckStep,
     DeviceProblem,
     DeviceSettings,
-    ProbeResult,
     Transport,
     facts_not_collected,
-    register,
 )
 
 
 class CommandDevice(DeviceSettings):
     """A device reached through a command that gives a shell on it: the site file's
-    ``[devices.NAME]`` with ``kind = "command"`` (docs/command.md)."""
+    ``[devices.NAME]`` with ``transport = "command"`` (docs/command.md)."""
 
-    kind: Literal["command"] = "command"
+    transport: Literal["command"] = "command"
     # The program and its arguments; run on the controller, it must give a POSIX shell on
     # the device that reads commands from its stdin, bytes unchanged (no terminal).
     command: Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)]
@@ -104,13 +103,13 @@ def _open_command(spec: SystemSpec, device: CommandDevice) -> Runner:
     return CommandServeRunner(spec, device)
 
 
-def _probe_command(device: CommandDevice) -> list[ProbeResult]:
+def _probe_command(device: CommandDevice) -> list[CheckStep]:
     from .command import probe
 
     return probe(device)
 
 
-TRANSPORT = register(
+TRANSPORT = (
     Transport(
         settings=CommandDevice,
         open=_open_command,

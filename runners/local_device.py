@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field
 
 from .base import Runner, Sandbox, SystemSpec
-from .registry import DeviceProblem, DeviceSettings, HostFacts, Transport, register
+from .transport import DeviceProblem, DeviceSettings, HostFacts, Transport
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
@@ -47,9 +47,9 @@ def _size(low: int) -> Any:
 
 class LocalDevice(DeviceSettings):
     """A process on the controller's own machine: the site file's ``[devices.NAME]`` with
-    ``kind = "local"``."""
+    ``transport = "local"``."""
 
-    kind: Literal["local"] = "local"
+    transport: Literal["local"] = "local"
     cpus: list[Annotated[int, Field(ge=0)]] | None = None
     # Sealing (docs/security.md): off only for a system that needs what the sandbox hides;
     # the report then marks the system unsealed.
@@ -116,7 +116,7 @@ def _controller_facts(device: LocalDevice, host: Mapping[str, Any]) -> HostFacts
     )
 
 
-TRANSPORT = register(
+TRANSPORT = (
     Transport(
         settings=LocalDevice,
         open=_open_local,

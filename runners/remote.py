@@ -44,6 +44,8 @@ _RECONNECT_SECONDS = 30.0
 _PID_PREFIX = b"onsite-pid "
 # After its stdin closes, the wrapper gives the system this long to exit on its own.
 _WRAPPER_GRACE_SECONDS = 2.0
+# What fetching a file the system wrote may raise: each is judged by `_fetch_failed`.
+_FETCH_ERRORS: tuple[type[BaseException], ...] = (FetchRefused, *LINK_ERRORS)
 
 
 class RemoteServeRunner(StreamServeRunner):
@@ -119,7 +121,8 @@ class RemoteServeRunner(StreamServeRunner):
         spec, host = self.spec, self.host
         if spec.mode != "serve":
             raise StartError(
-                f"mode {spec.mode!r} is not supported on {host.kind} devices; use serve mode"
+                f"mode {spec.mode!r} is not supported on {host.transport_name} devices; "
+                "use serve mode"
             )
         self._ensure_connected()
         # Before anything is sent: kill what an earlier start (ours, or a controller that
@@ -234,46 +237,36 @@ class RemoteServeRunner(StreamServeRunner):
             host = self._fetched_dir / posixpath.basename(remote)
             try:
                 self.host.files.get(remote, host, self.spec.max_output_file_bytes)
-            except FetchRefused as exc:
+            except _FETCH_ERRORS as exc:
                 self._drop_fetched(files)
-                return dataclasses.replace(
-                    result,
-                    outcome="invalid_output",
-                    message=f"the file written at {key} ({remote}) {exc}",
-                    fetch_seconds=time.monotonic() - t0,
-                )
-            except LocalWriteError as exc:
-                # The controller's disk, not the system: the item is sent again.
-                self._drop_fetched(files)
-                return dataclasses.replace(
-                    result,
-                    outcome="crashed",
-                    message=f"cannot keep the file written at {key} on the controller: {exc}",
-                    link_lost=True,
-                    fetch_seconds=time.monotonic() - t0,
-                )
-            except LINK_ERRORS as exc:
-                self._drop_fetched(files)
-                # A read that failed as the link dropped comes before the transport
-                # notices: give it a moment to tell a lost link from a file it cannot read.
-                lost = self._lost_reason(wait=1.0)
-                if lost is None:
-                    return dataclasses.replace(
-                        result,
-                        outcome="invalid_output",
-                        message=f"cannot fetch the file written at {key} ({remote}): {exc}",
-                        fetch_seconds=time.monotonic() - t0,
-                    )
-                self.kill()
-                return dataclasses.replace(
-                    result,
-                    outcome="crashed",
-                    system_lost=True,
-                    fetch_seconds=time.monotonic() - t0,
-                    **self._whose_loss(f"while fetching {key}: {lost}"),
-                )
+                failed = self._fetch_failed(key, remote, exc)
+                return dataclasses.replace(result, fetch_seconds=time.monotonic() - t0, **failed)
             files[key] = OutputFile(host, remote)
         return dataclasses.replace(result, output_files=files, fetch_seconds=time.monotonic() - t0)
+
+    def _fetch_failed(self, key: str, remote: str, exc: BaseException) -> dict[str, Any]:
+        """What a fetch that failed makes of the item (the attempt's changed fields)."""
+        if isinstance(exc, FetchRefused):
+            return {
+                "outcome": "invalid_output",
+                "message": f"the file written at {key} ({remote}) {exc}",
+            }
+        if isinstance(exc, LocalWriteError):
+            # The controller's disk, not the system: the item is sent again.
+            why = f"cannot keep the file written at {key} on the controller: {exc}"
+            return {"outcome": "crashed", "message": why, "link_lost": True}
+        # A read that failed as the link dropped comes before the transport notices: give
+        # it a moment to tell a lost link from a file it cannot read.
+        lost = self._lost_reason(wait=1.0)
+        if lost is None:
+            why = f"cannot fetch the file written at {key} ({remote}): {exc}"
+            return {"outcome": "invalid_output", "message": why}
+        self.kill()
+        return {
+            "outcome": "crashed",
+            "system_lost": True,
+            **self._whose_loss(f"while fetching {key}: {lost}"),
+        }
 
     @staticmethod
     def _drop_fetched(files: Mapping[str, OutputFile]) -> None:

@@ -223,7 +223,7 @@ class Evidence:
 class RemoteHost(Protocol):
     """One device reached by a transport: the link, and the capabilities made from it."""
 
-    kind: str  # the device kind, as messages name it ("ssh")
+    transport_name: str  # the transport, as messages name it ("ssh")
     address: str  # the device, as messages name it ("eval@10.0.0.17:22")
     account: str  # who runs commands there, in messages ("the account 'eval'")
     session: str  # what one started command is called ("SSH session")

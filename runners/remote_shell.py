@@ -23,16 +23,19 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
-from .registry import ProbeResult
 from .remote_parts import (
     LINK_ERRORS,
+    Channel,
     FetchRefused,
     LinkError,
     LocalWriteError,
     Opener,
     PrepareError,
+    ProcessControl,
+    ResourceMeter,
 )
 from .remote_wrapper import cleanup_command, kill_command, prepare_command
+from .transport import CheckStep
 
 _CHUNK = 1 << 16
 # Exit statuses of the fetching script: the file is missing; it is refused (stderr says why).
@@ -227,21 +230,45 @@ class ShellControl:
         return status == 0
 
 
-def probe_command(open: Opener, timeout: float) -> ProbeResult:
+class ShellHost:
+    """What a host (runners.remote_parts.RemoteHost) whose ``open`` runs a command in a POSIX
+    shell on the device gets from that shell: process control by the sh wrapper's scripts,
+    each a command of its own, and the resident meter it keeps in ``_meter`` while
+    connected. ``op_seconds`` is what one operation may take."""
+
+    op_seconds: float
+    _meter: ResourceMeter | None = None
+
+    def open(self, command: str, timeout: float) -> Channel:
+        """Start ``command`` in a shell on the device (the host's own link)."""
+        raise NotImplementedError
+
+    @property
+    def control(self) -> ProcessControl:
+        """The sh wrapper's kill and clean-up scripts."""
+        return ShellControl(self.open, self.op_seconds)
+
+    @property
+    def meter(self) -> ResourceMeter | None:
+        """The resident sampler while connected."""
+        return self._meter
+
+
+def probe_command(open: Opener, timeout: float) -> CheckStep:
     """``onsite check``'s "remote command" step: ``uname`` runs; whether ``setsid`` is there."""
     script = "uname -sm; command -v setsid || echo 'no setsid'"
     try:
         status, out, err = run_command(open, "sh -c " + shlex.quote(script), timeout)
     except LINK_ERRORS as exc:
-        return ProbeResult("remote command", False, str(exc))
+        return CheckStep("remote command", False, str(exc))
     if status != 0:
         detail = f"exit {status}: {err.decode(errors='replace').strip()}"
-        return ProbeResult("remote command", False, detail)
+        return CheckStep("remote command", False, detail)
     text = out.decode(errors="replace").strip().replace("\n", ", ")
-    return ProbeResult("remote command", True, text)
+    return CheckStep("remote command", True, text)
 
 
-def probe_workdir(open: Opener, timeout: float, workdir: str, who: str) -> list[ProbeResult]:
+def probe_workdir(open: Opener, timeout: float, workdir: str, who: str) -> list[CheckStep]:
     """``onsite check``'s "workdir" and "free disk" steps: the workdir can be made, written
     and can hold a FIFO (``who`` names the account in the message), with 1 GB free."""
     check = (
@@ -263,19 +290,19 @@ def probe_workdir(open: Opener, timeout: float, workdir: str, who: str) -> list[
                 f"the remote workdir {workdir} is not writable by {who}: {why}; "
                 "make it writable for that account, or set workdir to a directory that is"
             )
-            return [ProbeResult("workdir", False, detail)]
+            return [CheckStep("workdir", False, detail)]
         absolute = out.decode(errors="replace").strip().splitlines()[-1]
-        results = [ProbeResult("workdir", True, f"{absolute} is writable")]
+        results = [CheckStep("workdir", True, f"{absolute} is writable")]
         status, out, err = run_command(open, f"df -Pk {shlex.quote(absolute)}", timeout)
     except LINK_ERRORS as exc:
-        return [ProbeResult("workdir", False, str(exc))]
+        return [CheckStep("workdir", False, str(exc))]
     rows = out.decode(errors="replace").splitlines()
     try:
         free = int(rows[-1].split()[3]) * 1024
     except (IndexError, ValueError):
-        unread = ProbeResult("free disk", False, f"cannot read df for {absolute}: {err!r}")
+        unread = CheckStep("free disk", False, f"cannot read df for {absolute}: {err!r}")
         return [*results, unread]
     detail = f"{free / 1e9:.1f} GB free in {absolute}"
     if free < _MIN_FREE_BYTES:
         detail += f" (need at least {_MIN_FREE_BYTES / 1e9:.1f} GB)"
-    return [*results, ProbeResult("free disk", free >= _MIN_FREE_BYTES, detail)]
+    return [*results, CheckStep("free disk", free >= _MIN_FREE_BYTES, detail)]

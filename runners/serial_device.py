@@ -9,8 +9,8 @@ system is started.
 from __future__ import annotations
 
 from .base import Runner, SystemSpec
-from .registry import Transport, facts_not_collected, register
 from .serial_settings import SerialDevice
+from .transport import Transport, facts_not_collected
 
 
 def _open_serial(spec: SystemSpec, device: SerialDevice) -> Runner:
@@ -19,7 +19,7 @@ def _open_serial(spec: SystemSpec, device: SerialDevice) -> Runner:
     return SerialRunner(spec, device)
 
 
-TRANSPORT = register(
+TRANSPORT = (
     Transport(
         settings=SerialDevice,
         open=_open_serial,

@@ -1,4 +1,4 @@
-"""Systems on an embedded device at the end of a serial line (device kind "serial").
+"""Systems on an embedded device at the end of a serial line (the "serial" transport).
 
 The wire protocol is docs/device-protocol.md, spoken by devices.host. An item
 is one recording sent as 16-bit PCM: the transfer is timed as the item's
@@ -48,8 +48,8 @@ from devices.host import (
 
 from .base import ItemAttempt, ItemRequest, Outcome, Runner, StartError, StartInfo, SystemSpec
 from .exchange import AttemptBuilder
-from .registry import settings_from
 from .serial_settings import SerialDevice
+from .transport import settings_from
 
 _RESET_PULSE_SECONDS = 0.1
 _SOFT_RESET_SECONDS = 2.0

@@ -1,5 +1,5 @@
 """The ``serial`` transport's device settings: what the site file's ``[devices.NAME]`` with
-``kind = "serial"`` may say (docs/device-protocol.md).
+``transport = "serial"`` may say (docs/device-protocol.md).
 
 Apart from the registration (runners/serial_device.py), which opens the runner lazily, and
 from the runner (runners/serial_runner.py), which takes these settings: both import this
@@ -12,16 +12,16 @@ from typing import Annotated, Literal
 
 from pydantic import Field, PositiveFloat, model_validator
 
-from .registry import DeviceSettings
+from .transport import DeviceSettings
 
 ResetLine = Literal["dtr", "rts", "none"]
 
 
 class SerialDevice(DeviceSettings):
     """A PDA or embedded board on a serial line (docs/device-protocol.md): the site file's
-    ``[devices.NAME]`` with ``kind = "serial"``."""
+    ``[devices.NAME]`` with ``transport = "serial"``."""
 
-    kind: Literal["serial"] = "serial"
+    transport: Literal["serial"] = "serial"
     port: str = ""  # a path such as /dev/ttyUSB0, or a pyserial URL
     baud: Annotated[int, Field(gt=0)] = 115200
     reset: ResetLine = "dtr"  # the line pulsed for a hard reset

@@ -27,17 +27,14 @@ import paramiko
 from paramiko.buffered_pipe import PipeTimeout
 
 from .base import StartError, SystemSpec
-from .registry import ProbeResult, settings_from
 from .remote import RemoteServeRunner
 from .remote_parts import (
     AnswerLines,
     Evidence,
     FileTransfer,
     LinkError,
-    ProcessControl,
-    ResourceMeter,
 )
-from .remote_shell import ShellControl, ShellFiles, probe_command, probe_workdir
+from .remote_shell import ShellFiles, ShellHost, probe_command, probe_workdir
 from .ssh_fetch import FetchSession, fetch_file
 from .ssh_link import (
     AuthError,
@@ -57,6 +54,7 @@ from .ssh_link import (
     read_banner,
     ssh_opener,
 )
+from .transport import CheckStep, settings_from
 
 logger = logging.getLogger(__name__)
 
@@ -243,10 +241,11 @@ class SftpFiles:
         return gone
 
 
-class SshHost:
+class SshHost(ShellHost):
     """A participant's machine over SSH with paramiko (runners.remote_parts.RemoteHost)."""
 
-    kind = "ssh"
+    transport_name = "ssh"
+    op_seconds = _REMOTE_OP_SECONDS
     session = "SSH session"
 
     def __init__(self, opts: SshDevice) -> None:
@@ -381,16 +380,6 @@ class SshHost:
             return SftpFiles(self._sftp, self._transport, self._fetcher, _REMOTE_OP_SECONDS)
         return ShellFiles(self.open, _REMOTE_OP_SECONDS)
 
-    @property
-    def control(self) -> ProcessControl:
-        """The sh wrapper's kill and clean-up scripts on exec channels."""
-        return ShellControl(self.open, _REMOTE_OP_SECONDS)
-
-    @property
-    def meter(self) -> ResourceMeter | None:
-        """The resident sampler of this connection."""
-        return self._meter
-
 
 class SshServeRunner(RemoteServeRunner):
     """A resident system on a participant's machine, speaking the participant protocol over SSH."""
@@ -406,7 +395,7 @@ class SshServeRunner(RemoteServeRunner):
         return self.ssh.link_port
 
 
-def probe(options: Mapping[str, Any] | SshDevice) -> list[ProbeResult]:
+def probe(options: Mapping[str, Any] | SshDevice) -> list[CheckStep]:
     """Check an SSH device step by step for ``onsite check``; stops at the first failure.
 
     A private key file that other users can read is reported as a passing "key file"
@@ -415,34 +404,34 @@ def probe(options: Mapping[str, Any] | SshDevice) -> list[ProbeResult]:
     try:
         opts = settings_from(SshDevice, options)
     except ValueError as exc:
-        return [ProbeResult("settings", False, str(exc))]
-    results: list[ProbeResult] = []
+        return [CheckStep("settings", False, str(exc))]
+    results: list[CheckStep] = []
     warning = key_file_warning(opts)
     if warning:
-        results.append(ProbeResult("key file", True, f"warning: {warning}"))
+        results.append(CheckStep("key file", True, f"warning: {warning}"))
     try:
         banner, seconds = read_banner(opts)
     except OSError as exc:
-        return [*results, ProbeResult("reachable", False, f"{opts.endpoint}: {exc}")]
+        return [*results, CheckStep("reachable", False, f"{opts.endpoint}: {exc}")]
     if not banner.startswith("SSH-"):
         detail = f"{opts.endpoint} is not an SSH server: {banner!r}"
-        return [*results, ProbeResult("reachable", False, detail)]
+        return [*results, CheckStep("reachable", False, detail)]
     detail = f"{opts.endpoint}: {banner} ({seconds * 1e3:.1f} ms)"
-    results.append(ProbeResult("reachable", True, detail))
+    results.append(CheckStep("reachable", True, detail))
     try:
         client, trusted = connect_once(opts)
     except HostKeyError as exc:
-        return [*results, ProbeResult("host key", False, str(exc))]
+        return [*results, CheckStep("host key", False, str(exc))]
     except AuthError as exc:
         return [
             *results,
-            ProbeResult("host key", True, "matches"),
-            ProbeResult("authentication", False, str(exc)),
+            CheckStep("host key", True, "matches"),
+            CheckStep("authentication", False, str(exc)),
         ]
     except (UnreachableError, StartError) as exc:
-        return [*results, ProbeResult("login", False, str(exc))]
-    results.append(ProbeResult("host key", True, trusted or "matches"))
-    results.append(ProbeResult("authentication", True, f"logged in as {opts.address}"))
+        return [*results, CheckStep("login", False, str(exc))]
+    results.append(CheckStep("host key", True, trusted or "matches"))
+    results.append(CheckStep("authentication", True, f"logged in as {opts.address}"))
     try:
         _probe_remote(client, opts, results)
     finally:
@@ -450,7 +439,7 @@ def probe(options: Mapping[str, Any] | SshDevice) -> list[ProbeResult]:
     return results
 
 
-def _probe_remote(client: paramiko.SSHClient, opts: SshDevice, results: list[ProbeResult]) -> None:
+def _probe_remote(client: paramiko.SSHClient, opts: SshDevice, results: list[CheckStep]) -> None:
     """The checks that need a login: a command, SFTP, the workdir, free disk."""
     transport = client.get_transport()
     assert transport is not None
@@ -461,11 +450,11 @@ def _probe_remote(client: paramiko.SSHClient, opts: SshDevice, results: list[Pro
         return
     try:
         client.open_sftp().close()
-        results.append(ProbeResult("sftp", True, "available"))
+        results.append(CheckStep("sftp", True, "available"))
     except (OSError, EOFError, paramiko.SSHException):
         detail = (
             f"the SSH server at {opts.address} has no SFTP subsystem; inputs will be "
             "staged through the exec channel (slower for large inputs)"
         )
-        results.append(ProbeResult("sftp", True, detail))
+        results.append(CheckStep("sftp", True, detail))
     results.extend(probe_workdir(opener, _REMOTE_OP_SECONDS, opts.workdir, opts.user))

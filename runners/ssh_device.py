@@ -9,8 +9,8 @@ runner when a system is started or a machine is checked.
 from __future__ import annotations
 
 from .base import Runner, SystemSpec
-from .registry import ProbeResult, Transport, facts_not_collected, register
 from .ssh_settings import SshDevice
+from .transport import CheckStep, Transport, facts_not_collected
 
 __all__ = ["TRANSPORT", "SshDevice"]
 
@@ -21,13 +21,13 @@ def _open_ssh(spec: SystemSpec, device: SshDevice) -> Runner:
     return SshServeRunner(spec, device)
 
 
-def _probe_ssh(device: SshDevice) -> list[ProbeResult]:
+def _probe_ssh(device: SshDevice) -> list[CheckStep]:
     from .ssh import probe
 
     return probe(device)
 
 
-TRANSPORT = register(
+TRANSPORT = (
     Transport(
         settings=SshDevice,
         open=_open_ssh,

@@ -1,5 +1,5 @@
 """The ``ssh`` transport's device settings: what the site file's ``[devices.NAME]`` with
-``kind = "ssh"`` may say (docs/ssh.md).
+``transport = "ssh"`` may say (docs/ssh.md).
 
 Apart from the registration (runners/ssh_device.py), which opens the runner lazily, and
 from the paramiko implementation (runners/ssh_link.py, runners/ssh.py), which takes these
@@ -13,14 +13,14 @@ from typing import Annotated, Literal
 
 from pydantic import Field, PositiveFloat, model_validator
 
-from .registry import DeviceProblem, DeviceSettings
+from .transport import DeviceProblem, DeviceSettings
 
 
 class SshDevice(DeviceSettings):
     """A participant's own machine, reached over SSH (docs/ssh.md): the site file's
-    ``[devices.NAME]`` with ``kind = "ssh"``."""
+    ``[devices.NAME]`` with ``transport = "ssh"``."""
 
-    kind: Literal["ssh"] = "ssh"
+    transport: Literal["ssh"] = "ssh"
     host: Annotated[str, Field(min_length=1)]
     user: Annotated[str, Field(min_length=1)]
     port: Annotated[int, Field(gt=0, lt=65536)] = 22

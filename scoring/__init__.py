@@ -8,8 +8,9 @@ module (asr, commands, kws, ocr, faces, tts); the main entry points are
 re-exported here and loaded on first use.
 """
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from .asr import AsrReport, AsrScore, UtteranceScore, score_asr
@@ -68,78 +69,68 @@ if TYPE_CHECKING:
 # Where each public name lives. A module is loaded when one of its names is
 # first used (PEP 562): `onsite score ir` should not import numpy, the numba
 # aligner or the face scorers.
-_EXPORTS: dict[str, str] = {
-    "AsrReport": "asr",
-    "AsrScore": "asr",
-    "UtteranceScore": "asr",
-    "score_asr": "asr",
-    "AlignedPair": "asr_align",
-    "Alignment": "asr_align",
-    "CORRECT_COST": "asr_align",
-    "DELETION_COST": "asr_align",
-    "INSERTION_COST": "asr_align",
-    "Op": "asr_align",
-    "SUBSTITUTION_COST": "asr_align",
-    "Unit": "asr_align",
-    "align": "asr_align",
-    "is_cjk_char": "asr_align",
-    "tokenize": "asr_align",
-    "TranscriptFormat": "asr_formats",
-    "check_ids": "asr_formats",
-    "detect_format": "asr_formats",
-    "read_any_transcripts": "asr_formats",
-    "read_conditions": "asr_formats",
-    "read_ctm": "asr_formats",
-    "read_stm": "asr_formats",
-    "read_transcripts": "asr_formats",
-    "CommandReport": "commands",
-    "read_command_file": "commands",
-    "score_commands": "commands",
-    "FormatError": "errors",
-    "DetectionReport": "faces",
-    "IdentificationReport": "faces",
-    "VerificationReport": "faces",
-    "read_face_detections": "faces",
-    "read_face_references": "faces",
-    "read_identification_candidates": "faces",
-    "read_identification_truth": "faces",
-    "read_verification_scores": "faces",
-    "read_verification_truth": "faces",
-    "score_detection": "faces",
-    "score_identification": "faces",
-    "score_verification_pairs": "faces",
-    "DetCurve": "kws",
-    "KwsReport": "kws",
-    "det_curve": "kws",
-    "read_detections": "kws",
-    "read_slot_file": "kws",
-    "score_slots": "kws",
-    "OcrReport": "ocr",
-    "read_ocr_outputs": "ocr",
-    "read_ocr_truth": "ocr",
-    "score_ocr": "ocr",
-    "listening_plan": "tts",
-    "pair_comparison": "tts",
-    "read_mos_ratings": "tts",
-    "read_pair_judgements": "tts",
-    "read_sentence_ids": "tts",
-    "read_sus_responses": "tts",
-    "score_mos": "tts",
-    "score_sus": "tts",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'scoring' has no attribute {name!r}")
-    value = getattr(import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "AsrReport": ".asr",
+        "AsrScore": ".asr",
+        "UtteranceScore": ".asr",
+        "score_asr": ".asr",
+        "AlignedPair": ".asr_align",
+        "Alignment": ".asr_align",
+        "CORRECT_COST": ".asr_align",
+        "DELETION_COST": ".asr_align",
+        "INSERTION_COST": ".asr_align",
+        "Op": ".asr_align",
+        "SUBSTITUTION_COST": ".asr_align",
+        "Unit": ".asr_align",
+        "align": ".asr_align",
+        "is_cjk_char": ".asr_align",
+        "tokenize": ".asr_align",
+        "TranscriptFormat": ".asr_formats",
+        "check_ids": ".asr_formats",
+        "detect_format": ".asr_formats",
+        "read_any_transcripts": ".asr_formats",
+        "read_conditions": ".asr_formats",
+        "read_ctm": ".asr_formats",
+        "read_stm": ".asr_formats",
+        "read_transcripts": ".asr_formats",
+        "CommandReport": ".commands",
+        "read_command_file": ".commands",
+        "score_commands": ".commands",
+        "FormatError": ".errors",
+        "DetectionReport": ".faces",
+        "IdentificationReport": ".faces",
+        "VerificationReport": ".faces",
+        "read_face_detections": ".faces",
+        "read_face_references": ".faces",
+        "read_identification_candidates": ".faces",
+        "read_identification_truth": ".faces",
+        "read_verification_scores": ".faces",
+        "read_verification_truth": ".faces",
+        "score_detection": ".faces",
+        "score_identification": ".faces",
+        "score_verification_pairs": ".faces",
+        "DetCurve": ".kws",
+        "KwsReport": ".kws",
+        "det_curve": ".kws",
+        "read_detections": ".kws",
+        "read_slot_file": ".kws",
+        "score_slots": ".kws",
+        "OcrReport": ".ocr",
+        "read_ocr_outputs": ".ocr",
+        "read_ocr_truth": ".ocr",
+        "score_ocr": ".ocr",
+        "listening_plan": ".tts",
+        "pair_comparison": ".tts",
+        "read_mos_ratings": ".tts",
+        "read_pair_judgements": ".tts",
+        "read_sentence_ids": ".tts",
+        "read_sus_responses": ".tts",
+        "score_mos": ".tts",
+        "score_sus": ".tts",
+    },
+)
 
 
 __all__ = [

@@ -18,18 +18,29 @@ __all__ = ["edit_distances", "gtm_weights"]
 
 
 @njit(cache=True, nogil=True)
-def _edit_kernel(codes: np.ndarray, off: np.ndarray, n_seg: int, out: np.ndarray) -> None:
-    """out[k, s]: Levenshtein distance (unit costs) of hypothesis s to reference k of s."""
-    n_refs = out.shape[0]
+def _longest(off: np.ndarray) -> int:
+    """The most tokens of any one text: the length of the kernels' work rows."""
     longest = 0
     for t in range(off.shape[0] - 1):
         longest = max(longest, off[t + 1] - off[t])
+    return longest
+
+
+@njit(cache=True, nogil=True)
+def _texts(off: np.ndarray, n_seg: int, k: int, s: int) -> tuple[int, int, int, int]:
+    """Where hypothesis s and reference k of segment s start and end in the codes."""
+    return off[s], off[s + 1], off[(k + 1) * n_seg + s], off[(k + 1) * n_seg + s + 1]
+
+
+@njit(cache=True, nogil=True)
+def _edit_kernel(codes: np.ndarray, off: np.ndarray, n_seg: int, out: np.ndarray) -> None:
+    """out[k, s]: Levenshtein distance (unit costs) of hypothesis s to reference k of s."""
+    longest = _longest(off)
     prev = np.empty(longest + 1, dtype=np.int64)
     cur = np.empty(longest + 1, dtype=np.int64)
-    for k in range(n_refs):
+    for k in range(out.shape[0]):
         for s in range(n_seg):
-            h0, h1 = off[s], off[s + 1]
-            r0, r1 = off[(k + 1) * n_seg + s], off[(k + 1) * n_seg + s + 1]
+            h0, h1, r0, r1 = _texts(off, n_seg, k, s)
             m = r1 - r0
             for j in range(m + 1):
                 prev[j] = j
@@ -62,18 +73,14 @@ def _gtm_kernel(
     Repeatedly the longest run of hits on free rows and columns (first in
     hypothesis order, then reference order) is taken, as `_longest_run` does.
     """
-    n_refs = out.shape[0]
-    longest = 0
-    for t in range(off.shape[0] - 1):
-        longest = max(longest, off[t + 1] - off[t])
+    longest = _longest(off)
     prev = np.empty(longest + 1, dtype=np.int64)
     cur = np.empty(longest + 1, dtype=np.int64)
     used_h = np.empty(longest, dtype=np.bool_)
     used_r = np.empty(longest, dtype=np.bool_)
-    for k in range(n_refs):
+    for k in range(out.shape[0]):
         for s in range(n_seg):
-            h0, h1 = off[s], off[s + 1]
-            r0, r1 = off[(k + 1) * n_seg + s], off[(k + 1) * n_seg + s + 1]
+            h0, h1, r0, r1 = _texts(off, n_seg, k, s)
             n = h1 - h0
             m = r1 - r0
             used_h[:n] = False

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from itertools import chain, compress, count, groupby
 from operator import itemgetter
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .errors import FormatError
 
@@ -51,6 +51,7 @@ __all__ = [
 
 P_CUTOFF = 10
 """The cutoff of P@10."""
+V = TypeVar("V")
 
 
 @dataclass(frozen=True)
@@ -340,41 +341,89 @@ def read_qrels(path: str | Path) -> dict[str, dict[str, int]]:
         return _read_qrels_lines(path)
 
 
-def _read_qrels_lines(path: str | Path) -> dict[str, dict[str, int]]:
-    """`read_qrels` line by line, reporting the first bad line."""
-    example = "e.g. '001 0 CWT-0001-0042 1'"
-    out: dict[str, dict[str, int]] = {}
+@dataclass(frozen=True)
+class _Layout:
+    """A TREC file's lines (topic in the first column, docno in the third), as its errors
+    name them."""
+
+    name: str  # "qrels"
+    columns: str  # "topic iter docno rel"
+    example: str
+    twice: str  # what a docno given twice for a topic was ("judged twice")
+    once: str  # the fix for that
+    empty: str  # what a file with no line has ("no judgements")
+    empty_fix: str
+
+
+_QRELS = _Layout(
+    "qrels",
+    "topic iter docno rel",
+    "e.g. '001 0 CWT-0001-0042 1'",
+    "judged twice",
+    "keep one judgement per topic and document",
+    "no judgements",
+    "write one 'topic iter docno rel' line each",
+)
+_RUN = _Layout(
+    "run",
+    "topic Q0 docno rank score tag",
+    "e.g. '001 Q0 CWT-0001-0042 1 12.5 myrun'",
+    "retrieved twice",
+    "list each document once per topic",
+    "no retrieved documents",
+    "write one line per document",
+)
+
+
+def _read_lines(
+    path: str | Path, layout: _Layout, value: Callable[[list[str], int], V]
+) -> dict[str, dict[str, V]]:
+    """topic -> docno -> ``value(columns, line number)``, line by line, reporting the first
+    bad line (``value`` raises FormatError for a bad value)."""
+    n = len(layout.columns.split())
+    out: dict[str, dict[str, V]] = {}
     where: dict[tuple[str, str], int] = {}
     for lineno, parts in _fields(path):
-        if len(parts) != 4:
+        if len(parts) != n:
             raise FormatError(
                 path,
                 lineno,
-                f"{len(parts)} columns, qrels lines have 4",
-                f"topic iter docno rel, {example}",
+                f"{len(parts)} columns, {layout.name} lines have {n}",
+                f"{layout.columns}, {layout.example}",
             )
-        topic, _, docno, rel = parts
-        try:
-            judgement = int(rel)
-        except ValueError:
-            raise FormatError(
-                path, lineno, f"judgement {rel!r} is not an integer", f"use 0, 1, 2 ...; {example}"
-            ) from None
+        topic, docno = parts[0], parts[2]
+        found = value(parts, lineno)
         key = (topic, docno)
         if key in where:
             raise FormatError(
                 path,
                 lineno,
-                f"docno {docno!r} judged twice for topic {topic!r} (first on line {where[key]})",
-                "keep one judgement per topic and document",
+                f"docno {docno!r} {layout.twice} for topic {topic!r} (first on line {where[key]})",
+                layout.once,
             )
         where[key] = lineno
-        out.setdefault(topic, {})[docno] = judgement
+        out.setdefault(topic, {})[docno] = found
     if not out:
-        raise FormatError(
-            path, None, "no judgements", f"write one 'topic iter docno rel' line each, {example}"
-        )
+        raise FormatError(path, None, layout.empty, f"{layout.empty_fix}, {layout.example}")
     return out
+
+
+def _read_qrels_lines(path: str | Path) -> dict[str, dict[str, int]]:
+    """`read_qrels` line by line, reporting the first bad line."""
+
+    def judgement(parts: list[str], lineno: int) -> int:
+        rel = parts[3]
+        try:
+            return int(rel)
+        except ValueError:
+            raise FormatError(
+                path,
+                lineno,
+                f"judgement {rel!r} is not an integer",
+                f"use 0, 1, 2 ...; {_QRELS.example}",
+            ) from None
+
+    return _read_lines(path, _QRELS, judgement)
 
 
 def read_run(path: str | Path) -> dict[str, dict[str, float]]:
@@ -394,44 +443,23 @@ def read_run(path: str | Path) -> dict[str, dict[str, float]]:
 
 def _read_run_lines(path: str | Path) -> dict[str, dict[str, float]]:
     """`read_run` line by line, reporting the first bad line."""
-    example = "e.g. '001 Q0 CWT-0001-0042 1 12.5 myrun'"
-    out: dict[str, dict[str, float]] = {}
-    where: dict[tuple[str, str], int] = {}
-    for lineno, parts in _fields(path):
-        if len(parts) != 6:
-            raise FormatError(
-                path,
-                lineno,
-                f"{len(parts)} columns, run lines have 6",
-                f"topic Q0 docno rank score tag, {example}",
-            )
-        topic, _, docno, _, raw_score, _ = parts
+
+    def score(parts: list[str], lineno: int) -> float:
+        raw_score = parts[4]
         try:
-            score = float(raw_score)
+            found = float(raw_score)
         except ValueError:
-            score = math.nan
-        if not math.isfinite(score):
+            found = math.nan
+        if not math.isfinite(found):
             raise FormatError(
                 path,
                 lineno,
                 f"score {raw_score!r} is not a finite number",
-                f"column 5 is the score, {example}",
+                f"column 5 is the score, {_RUN.example}",
             )
-        key = (topic, docno)
-        if key in where:
-            raise FormatError(
-                path,
-                lineno,
-                f"docno {docno!r} retrieved twice for topic {topic!r} (first on line {where[key]})",
-                "list each document once per topic",
-            )
-        where[key] = lineno
-        out.setdefault(topic, {})[docno] = score
-    if not out:
-        raise FormatError(
-            path, None, "no retrieved documents", f"write one line per document, {example}"
-        )
-    return out
+        return found
+
+    return _read_lines(path, _RUN, score)
 
 
 # --- topics --------------------------------------------------------------------

@@ -135,6 +135,25 @@ def _legend(ax: Any, loc: str) -> None:
     ax.legend(loc=loc, fontsize="small", frameon=True)
 
 
+def _finish(
+    fig: Figure,
+    ax: Any,
+    stem: str | Path,
+    labels: tuple[str, str],
+    title: str,
+    legend: str,
+    **grid: Any,
+) -> PlotFiles:
+    """Label the axes (x, y), title the plot, draw its grid (``grid``: where, besides the
+    faint lines every plot has), place the legend and save."""
+    ax.set_xlabel(labels[0])
+    ax.set_ylabel(labels[1])
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3, **grid)
+    _legend(ax, legend)
+    return _save(fig, stem)
+
+
 # --- ROC ---------------------------------------------------------------------
 
 
@@ -182,12 +201,8 @@ def plot_roc(
         ax.set_xlim(lo, hi)
         ax.set_ylim(0.0, 1.01)
         ax.yaxis.set_major_formatter(PercentFormatter(xmax=1.0))
-        ax.set_xlabel("false accept rate")
-        ax.set_ylabel("correct verification rate")
-        ax.set_title(title)
-        ax.grid(True, which="both", alpha=0.3)
-        _legend(ax, "lower right")
-        return _save(fig, stem)
+        labels = ("false accept rate", "correct verification rate")
+        return _finish(fig, ax, stem, labels, title, "lower right", which="both")
 
 
 # --- DET ---------------------------------------------------------------------
@@ -248,12 +263,8 @@ def plot_det(
             axis.set_ticks(positions, [_percent_label(t) for t in ticks])
         ax.set_xlim(*span)
         ax.set_ylim(*span)
-        ax.set_xlabel("false alarm probability (%)")
-        ax.set_ylabel("miss probability (%)")
-        ax.set_title(title)
-        ax.grid(True, alpha=0.3)
-        _legend(ax, "upper right")
-        return _save(fig, stem)
+        labels = ("false alarm probability (%)", "miss probability (%)")
+        return _finish(fig, ax, stem, labels, title, "upper right")
 
 
 # --- CMC ---------------------------------------------------------------------
@@ -287,12 +298,7 @@ def plot_cmc(
         ax.set_xlim(0.5, n + 0.5)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.yaxis.set_major_formatter(PercentFormatter(xmax=1.0))
-        ax.set_xlabel("rank")
-        ax.set_ylabel("identification rate")
-        ax.set_title(title)
-        ax.grid(True, alpha=0.3)
-        _legend(ax, "lower right")
-        return _save(fig, stem)
+        return _finish(fig, ax, stem, ("rank", "identification rate"), title, "lower right")
 
 
 # --- confusion matrix --------------------------------------------------------
@@ -372,12 +378,8 @@ def plot_wer_by_condition(
         ax.set_xticks(x, conditions)
         ax.set_ylim(bottom=0.0)
         ax.yaxis.set_major_formatter(PercentFormatter(xmax=1.0))
-        ax.set_xlabel("condition")
-        ax.set_ylabel(metric)
-        ax.set_title(title if title is not None else f"{metric} by condition")
-        ax.grid(True, axis="y", alpha=0.3)
-        _legend(ax, "upper left")
-        return _save(fig, stem)
+        title = title if title is not None else f"{metric} by condition"
+        return _finish(fig, ax, stem, ("condition", metric), title, "upper left", axis="y")
 
 
 # --- real-time factor --------------------------------------------------------

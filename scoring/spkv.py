@@ -21,10 +21,10 @@ Standard library at import; numpy when scoring (`scoring.det.roc_curve`).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .det import (
     SRE_COST,
@@ -39,6 +39,7 @@ from .kws import _records
 __all__ = ["SpkvReport", "Trial", "read_trial_scores", "read_trials", "score_trials"]
 
 Trial = tuple[str, str]  # (enrolment recording, test recording)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -96,23 +97,23 @@ _ENROL = '"enrol": "spk1-a.wav"'
 _TEST = '"test": "spk1-b.wav"'
 
 
-def read_trials(path: str | Path) -> dict[Trial, bool]:
-    """``{"enrol", "test", "target": true|false}`` lines; a trial given twice is an error."""
-    out: dict[Trial, bool] = {}
+def _by_trial(path: str | Path, what: str, value: Callable[[Any], T]) -> dict[Trial, T]:
+    """``{"enrol", "test", ...}`` lines of ``what`` -> ``value(line)`` by trial; a trial
+    given twice is an error."""
+    out: dict[Trial, T] = {}
     seen: dict[Any, int] = {}
-    for rec in _records(path, "trials"):
+    for rec in _records(path, what):
         trial = (rec.text("enrol", _ENROL), rec.text("test", _TEST))
         rec.once(seen, trial, "trial")
-        out[trial] = rec.flag("target", '"target": true')
+        out[trial] = value(rec)
     return out
+
+
+def read_trials(path: str | Path) -> dict[Trial, bool]:
+    """``{"enrol", "test", "target": true|false}`` lines; a trial given twice is an error."""
+    return _by_trial(path, "trials", lambda rec: rec.flag("target", '"target": true'))
 
 
 def read_trial_scores(path: str | Path) -> dict[Trial, float]:
     """``{"enrol", "test", "score"}`` lines (higher: more likely one speaker)."""
-    out: dict[Trial, float] = {}
-    seen: dict[Any, int] = {}
-    for rec in _records(path, "scores"):
-        trial = (rec.text("enrol", _ENROL), rec.text("test", _TEST))
-        rec.once(seen, trial, "trial")
-        out[trial] = float(rec.number("score", '"score": 2.7'))
-    return out
+    return _by_trial(path, "scores", lambda rec: float(rec.number("score", '"score": 2.7')))

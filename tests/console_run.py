@@ -63,7 +63,8 @@ def two_device_site(
     testset = make_testset(tmp_path / "set", rows)
     lines = ["[site]", 'name = "t"', 'runs = "runs"']
     lines += [f"{k} = {toml_value(v)}" for k, v in (site_keys or {}).items()]
-    lines += ["", "[devices.local]", 'kind = "local"', "", "[devices.box]", 'kind = "ssh"']
+    lines += ["", "[devices.local]", 'transport = "local"']
+    lines += ["", "[devices.box]", 'transport = "ssh"']
     lines += [f"{k} = {toml_value(v)}" for k, v in box.items()]
     lines += [
         "",

@@ -74,7 +74,7 @@ def write_site(
         'runs = "runs"',
         "",
         "[devices.local]",
-        *(f"{k} = {toml_value(v)}" for k, v in (device or {"kind": "local"}).items()),
+        *(f"{k} = {toml_value(v)}" for k, v in (device or {"transport": "local"}).items()),
         "",
         f"[tasks.{task}]",
         *(f"{k} = {toml_value(v)}" for k, v in ({"kind": "asr"} | (task_keys or {})).items()),

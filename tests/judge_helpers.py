@@ -1,4 +1,4 @@
-"""Shared pieces of the judging-station tests: real runs to judge, an HTTP client, judges."""
+"""Shared pieces of the judging-panel tests: real runs to judge, an HTTP client, judges."""
 
 from __future__ import annotations
 
@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from harness.cli.main import main
-from harness.judge.station import StationServer, open_station
+from harness.judge.panel import PanelServer, open_panel
 from harness.judge.store import JudgeStore
 from tests.helpers import REPO, run_site, write_site
 
-# Distinctive names: none of them may appear in anything the station serves.
+# Distinctive names: none of them may appear in anything the panel serves.
 SYSTEMS = {
     "acme-voice": ["--speed", "120"],
     "zenith-speech": ["--speed", "200"],
@@ -65,7 +65,7 @@ def make_tts_run(root: Path) -> Path:
         budget={"chars_per_second": 2.0, "hang_seconds": 30.0},
         task=TTS_TASK,
         task_keys={"kind": "tts"},
-        device={"kind": "local", "sandbox": False},
+        device={"transport": "local", "sandbox": False},
     )
     run_dir, results = run_site(site)
     assert all(r.failed is None for r in results), results
@@ -100,7 +100,7 @@ def make_layout_run(root: Path) -> Path:
         budget={"chars_per_second": 2.0, "hang_seconds": 30.0},
         task=TTS_TASK,
         task_keys={"kind": "tts"},
-        device={"kind": "local", "sandbox": False},
+        device={"transport": "local", "sandbox": False},
     )
     run_dir, results = run_site(site)
     assert all(r.failed is None for r in results), results
@@ -128,7 +128,7 @@ def make_text_run(root: Path, kind: str) -> Path:
 
 
 def copy_run(run_dir: Path, to: Path) -> Path:
-    """A private copy of a shared run (stations write into the run directory)."""
+    """A private copy of a shared run (panels write into the run directory)."""
     return Path(shutil.copytree(run_dir, to / run_dir.name))
 
 
@@ -141,9 +141,9 @@ def serving(
     seed: int | None = None,
     link_host: str | None = None,
 ) -> Iterator[tuple[str, JudgeStore]]:
-    """A real station (uvicorn on 127.0.0.1, a free port) for the duration of a block."""
-    store, _ = open_station(run_dir, task, test, judges, seed)
-    server = StationServer(store, "127.0.0.1", 0, link_host=link_host)
+    """A real panel (uvicorn on 127.0.0.1, a free port) for the duration of a block."""
+    store, _ = open_panel(run_dir, task, test, judges, seed)
+    server = PanelServer(store, "127.0.0.1", 0, link_host=link_host)
     server.start()
     try:
         yield f"http://127.0.0.1:{server.port}", store
@@ -174,7 +174,7 @@ def raw(
     """One request written on a socket as given (a client library would refuse to send it).
 
     ``head`` is the request line, e.g. ``"GET /judge/x HTTP/1.1"``, with more header lines
-    after it if wanted; Host (the station's address unless given) and
+    after it if wanted; Host (the panel's address unless given) and
     ``Connection: close`` are added. The status, the headers (lower-case names) and the body.
     """
     port = int(base.rsplit(":", 1)[1])

@@ -18,7 +18,7 @@ GOOD = """\
 name = "venue"
 
 [devices.local]
-kind = "local"
+transport = "local"
 
 [tasks.asr-2x]
 kind = "asr"
@@ -106,7 +106,7 @@ def test_site_file_not_utf8(site_dir: Path) -> None:
 
 
 def test_cli_reports_bad_config_before_anything_starts(site_dir: Path) -> None:
-    (site_dir / "site.toml").write_text(GOOD.replace('kind = "local"', 'kind = "locl"'))
+    (site_dir / "site.toml").write_text(GOOD.replace('transport = "local"', 'kind = "locl"'))
     proc = subprocess.run(
         [sys.executable, "-m", "harness.cli", "run", str(site_dir / "site.toml")],
         cwd=REPO,

@@ -80,7 +80,7 @@ def openssh(sshd: Sshd, root: Path) -> list[str]:
 
 
 def command_device(command: list[str], remote: Path, **extra: Any) -> dict[str, Any]:
-    return {"kind": "command", "command": command, "workdir": str(remote), **extra}
+    return {"transport": "command", "command": command, "workdir": str(remote), **extra}
 
 
 def spec_for(root: Path, env: dict[str, str], name: str = "fake", **extra: Any) -> SystemSpec:
@@ -199,8 +199,8 @@ def test_demo_asr_over_both_transports_gives_the_same_outputs(tmp_path: Path, ss
     site = write_site(
         tmp_path / "site.toml",
         {
-            "local": {"kind": "local"},
-            "paramiko": sshd.options(kind="ssh", workdir=str(tmp_path / "remote-ssh")),
+            "local": {"transport": "local"},
+            "paramiko": sshd.options(transport="ssh", workdir=str(tmp_path / "remote-ssh")),
             "board": command_device(openssh(sshd, tmp_path), tmp_path / "remote-cmd"),
         },
         {
@@ -279,7 +279,7 @@ def tts_site(tmp_path: Path, sshd: Sshd, systems: dict[str, tuple[str, list[str]
     return write_site(
         tmp_path / "site.toml",
         {
-            "paramiko": sshd.options(kind="ssh", workdir=str(tmp_path / "remote-ssh")),
+            "paramiko": sshd.options(transport="ssh", workdir=str(tmp_path / "remote-ssh")),
             "board": command_device(openssh(sshd, tmp_path), tmp_path / "remote-cmd"),
         },
         {
@@ -663,14 +663,14 @@ def test_site_file_errors_name_the_key(tmp_path: Path) -> None:
         )
 
     with pytest.raises(SiteError) as typo:
-        load_site(site({"kind": "command", "comand": ["ssh", "h"]}))
+        load_site(site({"transport": "command", "comand": ["ssh", "h"]}))
     assert "unknown key 'comand'" in str(typo.value) and "site.toml:" in str(typo.value)
     with pytest.raises(SiteError, match=r"devices\.board\.command.*'no-such-ssh' is not on"):
-        load_site(site({"kind": "command", "command": ["no-such-ssh", "h"]}))
+        load_site(site({"transport": "command", "command": ["no-such-ssh", "h"]}))
     with pytest.raises(SiteError, match="mode 'exec' is not supported on command devices"):
         exec_mode = {"mode": "exec", "command": ["x", "{input}", "{output}"]}
-        load_site(site({"kind": "command", "command": ["sh"]}, exec_mode))
-    ok = load_site(site({"kind": "command", "command": ["sh"], "cwd": "tools"}))
+        load_site(site({"transport": "command", "command": ["sh"]}, exec_mode))
+    ok = load_site(site({"transport": "command", "command": ["sh"], "cwd": "tools"}))
     assert ok.device("board").cwd == str(tmp_path / "tools")  # type: ignore[attr-defined]
 
 
@@ -693,9 +693,9 @@ def test_keys_the_command_names_are_hidden_from_local_systems(tmp_path: Path) ->
     site_path = write_site(
         venue / "site.toml",
         {
-            "local": {"kind": "local"},
+            "local": {"transport": "local"},
             "board": {
-                "kind": "command",
+                "transport": "command",
                 "command": [
                     "ssh",
                     "-i",

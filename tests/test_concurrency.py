@@ -22,7 +22,7 @@ def two_device_site(tmp_path: Path, plan_env, delay: float) -> Path:
         },
     )
     with open(site, "a", encoding="utf-8") as fh:
-        fh.write('\n[devices.other]\nkind = "local"\n')
+        fh.write('\n[devices.other]\ntransport = "local"\n')
     return site
 
 

@@ -13,7 +13,7 @@ from harness import read_journal
 from tests.helpers import FAKE_EXEC, FAKE_SERVE, make_testset, read_outputs, run_site, write_site
 
 # For the fakes that write what they saw to a file of the test's (the sandbox hides it).
-UNSEALED = {"kind": "local", "sandbox": False}
+UNSEALED = {"transport": "local", "sandbox": False}
 
 
 def by_id(rows: list[dict]) -> dict[str, dict]:

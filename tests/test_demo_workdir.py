@@ -37,7 +37,7 @@ def _sealed_workdirs() -> list[Path]:
     found = set()
     for name, system in site.config.systems.items():
         device = site.config.devices[system.device]
-        if device.kind == "local" and getattr(device, "sandbox", True):
+        if device.transport == "local" and getattr(device, "sandbox", True):
             found.add(site.workdir(name))
     return sorted(found)
 

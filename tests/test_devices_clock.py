@@ -194,7 +194,7 @@ def _site(tmp_path: Path, device: str) -> Path:
     site = tmp_path / "site.toml"
     testset = json.dumps(str(Path(__file__).resolve().parents[1] / "site_config/data/demo-command"))
     site.write_text(
-        f'[site]\nname = "s"\n\n[devices.pda]\nkind = "serial"\n{device}\n\n'
+        f'[site]\nname = "s"\n\n[devices.pda]\ntransport = "serial"\n{device}\n\n'
         f'[tasks.command]\nkind = "command"\ntestset = {testset}\nsample_rates = [8000]\n'
         "budget = { realtime_factor = 1.0 }\n\n"
         '[systems.pda]\ndevice = "pda"\ntasks = ["command"]\n',

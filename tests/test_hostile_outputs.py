@@ -129,7 +129,7 @@ def exec_site(tmp_path: Path, shape: str, env: dict[str, str], sealed: bool) -> 
         testset,
         {"hostile": system},
         budget={"seconds": 60.0, "hang_seconds": 60.0},
-        device={"kind": "local"} if sealed else {"kind": "local", "sandbox": False},
+        device={"transport": "local"} if sealed else {"transport": "local", "sandbox": False},
     )
 
 
@@ -178,7 +178,7 @@ def tts_local_site(tmp_path: Path, shape: str, env: dict[str, str], sealed: bool
         budget={"chars_per_second": 1.0, "hang_seconds": 60.0},
         task="tts",
         task_keys={"kind": "tts", "sample_rates": [16000]},
-        device={"kind": "local"} if sealed else {"kind": "local", "sandbox": False},
+        device={"transport": "local"} if sealed else {"transport": "local", "sandbox": False},
     )
 
 
@@ -248,7 +248,7 @@ def tts_ssh_site(tmp_path: Path, sshd: Sshd, shape: str, env: dict[str, str]) ->
         'runs = "runs"',
         "",
         "[devices.team]",
-        'kind = "ssh"',
+        'transport = "ssh"',
         *(f"{k} = {toml_value(v)}" for k, v in options.items()),
         "",
         "[tasks.tts]",

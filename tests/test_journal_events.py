@@ -16,6 +16,7 @@ import pytest
 from pydantic import ValidationError
 
 from harness import Controller, RunState, RunStore, load_site, read_events, read_journal
+from harness.errors import SiteDeprecationWarning
 from harness.leaderboard import leaderboard
 from harness.report import build_report
 from harness.store.events import (
@@ -84,7 +85,9 @@ def test_old_journal_reads_typed(tmp_path: Path) -> None:
 
 def test_old_run_directory_resumes_and_reports(tmp_path: Path) -> None:
     root = old_run(tmp_path)
-    site = load_site(root / "site.toml")
+    # Written before a device's transport had its own name: still read, with a warning.
+    with pytest.warns(SiteDeprecationWarning, match=r"\[devices\.local\.kind\]"):
+        site = load_site(root / "site.toml")
     run_dir = root / "runs" / "old"
     seen: list[object] = []
     store = RunStore(run_dir, "new", fsync_seconds=0)

@@ -2,8 +2,8 @@
 
 The attacks: a judge (or a participant who briefed one) reads the audio responses'
 headers, sizes and bytes to tell which system is A, and replays a play-once sample
-with byte ranges the station did not count. Real parts: systems synthesize the audio
-in a real run, the station is uvicorn on 127.0.0.1, requests are written on sockets.
+with byte ranges the panel did not count. Real parts: systems synthesize the audio
+in a real run, the panel is uvicorn on 127.0.0.1, requests are written on sockets.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 import soundfile
 
-from harness.judge.station import StationServer, open_station
-from harness.judge.store import StationError
+from harness.judge.panel import PanelServer, open_panel
+from harness.judge.store import PanelError
 from tests.judge_helpers import (
     LAYOUT_SYSTEMS,
     SENTENCES,
@@ -142,7 +142,7 @@ def test_real_synthesizers_differ_only_by_duration(tts_run: Path, tmp_path: Path
 
 
 def test_media_are_served_from_memory(tts_run: Path, tmp_path: Path) -> None:
-    """Loaded when the station starts: no disk access whose time depends on the file."""
+    """Loaded when the panel starts: no disk access whose time depends on the file."""
     run = copy_run(tts_run, tmp_path)
     with serving(run, TTS_TASK, "mos", judges=1, seed=0) as (base, store):
         shutil.rmtree(run / "media")
@@ -179,7 +179,7 @@ def test_any_request_of_a_play_once_sample_is_a_play_and_the_next_is_refused(
         assert status == 200 and body[:4] == b"RIFF" and "content-range" not in headers
         assert int(headers["content-length"]) == len(body)
         assert _plays(store) == Counter({a_id: 1})
-        # The station knows the trial was played: a reloaded page does not offer it again.
+        # The panel knows the trial was played: a reloaded page does not offer it again.
         assert call(base, "GET", f"/api/judge/{token}/next")[1]["played"] is True
         for again in ("bytes=1-", "bytes=00-", "bytes=-100", "bytes=0-0,1-2", None, "bytes=0-"):
             head = f"GET {a} HTTP/1.1" + (f"\r\nRange: {again}" if again else "")
@@ -249,7 +249,7 @@ def _first_media_file(run: Path) -> Path:
 
 
 @pytest.mark.parametrize("damage", ["missing", "other rate", "stereo"])
-def test_a_station_whose_audio_cannot_be_served_blind_does_not_start(
+def test_a_panel_whose_audio_cannot_be_served_blind_does_not_start(
     tts_run: Path, tmp_path: Path, damage: str
 ) -> None:
     run = copy_run(tts_run, tmp_path)
@@ -264,10 +264,10 @@ def test_a_station_whose_audio_cannot_be_served_blind_does_not_start(
             soundfile.write(str(victim), np.stack([data, data], axis=1), rate)
         else:
             soundfile.write(str(victim), data, rate // 2)
-    store, _ = open_station(run, TTS_TASK, "pair", None, None)
+    store, _ = open_panel(run, TTS_TASK, "pair", None, None)
     try:
-        with pytest.raises(StationError, match=str(victim) if damage != "other rate" else "Hz"):
-            StationServer(store, "127.0.0.1", 0)
+        with pytest.raises(PanelError, match=str(victim) if damage != "other rate" else "Hz"):
+            PanelServer(store, "127.0.0.1", 0)
     finally:
         store.close()
     # The command says so and stops before serving (it would otherwise serve for ever).

@@ -1,4 +1,4 @@
-"""A real headless Chromium completes trials of every kind on the station's pages.
+"""A real headless Chromium completes trials of every kind on the panel's pages.
 
 The audio really plays (the answer form opens only once playback has ended), and
 the pair trial plays A then B once only. Screenshots go to test-artifacts/.
@@ -143,7 +143,7 @@ def test_pair_trial_in_chromium(tts_run: Path, tmp_path: Path, browser) -> None:
             " a.readyState])"
         )
         assert dropped == [[None, 0], [None, 0]]
-        # ... and asking the station again, as a page or a media element would, is a 410.
+        # ... and asking the panel again, as a page or a media element would, is a 410.
         replays = page.evaluate(
             """async urls => {
               const out = [];

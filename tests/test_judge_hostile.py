@@ -1,6 +1,6 @@
-"""The judging station under hostile requests: every one is a 4xx, never a traceback or 500.
+"""The judging panel under hostile requests: every one is a 4xx, never a traceback or 500.
 
-Raw requests on a socket to the real station (uvicorn on 127.0.0.1): non-ASCII tokens,
+Raw requests on a socket to the real panel (uvicorn on 127.0.0.1): non-ASCII tokens,
 a 400 MB body announced with a valid judge link, deep JSON, integers of thousands of
 digits, lone surrogates, a foreign Host header; and the anti-framing headers.
 """
@@ -37,9 +37,9 @@ def mt_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def station(tts_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple]:
-    """One pair station for the whole module: (base URL, store, J1's token, its trial)."""
-    run = copy_run(tts_run, tmp_path_factory.mktemp("station"))
+def panel(tts_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple]:
+    """One pair panel for the whole module: (base URL, store, J1's token, its trial)."""
+    run = copy_run(tts_run, tmp_path_factory.mktemp("panel"))
     with serving(run, TTS_TASK, "pair", judges=2, seed=1, link_host="judges.venue") as (
         base,
         store,
@@ -73,23 +73,23 @@ _ROUTES = (
 
 @pytest.mark.parametrize("route", _ROUTES)
 @pytest.mark.parametrize("token", ["%C3%A9t%C3%A9", "%FF%FE", "\u00e9t\u00e9", "%00", "%ED%A0%80"])
-def test_a_malformed_token_is_a_4xx(station: tuple, route: str, token: str) -> None:
-    base, store, _, _ = station
+def test_a_malformed_token_is_a_4xx(panel: tuple, route: str, token: str) -> None:
+    base, store, _, _ = panel
     status, _, body = raw(base, route.format(t=token) + " HTTP/1.1")
     _assert_clean(status, body, (400, 401, 404))
     assert store.answers() == []
 
 
 @pytest.mark.parametrize("token", ["%C3%A9", "\u00e9"])
-def test_a_malformed_token_on_the_answer_route_is_a_4xx(station: tuple, token: str) -> None:
-    base, _, _, _ = station
+def test_a_malformed_token_on_the_answer_route_is_a_4xx(panel: tuple, token: str) -> None:
+    base, _, _, _ = panel
     status, _, body = _post(base, f"/api/judge/{token}/answer", b"{}")
     _assert_clean(status, body, (400, 401))
 
 
-def test_a_400_mb_body_with_a_valid_link_is_refused_unread(station: tuple) -> None:
-    base, store, token, _ = station
-    # Only the headers are sent: the station answers from Content-Length alone.
+def test_a_400_mb_body_with_a_valid_link_is_refused_unread(panel: tuple) -> None:
+    base, store, token, _ = panel
+    # Only the headers are sent: the panel answers from Content-Length alone.
     head = (
         f"POST /api/judge/{token}/answer HTTP/1.1\r\nContent-Type: application/json\r\n"
         "Content-Length: 400000000"
@@ -99,8 +99,8 @@ def test_a_400_mb_body_with_a_valid_link_is_refused_unread(station: tuple) -> No
     assert b"larger than 65536 bytes" in body
 
 
-def test_a_chunked_body_past_the_cap_is_refused(station: tuple) -> None:
-    base, _, token, _ = station
+def test_a_chunked_body_past_the_cap_is_refused(panel: tuple) -> None:
+    base, _, token, _ = panel
     chunk = b"x" * 30000
     body = (b"%x\r\n" % len(chunk) + chunk + b"\r\n") * 4 + b"0\r\n\r\n"
     head = f"POST /api/judge/{token}/answer HTTP/1.1\r\nTransfer-Encoding: chunked"
@@ -113,20 +113,20 @@ def _body(trial: str, answer: str) -> bytes:
     return ('{"trial": ' + trial + ', "answer": ' + answer + "}").encode()
 
 
-def _answer(station: tuple, body: bytes) -> tuple[int, bytes]:
-    base, _, token, _ = station
+def _answer(panel: tuple, body: bytes) -> tuple[int, bytes]:
+    base, _, token, _ = panel
     status, _, reply = _post(base, f"/api/judge/{token}/answer", body)
     return status, reply
 
 
-def test_deep_json_is_a_400(station: tuple) -> None:
+def test_deep_json_is_a_400(panel: tuple) -> None:
     # Under the body cap, and deeper than Python's parser recurses.
-    status, reply = _answer(station, b"[" * 30000 + b"]" * 30000)
+    status, reply = _answer(panel, b"[" * 30000 + b"]" * 30000)
     _assert_clean(status, reply, 400)
-    status, reply = _answer(station, b'{"trial": ' + b"{" * 30000)
+    status, reply = _answer(panel, b'{"trial": ' + b"{" * 30000)
     _assert_clean(status, reply, 400)
-    trial = station[3]["trial"]
-    status, reply = _answer(station, _body(f'"{trial}"', '{"score": ' + "[" * 40 + "]" * 40 + "}"))
+    trial = panel[3]["trial"]
+    status, reply = _answer(panel, _body(f'"{trial}"', '{"score": ' + "[" * 40 + "]" * 40 + "}"))
     _assert_clean(status, reply, 400)
 
 
@@ -146,33 +146,33 @@ def test_deep_json_is_a_400(station: tuple) -> None:
         '{"score": 1, "\\udfff": 1}',
     ],
 )
-def test_huge_numbers_and_odd_text_in_an_answer_are_a_400(station: tuple, answer: str) -> None:
-    trial = station[3]["trial"]
-    status, reply = _answer(station, _body(f'"{trial}"', answer))
+def test_huge_numbers_and_odd_text_in_an_answer_are_a_400(panel: tuple, answer: str) -> None:
+    trial = panel[3]["trial"]
+    status, reply = _answer(panel, _body(f'"{trial}"', answer))
     _assert_clean(status, reply, 400)
     assert "error" in json.loads(reply)
-    assert station[1].answers() == []
+    assert panel[1].answers() == []
 
 
 @pytest.mark.parametrize(
     "trial", ['"\\ud800"', '"' + "x" * 60000 + '"', "1" + "0" * 4500, '["a"]', "null"]
 )
-def test_an_odd_trial_id_is_a_400(station: tuple, trial: str) -> None:
-    status, reply = _answer(station, _body(trial, '{"score": 1}'))
+def test_an_odd_trial_id_is_a_400(panel: tuple, trial: str) -> None:
+    status, reply = _answer(panel, _body(trial, '{"score": 1}'))
     _assert_clean(status, reply, 400)
     assert len(reply) < 2000, "the reply does not echo a long trial id"
 
 
-def test_a_bad_content_length_is_a_400(station: tuple) -> None:
-    base, _, token, _ = station
+def test_a_bad_content_length_is_a_400(panel: tuple) -> None:
+    base, _, token, _ = panel
     head = f"POST /api/judge/{token}/answer HTTP/1.1\r\nContent-Length: 12x"
     status, _, reply = raw(base, head, b"{}")
     _assert_clean(status, reply, 400)
 
 
 @pytest.mark.parametrize("host", ["evil.example", "evil.example:8017", "judges.venue.evil", ""])
-def test_a_foreign_host_is_refused_with_421(station: tuple, host: str) -> None:
-    base, _, token, _ = station
+def test_a_foreign_host_is_refused_with_421(panel: tuple, host: str) -> None:
+    base, _, token, _ = panel
     for route in (f"/judge/{token}", f"/api/judge/{token}/next"):
         status, headers, body = raw(base, f"GET {route} HTTP/1.1", host=host)
         _assert_clean(status, body, 421)
@@ -180,14 +180,14 @@ def test_a_foreign_host_is_refused_with_421(station: tuple, host: str) -> None:
 
 
 @pytest.mark.parametrize("host", ["judges.venue", "judges.venue:8017", "localhost", "127.0.0.1"])
-def test_the_station_answers_to_its_own_names(station: tuple, host: str) -> None:
-    base, _, token, _ = station
+def test_the_panel_answers_to_its_own_names(panel: tuple, host: str) -> None:
+    base, _, token, _ = panel
     status, _, _ = raw(base, f"GET /judge/{token} HTTP/1.1", host=host)
     assert status == 200
 
 
-def test_every_answer_forbids_framing(station: tuple) -> None:
-    base, store, token, view = station
+def test_every_answer_forbids_framing(panel: tuple) -> None:
+    base, store, token, view = panel
     operator = store.meta()["operator"]
     for route in (
         f"/judge/{token}",

@@ -95,7 +95,7 @@ def tts_example(tmp: Path) -> KindExample:
         {"command": ESPEAK, "workdir": str(REPO)},
         {"sample_rates": [16000]},
         {"seconds": 30.0, "hang_seconds": 30.0},
-        {"kind": "local", "sandbox": False},
+        {"transport": "local", "sandbox": False},
     )
 
 

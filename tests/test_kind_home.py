@@ -14,7 +14,7 @@ from tests.helpers import REPO
 # The modules that still know kinds by name, and why (docs/task-kinds.md names them).
 KNOWN = {
     # Which kinds a listening or review test takes, and tts's audio: the judging
-    # station's own table of its tests.
+    # panel's own table of its tests.
     "harness/judge/material.py",
     # `onsite combination-set` builds the combination kind's test set from an mt run.
     "harness/combination_set.py",
@@ -117,7 +117,7 @@ def test_task_kinds_doc_names_paths_that_exist() -> None:
 
 
 def test_families_without_run_are_the_docs() -> None:
-    # docs/scoring.md: every family takes --run but the judging station's and these.
+    # docs/scoring.md: every family takes --run but the judging panel's and these.
     without = {name for name in score_families() if not run_kinds(name)}
     assert without == {
         "tts-pair",

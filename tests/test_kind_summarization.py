@@ -259,7 +259,7 @@ def test_lead_summarizer_on_the_demo_set_equals_onsite_score(tmp_path: Path) -> 
     assert row.scores["cesta_o"] == pytest.approx(cesta["o"])
     assert row.speed_unit == "kchars_per_second" and row.speed_mean
     assert "R-L" in row.detail and "CESTA o&u" in row.detail
-    # Expert scores: the judging station's summary test shows the document and summary.
+    # Expert scores: the judging panel's summary test shows the document and summary.
     material = load_material(run_dir, "summ", "summary")
     assert material.items == tuple(f"s{n:02d}" for n in range(1, 11)) and not material.warnings
     assert material.texts["s04"].startswith("国家足球队")

@@ -113,7 +113,7 @@ def _site(tmp: Path, items: int, delay: float, store: str | None, name: str = "v
             }
             for i in range(items)
         }
-        lines += [f"[devices.d{system}]", 'kind = "local"', ""]
+        lines += [f"[devices.d{system}]", 'transport = "local"', ""]
         lines += [
             f"[systems.{system}]",
             f'device = "d{system}"',

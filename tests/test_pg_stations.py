@@ -56,7 +56,7 @@ def _site(
         "",
     ]
     for system in systems:
-        lines += [f"[devices.d{system}]", 'kind = "local"', ""]
+        lines += [f"[devices.d{system}]", 'transport = "local"', ""]
         lines += [
             f"[systems.{system}]",
             f'device = "d{system}"',
@@ -181,7 +181,7 @@ def test_two_stations_share_a_run_each_item_once_with_the_results_of_one_directo
     single_run = single_dir / "runs" / "venue"
 
     exported = tmp_path / "exported"
-    out = onsite("export-store", dsn, str(exported), "--run", "venue")
+    out = onsite("copy-run", dsn, str(exported), "--run", "venue")
     assert out.returncode == 0, out.stderr
     for system in SYSTEMS:
         assert _answers(read_outputs(exported, "asr", system)) == _answers(

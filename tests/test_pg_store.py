@@ -265,7 +265,7 @@ def _onsite(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_export_store_round_trip_keeps_the_records_and_the_report(
+def test_copy_run_round_trip_keeps_the_records_and_the_report(
     pg: Postgres, tmp_path: Path, plan_env: Any
 ) -> None:
     testset = make_testset(tmp_path / "set", [(f"k{i}", 1600 + i, "a b") for i in range(4)])
@@ -280,16 +280,22 @@ def test_export_store_round_trip_keeps_the_records_and_the_report(
     original = tmp_path / "runs" / "rt"
     dsn = pg.new_database()
 
-    into = _onsite("export-store", str(original), dsn)
+    into = _onsite("copy-run", str(original), dsn)
     assert into.returncode == 0, into.stderr
+    assert into.stderr == ""
     assert "into run rt" in into.stdout
     # A second copy into the same run is refused, not doubled.
-    again = _onsite("export-store", str(original), dsn)
+    again = _onsite("copy-run", str(original), dsn)
     assert again.returncode == 2 and "already holds records" in again.stderr
 
     back = tmp_path / "archive"
+    # The old name still works, saying (in one line) to use the new one.
     out = _onsite("export-store", dsn, str(back), "--run", "rt")
     assert out.returncode == 0, out.stderr
+    assert out.stderr == (
+        "note: `onsite export-store` is now `onsite copy-run` (the same arguments); "
+        "the old name will go away\n"
+    )
     assert list(read_journal(back / "journal.jsonl")) == list(
         read_journal(original / "journal.jsonl")
     )
@@ -304,12 +310,12 @@ def test_export_store_round_trip_keeps_the_records_and_the_report(
     assert report_back.returncode == 0, report_back.stderr
     assert json.loads(report_back.stdout) == json.loads(report_original.stdout)
 
-    # An export never overwrites a run, and a run the database lacks is named.
-    refused = _onsite("export-store", dsn, str(back), "--run", "rt")
+    # A copy never overwrites a run, and a run the database lacks is named.
+    refused = _onsite("copy-run", dsn, str(back), "--run", "rt")
     assert refused.returncode == 2 and "not empty" in refused.stderr
-    missing = _onsite("export-store", dsn, str(tmp_path / "x"), "--run", "nope")
+    missing = _onsite("copy-run", dsn, str(tmp_path / "x"), "--run", "nope")
     assert missing.returncode == 2 and "no run named 'nope'" in missing.stderr
-    both_dirs = _onsite("export-store", str(original), str(tmp_path / "y"))
+    both_dirs = _onsite("copy-run", str(original), str(tmp_path / "y"))
     assert both_dirs.returncode == 2 and "exactly one" in both_dirs.stderr
 
 

@@ -31,12 +31,12 @@ def make_site(tmp_path: Path) -> Path:
                 "workdir": str(REPO),
             },
         },
-        device={"kind": "local", "cpus": [0]},
+        device={"transport": "local", "cpus": [0]},
     )
     # A participant's machine: nothing there is collected by the controller.
     path.write_text(
         path.read_text()
-        + '\n[devices.team]\nkind = "ssh"\nhost = "10.0.0.7"\nuser = "eval"\n'
+        + '\n[devices.team]\ntransport = "ssh"\nhost = "10.0.0.7"\nuser = "eval"\n'
         + '\n[systems.remote]\ndevice = "team"\ntasks = ["asr"]\ncommand = ["/opt/r/run"]\n',
         encoding="utf-8",
     )
@@ -84,7 +84,7 @@ def test_manifest_hashes_seeds_and_descriptions(tmp_path: Path) -> None:
     assert module["files_sha256"] == {"tests.systems.fake_system": sha(script)}
 
     remote = manifest["systems"]["remote"]
-    assert remote["device_kind"] == "ssh" and remote["files_sha256"] == {}
+    assert remote["transport"] == "ssh" and remote["files_sha256"] == {}
     assert remote["environment"] == {"collected": "not collected (remote device)"}
 
 

@@ -317,7 +317,7 @@ def test_a_system_hunting_for_references_earns_only_what_it_recognizes(
     testset = make_testset(
         tmp_path / "set", [(f"u{i}", 1600 + i, f"word{i} other{i}") for i in range(4)]
     )
-    device = {"kind": "local", "sandbox": sealed}
+    device = {"transport": "local", "sandbox": sealed}
     site = write_site(
         tmp_path / "site.toml", testset, {"cheater": {"command": CHEATER}}, device=device
     )

@@ -404,7 +404,8 @@ def test_archived_runs_site_files_and_keys_are_masked_under_the_default_workdir(
     # A device (unused by the snoop) whose key file lies in the site's directory.
     site_path.write_text(
         site_path.read_text()
-        + '\n[devices.team]\nkind = "ssh"\nhost = "192.0.2.1"\nuser = "team"\nkey = "team.key"\n'
+        + '\n[devices.team]\ntransport = "ssh"\nhost = "192.0.2.1"\nuser = "team"\n'
+        + 'key = "team.key"\n'
     )
     run_dir, results = run_site(site_path)
     assert [r.failed for r in results] == [None]

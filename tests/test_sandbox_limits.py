@@ -88,7 +88,7 @@ def test_without_a_control_group_the_memory_limit_is_per_process(
 def _two_device_site(tmp_path: Path, limits: dict[str, object]) -> Path:
     testset = make_testset(tmp_path / "set", [(f"u{n}", 1600, "x") for n in range(4)])
     (tmp_path / "sys").mkdir()
-    device = {"kind": "local", **limits}
+    device = {"transport": "local", **limits}
     lines = [
         "[site]",
         'name = "two"',

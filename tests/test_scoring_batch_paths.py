@@ -21,8 +21,9 @@ import pytest
 
 from scoring.errors import FormatError
 from scoring.ir import read_qrels, read_run, score_ir, score_ir_files
-from scoring.mt import MtSegment, edit_distance, gtm_match_size, score_mt, score_mt_files
+from scoring.mt import MtSegment, edit_distance, gtm_match_size, score_mt
 from scoring.mt_batch import METRICS, score_mt_batch
+from scoring.mt_files import score_mt_files
 from tests.helpers import REPO, onsite
 
 WORDS = "the cat sat on a mat 0 0 1 , . dog is Red red 3.14 &amp; x-y e.g. 中文 数据 (".split()
@@ -444,13 +445,17 @@ def test_a_locked_run_is_still_one_error_line(
 ) -> None:
     # The CLI imports the run store only when a command fails (`onsite score`
     # never loads it); RunLocked must still be reported, anything else raised.
-    from harness.cli import main as cli
+    import importlib
+
+    # The module, not the function of the same name that harness.cli exports.
+    cli = importlib.import_module("harness.cli.main")
+    from harness.cli import status
     from harness.store.directory import RunLocked
 
     def locked(args: Any, console: Any) -> int:
         raise RunLocked("runs/demo: another controller works in this run directory")
 
-    monkeypatch.setattr(cli, "cmd_status", locked)
+    monkeypatch.setattr(status, "cmd_status", locked)
     assert cli.main(["status", "runs/demo"]) == cli.EXIT_FAILED
     assert capsys.readouterr().err == (
         "error: runs/demo: another controller works in this run directory\n"
@@ -459,6 +464,6 @@ def test_a_locked_run_is_still_one_error_line(
     def broken(args: Any, console: Any) -> int:
         raise KeyError("a bug")
 
-    monkeypatch.setattr(cli, "cmd_status", broken)
+    monkeypatch.setattr(status, "cmd_status", broken)
     with pytest.raises(KeyError, match="a bug"):
         cli.main(["status", "runs/demo"])

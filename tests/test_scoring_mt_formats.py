@@ -16,7 +16,7 @@ from scoring.cwmt_xml import (
     validate_target,
 )
 from scoring.errors import FormatError
-from scoring.mt import score_mt_files
+from scoring.mt_files import score_mt_files
 from scoring.mt_human import read_human_sheet, score_human
 from scoring.word_alignment import read_gold, score_alignment, score_alignment_files
 

@@ -23,7 +23,8 @@ from scoring import score_asr
 from scoring.cws import likely_encoding, score_cws_files
 from scoring.errors import FormatError
 from scoring.gnu_diff import changed_lines, render_sdiff_row, sdiff_rows
-from scoring.mt import as_sgml_text, score_mt_files
+from scoring.mt import as_sgml_text
+from scoring.mt_files import score_mt_files
 from scoring.ner import read_conll, score_ner, score_ner_file
 from tests.reference_models import (
     HAVE_DIFF,

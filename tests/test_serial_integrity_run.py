@@ -32,7 +32,7 @@ def _site(tmp_path: Path, cheat: str, work: float, audit: str = "") -> Path:
     site = tmp_path / "site.toml"
     site.write_text(
         '[site]\nname = "cheat"\nruns = "runs"\n\n'
-        f'[devices.board]\nkind = "serial"\nemulate_command = {json.dumps(command)}\n'
+        f'[devices.board]\ntransport = "serial"\nemulate_command = {json.dumps(command)}\n'
         'baud = 115200\nreset = "none"\nboot_timeout = 10.0\n\n'
         f'[tasks.command]\nkind = "command"\ntestset = {json.dumps(str(testset))}\n'
         "sample_rates = [8000]\n"

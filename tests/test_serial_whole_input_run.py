@@ -46,7 +46,7 @@ def _site(tmp_path: Path, device: str, work: float, *flags: str) -> Path:
     site = tmp_path / "site.toml"
     site.write_text(
         '[site]\nname = "whole"\nruns = "runs"\n\n'
-        f'[devices.board]\nkind = "serial"\nemulate_command = {json.dumps(command)}\n'
+        f'[devices.board]\ntransport = "serial"\nemulate_command = {json.dumps(command)}\n'
         'baud = 57600\nreset = "none"\nboot_timeout = 10.0\n\n'
         f'[tasks.command]\nkind = "command"\ntestset = {json.dumps(str(testset))}\n'
         "sample_rates = [8000]\n"

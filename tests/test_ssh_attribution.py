@@ -40,7 +40,7 @@ def _site(path: Path, options: dict[str, Any], env: dict[str, str], budget: floa
         'name = "att"',
         'runs = "runs"',
         "[devices.team]",
-        'kind = "ssh"',
+        'transport = "ssh"',
         *(f"{k} = {toml_value(v)}" for k, v in options.items()),
         "[tasks.asr]",
         'kind = "asr"',

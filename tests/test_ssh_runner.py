@@ -108,7 +108,7 @@ def test_same_answers_as_the_local_runner(tmp_path: Path, sshd: Sshd) -> None:
         runner = (
             LocalServeRunner(spec)
             if kind == "local"
-            else open_runner("ssh", sshd.options(workdir=str(remote), kind="ssh"), spec)
+            else open_runner("ssh", sshd.options(workdir=str(remote), transport="ssh"), spec)
         )
         with runner:
             info = runner.start()

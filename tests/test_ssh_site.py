@@ -38,11 +38,11 @@ def ssh_site(
     extra: dict[str, Any] | None = None,
 ) -> Path:
     """A site with `devices` ssh devices (all this sshd), a local device, one ASR task."""
-    lines = ["[site]", 'name = "ssh"', "", "[devices.local]", 'kind = "local"', ""]
+    lines = ["[site]", 'name = "ssh"', "", "[devices.local]", 'transport = "local"', ""]
     for n in range(devices):
         options = sshd.options(workdir=str(path.parent / f"remote{n}"), **(extra or {}))
         lines.append(f"[devices.team{n}]")
-        lines.append('kind = "ssh"')
+        lines.append('transport = "ssh"')
         lines.extend(f"{k} = {toml_value(v)}" for k, v in options.items())
         lines.append("")
     lines += [

@@ -83,7 +83,7 @@ def tts_ssh_site(tmp_path: Path, sshd: Sshd, systems: dict[str, list[str]], **ex
         'runs = "runs"',
         "",
         "[devices.team]",
-        'kind = "ssh"',
+        'transport = "ssh"',
         *(f"{k} = {toml_value(v)}" for k, v in options.items()),
         "",
         "[tasks.tts]",

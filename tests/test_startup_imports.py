@@ -131,10 +131,10 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "\n".join(
             [
                 '[site]\nname = "startup"\nruns = "runs"\n',
-                '[devices.local]\nkind = "local"\n',
+                '[devices.local]\ntransport = "local"\n',
                 # Defined, never used: reading the site must not load their runners.
-                '[devices.remote]\nkind = "ssh"\nhost = "192.0.2.1"\nuser = "team"\n',
-                '[devices.board]\nkind = "serial"\nport = "/dev/ttyUSB9"\n',
+                '[devices.remote]\ntransport = "ssh"\nhost = "192.0.2.1"\nuser = "team"\n',
+                '[devices.board]\ntransport = "serial"\nport = "/dev/ttyUSB9"\n',
                 '[tasks.asr]\nkind = "asr"',
                 f"testset = {json.dumps(str(testset))}",
                 "budget = { seconds = 5.0, hang_seconds = 5.0 }\n",
@@ -198,7 +198,7 @@ def test_the_registries_load_nothing_heavy(tmp_path: Path) -> None:
         "from runners import LocalDevice, SerialDevice, SshDevice, DeviceSettings\n"
         "kinds = task_kinds(); score_families()\n"
         "assert set(TASK_MODELS) == set(kinds)\n"
-        "assert {'local', 'ssh', 'serial'} <= set(runners.device_kinds())\n"
+        "assert {'local', 'ssh', 'serial'} <= set(runners.transport_names())\n"
         "[t.settings for t in runners.transports()]\n"
     )
     proc = assert_light(tmp_path, "-c", code)

@@ -236,7 +236,7 @@ def test_face_identify_task_enrols_the_gallery_in_hello(tmp_path: Path, plan_env
         {"fake": {"command": FAKE_SERVE, "env": env}},
         task_keys={"kind": "face-identify"},
         # Unsealed: the fake writes what it received to a file the sandbox would hide.
-        device={"kind": "local", "sandbox": False},
+        device={"transport": "local", "sandbox": False},
     )
     run_dir, _ = run_site(site)
     logged = [json.loads(line) for line in log.read_text().splitlines()]

@@ -16,20 +16,20 @@ from harness import SiteError, load_site
 from harness.engine.dryrun import dry_run, probe_devices
 from harness.engine.manifest import build_manifest
 from runners import (
+    CheckStep,
     DeviceProblem,
     DeviceSettings,
     HostFacts,
     LocalServeRunner,
-    ProbeResult,
     Runner,
     SerialDevice,
     SshDevice,
     SystemSpec,
     Transport,
-    device_kinds,
     open_runner,
     register,
     transport,
+    transport_names,
     unregister,
 )
 
@@ -40,7 +40,7 @@ TESTSET = REPO / "site_config" / "data" / "demo-asr"
 class LoopDevice(DeviceSettings):
     """A made-up transport: the controller's own machine under another name."""
 
-    kind: Literal["loop"] = "loop"
+    transport: Literal["loop"] = "loop"
     label: str = "bench"
     flaky: bool = False
 
@@ -54,8 +54,8 @@ def _open(spec: SystemSpec, device: LoopDevice) -> Runner:
     return LocalServeRunner(spec)
 
 
-def _probe(device: LoopDevice) -> list[ProbeResult]:
-    return [ProbeResult("bench", not device.flaky, f"bench {device.label}")]
+def _probe(device: LoopDevice) -> list[CheckStep]:
+    return [CheckStep("bench", not device.flaky, f"bench {device.label}")]
 
 
 def _facts(device: LoopDevice, host: Mapping[str, Any]) -> HostFacts:
@@ -94,21 +94,21 @@ def _site(tmp_path: Path, device: str, system: str = "") -> Path:
 
 
 def test_the_built_in_transports_are_registered() -> None:
-    assert device_kinds() == ["command", "local", "serial", "ssh"]
+    assert transport_names() == ["command", "local", "serial", "ssh"]
     assert transport("ssh").settings is SshDevice
     assert transport("serial").settings is SerialDevice
     assert transport("local").modes == {"serve", "exec"}
     assert transport("ssh").modes == {"serve"}
     assert not transport("serial").needs_command
     assert not transport("serial").returns_files
-    with pytest.raises(ValueError, match="known kinds: command, local, serial, ssh"):
+    with pytest.raises(ValueError, match="known transports: command, local, serial, ssh"):
         transport("carrier-pigeon")
 
 
 def test_a_registered_transport_runs_end_to_end(tmp_path: Path, loop: Transport[Any]) -> None:
-    site = load_site(_site(tmp_path, 'kind = "loop"\nlabel = "b7"'))
+    site = load_site(_site(tmp_path, 'transport = "loop"\nlabel = "b7"'))
     assert site.device("bench") == LoopDevice(label="b7")
-    assert probe_devices(site) == {"bench": [ProbeResult("bench", True, "bench b7")]}
+    assert probe_devices(site) == {"bench": [CheckStep("bench", True, "bench b7")]}
     manifest = build_manifest(tmp_path / "run", site)
     assert manifest["systems"]["null"]["environment"] == {"collected": "on bench b7"}
     assert manifest["systems"]["null"]["files_sha256"] == {}
@@ -121,14 +121,14 @@ def test_a_registered_transport_gets_the_site_file_errors(
     tmp_path: Path, loop: Transport[Any]
 ) -> None:
     with pytest.raises(SiteError) as bad_key:
-        load_site(_site(tmp_path, 'kind = "loop"\nlabell = "b7"'))
+        load_site(_site(tmp_path, 'transport = "loop"\nlabell = "b7"'))
     text = str(bad_key.value)
     assert "site.toml:7 [devices.bench.labell]: unknown key 'labell'" in text
-    assert "allowed keys: kind, label, flaky" in text
+    assert "allowed keys: transport, label, flaky" in text
     with pytest.raises(SiteError, match=r"devices\.bench\.label.*no such bench here"):
-        load_site(_site(tmp_path, 'kind = "loop"\nlabel = "missing"'))
+        load_site(_site(tmp_path, 'transport = "loop"\nlabel = "missing"'))
     with pytest.raises(SiteError, match="mode 'exec' is not supported on loop devices"):
-        load_site(_exec_site(tmp_path, 'kind = "loop"'))
+        load_site(_exec_site(tmp_path, 'transport = "loop"'))
 
 
 def _exec_site(tmp_path: Path, device: str) -> Path:
@@ -141,14 +141,14 @@ def _exec_site(tmp_path: Path, device: str) -> Path:
     return path
 
 
-def test_unknown_kinds_list_the_registered_ones(tmp_path: Path, loop: Transport[Any]) -> None:
+def test_unknown_transports_list_the_registered_ones(tmp_path: Path, loop: Transport[Any]) -> None:
     with pytest.raises(SiteError, match="use one of: command, local, serial, ssh, loop"):
-        load_site(_site(tmp_path, 'kind = "tape"'))
+        load_site(_site(tmp_path, 'transport = "tape"'))
 
 
 def test_ssh_devices_take_no_exec_mode(tmp_path: Path) -> None:
     with pytest.raises(SiteError) as err:
-        load_site(_exec_site(tmp_path, 'kind = "ssh"\nhost = "127.0.0.1"\nuser = "me"'))
+        load_site(_exec_site(tmp_path, 'transport = "ssh"\nhost = "127.0.0.1"\nuser = "me"'))
     assert "systems.null.mode" in str(err.value)
     assert "use mode = one of: serve" in str(err.value)
 
@@ -177,8 +177,8 @@ def test_ssh_paths_resolve_against_the_site_file(tmp_path: Path) -> None:
 
 def test_serial_settings_are_checked_once_when_the_site_loads(tmp_path: Path) -> None:
     # The runner's own check (the tty must appear as "{port}") now stops the site file.
-    no_port = 'kind = "serial"\nemulate_command = ["./mydevice"]'
+    no_port = 'transport = "serial"\nemulate_command = ["./mydevice"]'
     with pytest.raises(SiteError, match=r"\[devices\.bench\].*emulate_command must name"):
         load_site(_site(tmp_path, no_port))
     with pytest.raises(SiteError, match=r"\[devices\.bench\.reset\].*'dtr', 'rts' or 'none'"):
-        load_site(_site(tmp_path, 'kind = "serial"\nport = "/dev/null"\nreset = "dsr"'))
+        load_site(_site(tmp_path, 'transport = "serial"\nport = "/dev/null"\nreset = "dsr"'))

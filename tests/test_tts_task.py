@@ -42,7 +42,7 @@ def tts_site(
         budget={"chars_per_second": 2.0, "hang_seconds": 30.0},
         task="tts",
         task_keys={"kind": "tts", "sample_rates": [rate]},
-        device={"kind": "local"} if sealed else {"kind": "local", "sandbox": False},
+        device={"transport": "local"} if sealed else {"transport": "local", "sandbox": False},
     )
 
 
@@ -191,8 +191,8 @@ def test_tts_on_a_serial_device_is_refused_with_the_reason(tmp_path: Path) -> No
     is a site error (SSH devices fetch the audio back: tests/test_ssh_tts.py)."""
     site = tts_site(tmp_path, {"board": ESPEAK})
     text = site.read_text(encoding="utf-8").replace(
-        'kind = "local"\nsandbox = false',
-        'kind = "serial"\nport = "/dev/ttyUSB0"',
+        'transport = "local"\nsandbox = false',
+        'transport = "serial"\nport = "/dev/ttyUSB0"',
     )
     site.write_text(text, encoding="utf-8")
     with pytest.raises(SiteError) as err:

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
     from harness.kinds.base import ScoreFamily
 
-from harness.judge.args import add_station_source
+from harness.judge.args import add_panel_source
 
 T = TypeVar("T")
 
@@ -90,8 +90,8 @@ def _add_family(families: Any, name: str, family: ScoreFamily) -> None:
     default = f" (default: {family.lines} as JSON lines)" if family.lines else ""
     parser.add_argument("--json", action="store_true", help="print one JSON object" + default)
     parser.set_defaults(handler=cmd_score, scorer=family.scorer)
-    if family.station is not None:
-        add_station_source(parser, family.station)
+    if family.panel is not None:
+        add_panel_source(parser, family.panel)
 
 
 def scored_or_reported(compute: Callable[[], T]) -> T | None:
@@ -145,7 +145,7 @@ def _files_or_run(args: argparse.Namespace, family: ScoreFamily) -> str | None:
         if given:
             return f"give {files}, or --run, not both ({', '.join(given)} given with --run)"
         return None
-    # The judging station's families take --run and --task of their own (not these).
+    # The judging panel's families take --run and --task of their own (not these).
     if getattr(args, "from_run", False) and (
         getattr(args, "task", None) is not None or getattr(args, "system", None) is not None
     ):

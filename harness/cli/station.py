@@ -89,7 +89,7 @@ def run_station(
             "--fresh",
             "--fresh does not apply to a run shared in PostgreSQL",
             "give the site a new [site] name to start a new run; archive the old one with "
-            "onsite export-store",
+            "onsite copy-run",
         )
 
     local = run_dir / "stations" / name

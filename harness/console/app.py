@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -23,7 +23,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from harness.console.auth import VIEW_COOKIE, Tokens, may_operate, may_view
-from harness.console.bridge import ControlUnavailable
+from harness.console.bridge import Controls, ControlUnavailable
 from harness.console.view import RunView
 from harness.errors import ControlConflict
 from harness.webguard import GuardMiddleware
@@ -37,20 +37,6 @@ HEARTBEAT_SECONDS = 1.0
 MAX_BODY = 4096
 # A status document built this recently (and for the same journal) answers a poll again.
 STATUS_REUSE_SECONDS = 0.2
-
-
-class Controls(Protocol):
-    """What the console needs of a live controller: in the console process, the
-    controller's end of the channel (bridge.ConsoleSide), which `Controller.control` answers."""
-
-    def control(
-        self,
-        action: str,
-        task: str | None = None,
-        system: str | None = None,
-        device: str | None = None,
-        actor: str = "operator",
-    ) -> dict[str, Any]: ...
 
 
 def _json(data: Any, status: int = 200) -> JSONResponse:
@@ -208,33 +194,36 @@ class ConsoleApp:
         self.view.refresh()
         return _json({"ok": True, "action": record})
 
-    async def control_job(self, request: Request) -> Response:
-        """POST /api/jobs/{task}/{system}/pause|resume|retry"""
+    async def _control(
+        self, request: Request, action: str, actions: tuple[str, ...], can: str, **target: str
+    ) -> Response:
+        """``action`` on ``target``, if one of ``actions`` (``can`` says which, for the 404
+        of any other); refused without the operator's token."""
         refused = self._refuse(request)
         if refused is not None:
             return refused
-        p = request.path_params
-        if p["action"] not in ("pause", "resume", "retry"):
-            return _error(404, f"a job can be paused, resumed or retried, not {p['action']!r}")
+        if action not in actions:
+            return _error(404, f"{can}, not {action!r}")
         # The controller answers over the channel (bridge.py): wait off the event loop.
-        return await run_in_threadpool(self._act, p["action"], task=p["task"], system=p["system"])
+        return await run_in_threadpool(self._act, action, **target)
+
+    async def control_job(self, request: Request) -> Response:
+        """POST /api/jobs/{task}/{system}/pause|resume|retry"""
+        p = request.path_params
+        can = "a job can be paused, resumed or retried"
+        job = {"task": p["task"], "system": p["system"]}
+        return await self._control(request, p["action"], ("pause", "resume", "retry"), can, **job)
 
     async def control_device(self, request: Request) -> Response:
         """POST /api/devices/{device}/pause|resume|skip"""
-        refused = self._refuse(request)
-        if refused is not None:
-            return refused
         p = request.path_params
-        if p["action"] not in ("pause", "resume", "skip"):
-            return _error(404, f"a device can be paused, resumed or skipped, not {p['action']!r}")
-        return await run_in_threadpool(self._act, p["action"], device=p["device"])
+        can = "a device can be paused, resumed or skipped"
+        actions = ("pause", "resume", "skip")
+        return await self._control(request, p["action"], actions, can, device=p["device"])
 
     async def control_stop(self, request: Request) -> Response:
         """POST /api/stop"""
-        refused = self._refuse(request)
-        if refused is not None:
-            return refused
-        return await run_in_threadpool(self._act, "stop")
+        return await self._control(request, "stop", ("stop",), "the run can be stopped")
 
 
 class _Broadcast:

@@ -46,10 +46,9 @@ CONTROL_GAP_SECONDS = 0.05
 _NAME = 200  # the longest task, system or device name a control may carry
 
 
-class Controllable(Protocol):
-    """What the controller's side needs of a controller (harness.engine.controller.Controller)."""
-
-    def is_running(self) -> bool: ...
+class Controls(Protocol):
+    """What takes an operator's controls: the controller (harness.engine.controller.Controller)
+    and, in the console's process, the controller's end of the channel (`ConsoleSide`)."""
 
     def control(
         self,
@@ -59,6 +58,12 @@ class Controllable(Protocol):
         device: str | None = None,
         actor: str = "operator",
     ) -> dict[str, Any]: ...
+
+
+class Controllable(Controls, Protocol):
+    """What the controller's side needs of a controller (harness.engine.controller.Controller)."""
+
+    def is_running(self) -> bool: ...
 
 
 class ControlUnavailable(Exception):

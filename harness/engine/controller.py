@@ -671,7 +671,8 @@ class Controller:
         if not self._hold(job):
             return self._skipped(job, len(done), len(items))
         self.store.open_outputs(job.task, job.system)
-        runner = open_runner(job.device.kind, self.site.device(job.device_name), self._spec(job))
+        device = self.site.device(job.device_name)
+        runner = open_runner(device.transport, device, self._spec(job))
         failed: str | None = None
         with self._active_lock:
             self._active.add(runner)

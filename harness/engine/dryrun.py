@@ -17,7 +17,7 @@ from harness.engine.controller import Controller, JobResult
 from harness.site import Site
 from harness.store.directory import RunState, RunStore
 from harness.store.events import JournalEvent, Listener
-from runners import ProbeResult, probe_device
+from runners import CheckStep, probe_device
 
 
 @dataclass(frozen=True)
@@ -34,13 +34,13 @@ class CheckResult:
         return self.job.failed is None and all(r["verdict"] == "ok" for r in self.items)
 
 
-def probe_devices(site: Site) -> dict[str, list[ProbeResult]]:
+def probe_devices(site: Site) -> dict[str, list[CheckStep]]:
     """Probe every device the site's systems use whose transport has checks to run (SSH:
     reachability, host key, authentication, a remote command, SFTP, a writable workdir,
     free disk; a private key file other users can read is a warning), device name ->
     checks in order."""
     used = {cfg.device for cfg in site.config.systems.values()}
-    probed: dict[str, list[ProbeResult]] = {}
+    probed: dict[str, list[CheckStep]] = {}
     for name in site.config.devices:
         if name in used:
             results = probe_device(site.device(name))

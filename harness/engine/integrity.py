@@ -221,6 +221,9 @@ def settings_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str
     new_kept = dict(new)
     old_device, new_device = old_kept.get("device_settings"), new_kept.get("device_settings")
     if isinstance(old_device, dict) and isinstance(new_device, dict):
+        if "kind" in old_device and "transport" not in old_device:
+            # Journaled before a device's transport had its own name: the same setting.
+            old_device = {("transport" if k == "kind" else k): v for k, v in old_device.items()}
         both = set(old_device) & set(new_device)
         old_kept["device_settings"] = {k: old_device[k] for k in both}
         new_kept["device_settings"] = {k: new_device[k] for k in both}

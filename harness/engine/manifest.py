@@ -110,14 +110,14 @@ def _system_info(site: Site, name: str, host: Mapping[str, Any]) -> dict[str, An
     workdir = site.workdir(name)
     info: dict[str, Any] = {
         "device": cfg.device,
-        "device_kind": device.kind,
+        "transport": device.transport,
         "description": cfg.description,
         "tasks": list(cfg.tasks),
         "mode": cfg.mode,
         "command": list(cfg.command),
         "command_sha256": sha256_text(json.dumps(cfg.command, ensure_ascii=False)),
     }
-    facts = transport(device.kind).host_facts(site.device(cfg.device), host)
+    facts = transport(device.transport).host_facts(site.device(cfg.device), host)
     files = _command_files(list(cfg.command), workdir) if facts.files_on_controller else {}
     info["files_sha256"] = files
     info["environment"] = dict(facts.environment)

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import InputError, Problem
-from harness.kinds.base import Job
+from harness.kinds.base import JobData
 
 __all__ = [
-    "Job",
+    "JobData",
     "export",
     "export_job",
     "formats_of",
@@ -39,7 +39,7 @@ def _choice(run_dir: Path, flag: str, what: str, given: str | None, names: list[
 
 def read_run(
     run: Path | str, task: str | None, system: str | None, kinds: tuple[str, ...] = ()
-) -> Job:
+) -> JobData:
     """Read one job of a run (the one place export and `score --run` read runs): a run
     directory or ``postgresql://HOST/DB?run=NAME``, as `RunModel.open` takes it.
 
@@ -68,7 +68,7 @@ def read_run(
     records = [r for r in model.state.completed.get((task, system), {}).values() if r.item in known]
     attempted, outputs, seconds = scoring_inputs(full, records)
     lines = {r.item: output_line(r) for r in records}
-    return Job(
+    return JobData(
         run_dir, task, system, kind, cfg, attempted, outputs, lines, seconds, len(full.items)
     )
 
@@ -87,7 +87,7 @@ def export(
     return export_job(read_run(run, task, system), fmt, references)
 
 
-def export_job(job: Job, fmt: str, references: bool = False) -> str:
+def export_job(job: JobData, fmt: str, references: bool = False) -> str:
     """A job read by `read_run` as the text of a `fmt` file; InputError if `fmt` does not fit."""
     writer = job.kind.formats.get(fmt)
     if writer is None:
@@ -106,7 +106,7 @@ def export_job(job: Job, fmt: str, references: bool = False) -> str:
 
 def run_arguments(
     family: str, run: Path | str, task: str | None, system: str | None, directory: Path
-) -> tuple[Job, dict[str, Any]]:
+) -> tuple[JobData, dict[str, Any]]:
     """`onsite score FAMILY --run`: the job, and the family's argument values from the
     job's kind (its ``from_run``), with their files written under ``directory``."""
     from harness.kinds.registry import run_kinds

@@ -1,4 +1,4 @@
-"""The judging station: human judgement of a run's outputs at the venue (docs/judging.md).
+"""The judging panel: human judgement of a run's outputs at the venue (docs/judging.md).
 
 plan (seeded, balanced, blinded plans) -> store (SQLite in the run directory) ->
 app (Starlette: JSON API and pages) -> results and scores (through scoring/).

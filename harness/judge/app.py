@@ -1,4 +1,4 @@
-"""The judging station: a Starlette app over one `JudgeStore` (API in docs/judging.md).
+"""The judging panel: a Starlette app over one `JudgeStore` (API in docs/judging.md).
 
 Routes::
 
@@ -59,9 +59,9 @@ def _unknown_token() -> JSONResponse:
 def create_app(
     store: JudgeStore, hosts: Iterable[str] | None = None, bank: MediaBank | None = None
 ) -> ASGIApp:
-    """The station's ASGI app, guarded; every route reads and writes ``store`` only.
+    """The panel's ASGI app, guarded; every route reads and writes ``store`` only.
 
-    ``hosts`` are the names the station answers to (webguard.allowed_hosts; None: any);
+    ``hosts`` are the names the panel answers to (webguard.allowed_hosts; None: any);
     ``bank`` the plan's audio, loaded from the store's files when not given.
     """
     media_bank = bank if bank is not None else MediaBank.load(store.media_files())

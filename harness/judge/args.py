@@ -8,7 +8,7 @@ TESTS = ("sus", "pair", "mos", "mt-adequacy-fluency", "summary", "cws-review")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of `onsite judge` (harness/cli/main.py registers the command)."""
+    """The options of `onsite judge` (harness/cli/judge.py registers the command)."""
     parser.add_argument("run_dir", help="the run directory whose outputs are judged")
     parser.add_argument(
         "--test",
@@ -16,10 +16,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=TESTS,
     )
     parser.add_argument("--task", required=True, help="the task of the run to judge")
-    parser.add_argument("--judges", type=int, help="number of judges (for a new station)")
+    parser.add_argument("--judges", type=int, help="number of judges (for a new panel)")
     parser.add_argument("--seed", type=int, help="plan seed (default 0); same seed, same plan")
     parser.add_argument(
-        "--category", help="judge only the items of this category (categories.tsv), new station"
+        "--category", help="judge only the items of this category (categories.tsv), new panel"
     )
     parser.add_argument("--listen", default="127.0.0.1:8017", help="HOST:PORT to serve on")
     parser.add_argument("--link-host", help="host name to print in the links (default: HOST)")
@@ -30,32 +30,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--export", metavar="FILE", help="write the judgements as a score file")
 
 
-def add_station_source(parser: argparse.ArgumentParser, test: str) -> None:
-    """Let an `onsite score` family read the judging station's ``test`` results (--run,
-    --task) instead of --hyp; the family names its test (its ``station``)."""
+def add_panel_source(parser: argparse.ArgumentParser, test: str) -> None:
+    """Let an `onsite score` family read the judging panel's ``test`` results (--run,
+    --task) instead of --hyp; the family names its test (its ``panel``)."""
     several = False
     for action in parser._actions:
         if "--hyp" in action.option_strings:
             action.required = False
             action.help = f"{action.help}; or --run and --task"
             several = action.nargs in ("+", "*")
-    parser.add_argument("--run", metavar="RUN_DIR", help="read the judging station of this run")
+    parser.add_argument("--run", metavar="RUN_DIR", help="read the judging panel of this run")
     parser.add_argument("--task", help="with --run: the judged task")
     scorer = parser.get_default("scorer")
 
-    def from_station(args: argparse.Namespace) -> dict:
+    def from_panel(args: argparse.Namespace) -> dict:
         if args.run is None:
             if not args.hyp:
-                raise ValueError("give --hyp FILE, or --run RUN_DIR --task TASK (a station)")
+                raise ValueError("give --hyp FILE, or --run RUN_DIR --task TASK (a panel)")
             return scorer(args)
         if args.hyp or not args.task:
             raise ValueError("with --run give --task TASK and no --hyp")
         from pathlib import Path
 
-        from harness.judge.source import station_export
+        from harness.judge.source import panel_export
 
-        with station_export(Path(args.run), args.task, test) as path:
+        with panel_export(Path(args.run), args.task, test) as path:
             args.hyp = [str(path)] if several else str(path)
             return scorer(args)
 
-    parser.set_defaults(scorer=from_station)
+    parser.set_defaults(scorer=from_panel)

@@ -53,7 +53,7 @@ class ReviewPiece:
 
 @dataclass(frozen=True)
 class Material:
-    """Everything a plan and the station need from a run, for one task."""
+    """Everything a plan and the panel need from a run, for one task."""
 
     task: str
     kind: str

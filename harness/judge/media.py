@@ -1,10 +1,10 @@
-"""The station's audio in one canonical form, held in memory: blind judging.
+"""The panel's audio in one canonical form, held in memory: blind judging.
 
 A file as a system wrote it tells its system apart without being heard: its size and
 header (a 44-byte header or LIST chunks, 16-bit, 24-bit or float samples), its file
-times, and how long it takes to read. The station therefore decodes every audio file of
+times, and how long it takes to read. The panel therefore decodes every audio file of
 its plan when it starts and serves each one re-encoded the same way: a 44-byte RIFF
-header, 16-bit little-endian PCM, mono, at the one sample rate of the station, from
+header, 16-bit little-endian PCM, mono, at the one sample rate of the panel, from
 memory. What remains is the audio itself: its duration (so its length in bytes), its
 samples and their silences are the system's own.
 """
@@ -15,7 +15,7 @@ import struct
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from harness.judge.store import StationError
+from harness.judge.store import PanelError
 
 # 16-bit PCM: full scale of the canonical samples.
 _FULL_SCALE = 32768
@@ -38,12 +38,12 @@ def _pcm16(path: Path) -> tuple[bytes, int]:
         # (x / 32768), deeper ones are rounded to 16 bits, floats past full scale clipped.
         data, rate = soundfile.read(str(path), dtype="float64", always_2d=True)
     except (OSError, RuntimeError, soundfile.LibsndfileError) as exc:
-        raise StationError(
+        raise PanelError(
             f"cannot read the audio {path} ({exc}); the run directory changed since the run: "
             "restore the file from the run's copy"
         ) from None
     if data.shape[1] != 1:
-        raise StationError(
+        raise PanelError(
             f"{path} has {data.shape[1]} channels; the tts kind keeps mono audio only: "
             "restore the file from the run's copy"
         )
@@ -52,7 +52,7 @@ def _pcm16(path: Path) -> tuple[bytes, int]:
 
 
 class MediaBank:
-    """Every audio file of a station, decoded once and held in its canonical form."""
+    """Every audio file of a panel, decoded once and held in its canonical form."""
 
     def __init__(self, audio: Mapping[str, bytes], rate: int | None) -> None:
         self._audio = dict(audio)
@@ -60,7 +60,7 @@ class MediaBank:
 
     @classmethod
     def load(cls, paths: Iterable[Path]) -> MediaBank:
-        """Decode every file; all must be mono at one sample rate (else StationError)."""
+        """Decode every file; all must be mono at one sample rate (else PanelError)."""
         decoded: dict[str, tuple[bytes, int]] = {}
         for path in paths:
             if str(path) not in decoded:
@@ -70,8 +70,8 @@ class MediaBank:
             # The tts kind keeps audio at the rate its items ask for, one per task; two
             # rates would tell systems apart by ear and by header.
             example = {r: p for p, (_, r) in decoded.items()}
-            raise StationError(
-                "the station's audio has several sample rates ("
+            raise PanelError(
+                "the panel's audio has several sample rates ("
                 + ", ".join(f"{r} Hz: {example[r]}" for r in rates)
                 + "); one task keeps one rate: judge a run whose audio was kept by the tts kind"
             )

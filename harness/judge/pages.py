@@ -1,4 +1,4 @@
-"""The station's two pages, written here in full: no CDN, no third-party script.
+"""The panel's two pages, written here in full: no CDN, no third-party script.
 
 The judge page only uses the JSON API (docs/judging.md): it asks for the next
 trial, plays its audio, draws the answer form from the test and the answer
@@ -64,7 +64,7 @@ async function load() {
 }
 
 function player(t) {
-  // preload none: the audio is fetched when played, in one request (the station serves
+  // preload none: the audio is fetched when played, in one request (the panel serves
   // a sample whole, and a play-once sample once only).
   const audios = t.media.map(src => el("audio", {src: src, preload: "none"}));
   const label = t.test === "pair" ? "Play A then B" : "Play";
@@ -89,7 +89,7 @@ function player(t) {
       const a = audios[k++];
       a.onended = () => {
         a.dataset.ended = "1";
-        // Heard once only: the page drops the sample (the station serves it once only).
+        // Heard once only: the page drops the sample (the panel serves it once only).
         if (t.play_once) { a.removeAttribute("src"); a.load(); }
         next();
       };

@@ -1,8 +1,8 @@
 """Judging plans: who judges what, in which order, with the systems hidden.
 
 A plan is built once from the material of a run (`material.Material`), a number
-of judges and a seed, then stored (`store.JudgeStore`); the station only ever
-reads it back, so a restarted station serves exactly the same plan.
+of judges and a seed, then stored (`store.JudgeStore`); the panel only ever
+reads it back, so a restarted panel serves exactly the same plan.
 
 Designs (docs/judging.md):
 

@@ -1,4 +1,5 @@
-"""The judging stations' results in `onsite report`: scores, agreement, warnings."""
+"""The judging panels' results for the report: scores, agreement, warnings (the terminal's
+rendering of them is harness/cli/judge_panel.py's)."""
 
 from __future__ import annotations
 
@@ -7,25 +8,22 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-
-from harness.cli.terminal import table
-from harness.judge.results import agreement, station_warnings, stations
-from harness.judge.scores import station_scores
+from harness.judge.results import agreement, panel_warnings, panels
+from harness.judge.scores import panel_scores
 from harness.judge.store import JudgeStore
 
 
 def judging_results(run_dir: Path) -> list[dict[str, Any]]:
-    """Per station of the run: its scores (``tables``), agreement and warnings."""
+    """Per panel of the run: its scores (``tables``), agreement and warnings."""
     out = []
-    for path in stations(run_dir):
+    for path in panels(run_dir):
         store = JudgeStore(path)
         try:
             if not store.meta():
                 continue
-            result = station_scores(store, run_dir)
+            result = panel_scores(store, run_dir)
             result["agreement"] = [a.to_dict() for a in agreement(store, run_dir)]
-            result["warnings"] = list(station_warnings(store))
+            result["warnings"] = list(panel_warnings(store))
             result["progress"] = store.progress()
             out.append(result)
         finally:
@@ -33,46 +31,16 @@ def judging_results(run_dir: Path) -> list[dict[str, Any]]:
     return out
 
 
-def _cell(value: Any) -> Any:
+def result_cell(value: Any) -> Any:
+    """A table cell of a panel's results: 4 significant digits, "-" for none."""
     return f"{value:.4g}" if isinstance(value, float) else ("-" if value is None else value)
-
-
-def print_results(result: dict[str, Any], console: Console) -> None:
-    """One station's tables, agreement lines and warnings."""
-    head = f"{result['task']} / {result['test']}"
-    if not result["judgements"]:
-        judges = len(result.get("progress", []))
-        console.print(f"{head}: no judgements yet ({judges} judges)", markup=False)
-        return
-    for name, rows in result["tables"].items():
-        if rows:
-            columns = list(rows[0])
-            cells = [[_cell(r[c]) for c in columns] for r in rows]
-            console.print(table(f"{head}: {name} (95% intervals)", columns, cells))
-    if result.get("error"):
-        console.print(f"error: {result['error']}", markup=False)
-    for a in result["agreement"]:
-        alpha = "-" if a["alpha"] is None else f"{a['alpha']:.3f}"
-        console.print(
-            f"{head}: judge agreement ({a['measure']}): Krippendorff's alpha "
-            f"({a['level']}) {alpha} over {a['units']} units",
-            markup=False,
-        )
-    for warning in result["warnings"]:
-        console.print(f"{head}: warning: {warning}", markup=False)
-
-
-def print_judging(run_dir: Path, console: Console) -> None:
-    """Every station's results, for `onsite report`."""
-    for result in judging_results(run_dir):
-        print_results(result, console)
 
 
 Table = Callable[[Sequence[str], Iterable[Sequence[str]]], str]
 
 
 def judging_html(run_dir: Path, table_html: Table) -> list[str]:
-    """One HTML section per station for the report (cells escaped here)."""
+    """One HTML section per panel for the report (cells escaped here)."""
     out = []
     for result in judging_results(run_dir):
         head = html.escape(f"Judging: {result['task']} / {result['test']}")
@@ -82,7 +50,7 @@ def judging_html(run_dir: Path, table_html: Table) -> list[str]:
         for name, rows in result["tables"].items():
             if rows:
                 columns = list(rows[0])
-                cells = [[html.escape(str(_cell(r[c]))) for c in columns] for r in rows]
+                cells = [[html.escape(str(result_cell(r[c]))) for c in columns] for r in rows]
                 parts.append(f"<h3>{html.escape(name)} (95% intervals)</h3>")
                 parts.append(table_html([html.escape(c) for c in columns], cells))
         for a in result["agreement"] if result["judgements"] else []:

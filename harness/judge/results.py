@@ -1,9 +1,9 @@
-"""The station's judgements as the scoring files, and the scores, agreement and warnings.
+"""The panel's judgements as the scoring files, and the scores, agreement and warnings.
 
 `export_text` writes the judgements in exactly the format `onsite score` reads
 (docs/scoring-ocr-kws-tts.md, docs/scoring-mt.md, scoring/summarization.py,
-the CWS review file), so scores from the station and from those files agree by
-construction: `station_scores` scores that very text with scoring/'s functions.
+the CWS review file), so scores from the panel and from those files agree by
+construction: `panel_scores` scores that very text with scoring/'s functions.
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def _sus_lines(answers: Sequence[Answer], run_dir: Path, task: str) -> list[str]
 
 
 def export_text(store: JudgeStore, run_dir: Path) -> str:
-    """The station's judgements as the file its `onsite score` family reads."""
+    """The panel's judgements as the file its `onsite score` family reads."""
     meta = store.meta()
     test, task = meta["test"], meta["task"]
     answers = store.answers()
@@ -153,13 +153,13 @@ def review_text(answers: Iterable[Answer]) -> str:
 
 
 def write_export(store: JudgeStore, run_dir: Path, out: Path) -> Path:
-    """Write the station's judgements to ``out`` (the format of its score family)."""
+    """Write the panel's judgements to ``out`` (the format of its score family)."""
     out.write_text(export_text(store, run_dir), encoding="utf-8")
     return out
 
 
 class ExportFile:
-    """A temporary file holding a station's export, for a scorer that reads files."""
+    """A temporary file holding a panel's export, for a scorer that reads files."""
 
     def __init__(self, store: JudgeStore, run_dir: Path) -> None:
         self._dir = tempfile.TemporaryDirectory(prefix="onsite-judge-")
@@ -226,7 +226,7 @@ def krippendorff_alpha(
 
 
 def agreement(store: JudgeStore, run_dir: Path) -> list[Agreement]:
-    """Judge agreement for the station's test (per measure)."""
+    """Judge agreement for the panel's test (per measure)."""
     test = store.meta()["test"]
     answers = store.answers()
     if test == "sus":
@@ -264,13 +264,13 @@ def agreement(store: JudgeStore, run_dir: Path) -> list[Agreement]:
     return [krippendorff_alpha(rows, "nominal", "accept")]
 
 
-def station_warnings(store: JudgeStore) -> tuple[str, ...]:
+def panel_warnings(store: JudgeStore) -> tuple[str, ...]:
     """Warnings for a plan left unbalanced (judges who did not finish)."""
     answered = {(a.judge, a.position) for a in store.answers()}
     return balance(store.plan(), answered).warnings
 
 
-def stations(run_dir: Path) -> list[Path]:
-    """Every station database of a run."""
+def panels(run_dir: Path) -> list[Path]:
+    """Every panel database of a run."""
     folder = run_dir / "judging"
     return sorted(folder.glob("*.sqlite")) if folder.is_dir() else []

@@ -1,4 +1,4 @@
-"""Scores of a station, from its export file through scoring/'s readers and scorers.
+"""Scores of a panel, from its export file through scoring/'s readers and scorers.
 
 Every interval is a Student t interval (`scoring.tts.mean_ci`) clipped to the
 test's scale: 0..1 for SUS intelligibility, -2..+2 for pairs, 1..5 for MOS,
@@ -40,8 +40,8 @@ def _clip(value: float | None, scale: tuple[float, float]) -> float | None:
     return None if value is None else min(max(value, scale[0]), scale[1])
 
 
-def station_scores(store: JudgeStore, run_dir: Path) -> dict[str, Any]:
-    """Tables of the station's scores (``tables``: name -> rows), with 95% intervals."""
+def panel_scores(store: JudgeStore, run_dir: Path) -> dict[str, Any]:
+    """Tables of the panel's scores (``tables``: name -> rows), with 95% intervals."""
     meta = store.meta()
     test = meta["test"]
     out: dict[str, Any] = {

@@ -1,9 +1,9 @@
-"""The station's SQLite store in the run directory: plan, judges, answers, journal.
+"""The panel's SQLite store in the run directory: plan, judges, answers, journal.
 
 One database per (task, test): ``<run>/judging/<task>.<test>.sqlite``. The plan
 is written once; every answer is committed (WAL, synchronous=FULL) together with
-a journal row holding the time and the judge before the station replies, so
-stopping the station at any moment loses nothing, and a restarted station
+a journal row holding the time and the judge before the panel replies, so
+stopping the panel at any moment loses nothing, and a restarted panel
 serves the same plan from where each judge was.
 
 Tables: ``meta`` (test, task, seed, operator token), ``judges`` (name, token),
@@ -51,8 +51,8 @@ CREATE TABLE IF NOT EXISTS journal (
 """
 
 
-class StationError(ValueError):
-    """A station cannot open or serve as asked (the message says what to do)."""
+class PanelError(ValueError):
+    """A panel cannot open or serve as asked (the message says what to do)."""
 
 
 @dataclass(frozen=True)
@@ -69,13 +69,13 @@ class Answer:
     at: float
 
 
-def station_path(run_dir: Path, task: str, test: str) -> Path:
-    """Where the station of one task and test keeps its database."""
+def panel_path(run_dir: Path, task: str, test: str) -> Path:
+    """Where the panel of one task and test keeps its database."""
     return run_dir / "judging" / f"{task}.{test}.sqlite"
 
 
 class JudgeStore:
-    """The database of one station; thread-safe (one connection behind a lock)."""
+    """The database of one panel; thread-safe (one connection behind a lock)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -115,7 +115,7 @@ class JudgeStore:
     def write_plan(self, plan: Plan, material: Material, category: str = "") -> None:
         """Store a new plan with fresh tokens and anonymous media ids."""
         if self.meta():
-            raise StationError(f"{self.path} already holds a plan")
+            raise PanelError(f"{self.path} already holds a plan")
         with self._tx() as db:
             meta = {
                 "test": plan.test,

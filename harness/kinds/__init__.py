@@ -6,13 +6,13 @@ speed unit, export writers, `onsite score` families and how they read a run)
 and lists them in ``KINDS``; docs/task-kinds.md says how to add one.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from harness.kinds.base import (
     FromRun,
     Headline,
     ItemStatistics,
-    Job,
+    JobData,
     Scored,
     ScoreFamily,
     SpeedUnit,
@@ -28,25 +28,19 @@ from harness.kinds.registry import (
     task_kind,
     task_kinds,
 )
+from lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from harness.kinds.options import KindOptions
 
-
-def __getattr__(name: str) -> Any:
-    # KindOptions is pydantic's: loaded when asked for, so the kinds stay light.
-    if name == "KindOptions":
-        from harness.kinds.options import KindOptions
-
-        return KindOptions
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
+# KindOptions is pydantic's: loaded when asked for, so the kinds stay light.
+__getattr__, __dir__ = lazy_exports(__name__, {"KindOptions": ".options"})
 
 __all__ = [
     "FromRun",
     "Headline",
     "ItemStatistics",
-    "Job",
+    "JobData",
     "KindOptions",
     "RegistryError",
     "ScoreFamily",

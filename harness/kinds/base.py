@@ -102,8 +102,9 @@ class Scored:
 
 
 @dataclass(frozen=True)
-class Job:
-    """One job of a run as its scorer sees it (read by harness/export's `read_run`).
+class JobData:
+    """One job of a run as its scorer sees it, read back from the run by harness/export's
+    `read_run` (the controller's job to run is harness.engine.controller.Job).
 
     ``testset`` holds the items the job completed (all of them once the job is
     done); ``outputs`` the answers of the answered items; ``lines`` the run's
@@ -151,7 +152,7 @@ class Job:
 
 
 # (job, --references) -> the text of one export file (docs/formats.md).
-Writer = Callable[[Job, bool], str]
+Writer = Callable[[JobData, bool], str]
 
 
 def jsonl(rows: Sequence[Mapping[str, Any]]) -> str:
@@ -181,7 +182,7 @@ def _json_reference(reference: Any) -> Any:
     return reference
 
 
-def write_jsonl(job: Job, references: bool) -> str:
+def write_jsonl(job: JobData, references: bool) -> str:
     """Every kind's `jsonl`: the run's output line (with its verdict) of each completed
     item; with --references each item's own reference."""
     if references:
@@ -227,7 +228,7 @@ class ScoreFamily:
 
     A kind brings it in ``score_families``; two kinds may list the same family
     object (mt and combination share `mt`), never two families of one name.
-    ``station`` names the judging-station test (docs/judging.md) whose results
+    ``panel`` names the judging panel's test (docs/judging.md) whose results
     the family reads with ``--run RUN_DIR --task T`` instead of ``--hyp``.
     """
 
@@ -240,7 +241,7 @@ class ScoreFamily:
     lines: str | None = None
     # Writes the family's figure (PNG and SVG) for --plot STEM.
     plot: Callable[[argparse.Namespace, Path], PlotFiles] | None = None
-    station: str | None = None
+    panel: str | None = None
 
     @property
     def has_own_run(self) -> bool:
@@ -262,21 +263,21 @@ class FromRun:
     tests/test_kind_conformance.py holds every kind to it.
     """
 
-    args: Callable[[Job, Path], dict[str, Any]]
+    args: Callable[[JobData, Path], dict[str, Any]]
     same_as: Mapping[str, str] | None = None
 
 
-def write_file(job: Job, directory: Path, writer: Writer, name: str, references: bool) -> str:
+def write_file(job: JobData, directory: Path, writer: Writer, name: str, references: bool) -> str:
     """Write one export of the job into ``directory`` as ``name``; the path as a string."""
     path = directory / name
     path.write_text(writer(job, references), encoding="utf-8")
     return str(path)
 
 
-def ref_hyp_files(writer: Writer, suffix: str) -> Callable[[Job, Path], dict[str, Any]]:
+def ref_hyp_files(writer: Writer, suffix: str) -> Callable[[JobData, Path], dict[str, Any]]:
     """--ref and --hyp: the job's references and outputs written by one writer."""
 
-    def args(job: Job, directory: Path) -> dict[str, Any]:
+    def args(job: JobData, directory: Path) -> dict[str, Any]:
         return {
             "ref": write_file(job, directory, writer, f"ref{suffix}", True),
             "hyp": write_file(job, directory, writer, f"hyp{suffix}", False),
@@ -323,14 +324,6 @@ class ItemStatistics:
 
     items: Callable[[TestSet, TaskConfig, Outputs, Mapping[str, float]], Mapping[str, Any]]
     aggregate: Callable[[TaskConfig, Sequence[Any]], float | None]
-
-
-def trials_eer(task: TaskConfig, trials: Sequence[tuple[float, bool]]) -> float | None:
-    """The EER of (score, target) trials, -inf for a trial never scored (scoring.det): the
-    aggregate of a verification kind's per-trial statistics."""
-    from scoring.det import trials_eer as eer
-
-    return eer([s for s, _ in trials], [t for _, t in trials])
 
 
 def rate(hits: Sequence[Any]) -> float:

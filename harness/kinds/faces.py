@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from functools import cache
 from pathlib import Path
@@ -20,7 +19,7 @@ from harness.kinds.base import (
     MS_PER_FRAME,
     FromRun,
     ItemStatistics,
-    Job,
+    JobData,
     Outputs,
     Plot,
     ScoreFamily,
@@ -30,9 +29,16 @@ from harness.kinds.base import (
     overall,
     pct,
     ref_hyp_files,
-    trials_eer,
 )
 from harness.kinds.formats import score_jsonl
+from harness.kinds.trials import (
+    EER_HEADLINE,
+    det_plot,
+    scored_trials,
+    system_curves,
+    trial_id,
+    trials_jsonl,
+)
 from harness.media import VIDEO_SUFFIXES, check_image, extract_frames
 from harness.testsets import InvalidItem, TestItem, TestSet, file_testset, read_truth
 
@@ -78,26 +84,33 @@ def _ms_per_unit(item: TestItem, seconds: float) -> float | None:
     return 1000.0 * seconds / (item.units or 1.0)
 
 
+def _rows_problem(rows: Any, row_ok: Callable[[Any], bool], problem: str) -> str | None:
+    """``problem`` unless ``rows`` is a list whose every row is ``row_ok``."""
+    return None if isinstance(rows, list) and all(map(row_ok, rows)) else problem
+
+
+def _number(value: Any) -> bool:
+    # bool is an int in Python; true/false is a mistake, not a number.
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _is_box(box: Any) -> bool:
+    return (
+        isinstance(box, list)
+        and len(box) in (4, 5)
+        and all(map(_number, box))
+        and box[2] >= 0
+        and box[3] >= 0
+    )
+
+
 def _check_boxes(output: Mapping[str, Any]) -> str | None:
-    boxes = output.get("boxes")
     problem = 'output needs "boxes": [[x, y, w, h, score], ...] with w, h >= 0'
-    if not isinstance(boxes, list):
-        return problem
-    for box in boxes:
-        if (
-            not isinstance(box, list)
-            or len(box) not in (4, 5)
-            or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in box)
-            or box[2] < 0
-            or box[3] < 0
-        ):
-            return problem
-    return None
+    return _rows_problem(output.get("boxes"), _is_box, problem)
 
 
 def _check_score(output: Mapping[str, Any]) -> str | None:
-    score = output.get("score")
-    if not isinstance(score, int | float) or isinstance(score, bool):
+    if not _number(output.get("score")):
         return 'output needs a numeric "score" (a similarity: higher means more alike)'
     return None
 
@@ -205,21 +218,15 @@ def _detect_aggregate(task: TaskConfig, images: Sequence[Any]) -> float:
     return DetectionScore.from_images(images).correct_detection_rate
 
 
+def _is_candidate(pair: Any) -> bool:
+    return (
+        isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str) and _number(pair[1])
+    )
+
+
 def _check_ranked(output: Mapping[str, Any]) -> str | None:
-    candidates = output.get("candidates")
     problem = 'output needs "candidates": [[gallery id, similarity], ...], e.g. [["id07", 0.93]]'
-    if not isinstance(candidates, list):
-        return problem
-    for pair in candidates:
-        if (
-            not isinstance(pair, list)
-            or len(pair) != 2
-            or not isinstance(pair[0], str)
-            or not isinstance(pair[1], int | float)
-            or isinstance(pair[1], bool)
-        ):
-            return problem
-    return None
+    return _rows_problem(output.get("candidates"), _is_candidate, problem)
 
 
 def _load_identify(root: Path, task: TaskConfig) -> TestSet:
@@ -289,10 +296,6 @@ def _identify_aggregate(task: TaskConfig, probes: Sequence[Any]) -> float:
     return IdentificationScore.from_probes(probes).rank1
 
 
-def _pair_id(a: str, b: str) -> str:
-    return f"{Path(a).stem}~{Path(b).stem}"
-
-
 def _load_pairs(root: Path, task: TaskConfig) -> TestSet:
     from scoring import read_verification_truth
 
@@ -301,42 +304,22 @@ def _load_pairs(root: Path, task: TaskConfig) -> TestSet:
         read_verification_truth,
         'one line per pair: {"a": "<image file>", "b": "<image file>", "genuine": true}',
     )
-    refs = {_pair_id(a, b): ((a, b), genuine) for (a, b), genuine in truth.items()}
-    files = {_pair_id(a, b): {"image_a": a, "image_b": b} for (a, b) in truth}
+    refs = {trial_id(a, b): ((a, b), genuine) for (a, b), genuine in truth.items()}
+    files = {trial_id(a, b): {"image_a": a, "image_b": b} for (a, b) in truth}
     return file_testset(root, refs, files, IMAGE_SUFFIXES, units=1.0, check=_check_input)
 
 
-def _pair_scores(testset: TestSet, outputs: Outputs) -> tuple[dict[str, Any], dict[Any, float]]:
-    refs = testset.references()
-    scores = {
-        refs[k][0]: float(v["score"]) for k, v in outputs.items() if k in refs and v is not None
-    }
-    return refs, scores
-
-
-def _score_pairs(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
+def _score_pairs(scores: dict[Any, float], genuine: dict[Any, bool]) -> dict[str, Any]:
     from scoring import score_verification_pairs
 
-    refs, scores = _pair_scores(testset, outputs)
-    truth = {pair: genuine for pair, genuine in refs.values()}
-    return score_verification_pairs(scores, truth).to_dict(include_roc=True)
-
-
-def _pair_items(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
-    """Each pair's (score, genuine), -inf for a pair never scored: the EER is the trials'."""
-    refs, scores = _pair_scores(testset, outputs)
-    return {k: (scores.get(pair, -math.inf), genuine) for k, (pair, genuine) in refs.items()}
+    return score_verification_pairs(scores, genuine).to_dict(include_roc=True)
 
 
 def _verify_plots(task: str, metric: str, scores: Mapping[str, Mapping[str, Any]]) -> list[Plot]:
     """ROC (with each system's EER) and DET curves."""
-    from scoring.plots import plot_det, plot_roc
+    from scoring.plots import plot_roc
 
-    roc = {
-        system: (figures["roc"]["far"], figures["roc"]["tar"])
-        for system, figures in scores.items()
-        if isinstance(figures.get("roc"), Mapping)
-    }
+    roc = system_curves(scores, "roc", "far", "tar")
     if not roc:
         return []
     eer = {
@@ -347,7 +330,7 @@ def _verify_plots(task: str, metric: str, scores: Mapping[str, Mapping[str, Any]
     det = {s: (far, [1.0 - t for t in tar]) for s, (far, tar) in roc.items()}
     return [
         ("ROC", lambda stem: plot_roc(roc, stem, title=f"{task}: ROC", eer=eer or None)),
-        ("DET", lambda stem: plot_det(det, stem, title=f"{task}: DET")),
+        det_plot(task, det),
     ]
 
 
@@ -423,7 +406,7 @@ def _faces(ref: Any) -> list[dict[str, Any]]:
     ]
 
 
-def _detect_hyp(job: Job, item: TestItem, answer: Mapping[str, Any]) -> dict[str, Any]:
+def _detect_hyp(job: JobData, item: TestItem, answer: Mapping[str, Any]) -> dict[str, Any]:
     ref = item.reference
     return {"image": ref.image, "boxes": answer["boxes"], "seconds": job.seconds.get(item.id)}
 
@@ -441,18 +424,7 @@ write_identify_jsonl = score_jsonl(
     ),
     lambda job, item, answer: {"probe": item.reference.probe, "candidates": answer["candidates"]},
 )
-write_verify_jsonl = score_jsonl(
-    lambda item: {
-        "a": item.reference[0][0],
-        "b": item.reference[0][1],
-        "genuine": item.reference[1],
-    },
-    lambda job, item, answer: {
-        "a": item.reference[0][0],
-        "b": item.reference[0][1],
-        "score": answer["score"],
-    },
-)
+write_verify_jsonl = trials_jsonl("a", "b", "genuine")
 
 
 FACE_DETECT = TaskKind(
@@ -506,13 +478,10 @@ FACE_VERIFY = TaskKind(
     max_output_bytes=64 << 10,
     load=_load_pairs,
     check_output=_check_score,
-    score=_score_pairs,
-    metric=lambda task: "eer",
-    metric_labels={"eer": "EER"},
-    statistics=ItemStatistics(_pair_items, trials_eer),
+    score=scored_trials(_score_pairs),
+    **EER_HEADLINE,
     unit=MS_PER_PAIR,
     speed=_ms_per_unit,
-    higher_is_better=False,
     detail=lambda s: f"VR@FAR1% {pct(_rate_at(s, 0.01))}",
     plots=_verify_plots,
     writers={"score-jsonl": write_verify_jsonl},

@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from harness.kinds.base import Job, jsonl
+from harness.kinds.base import JobData, jsonl
 
 if TYPE_CHECKING:
     from harness.testsets import TestItem
@@ -47,7 +47,7 @@ def _one_line(text: str) -> str:
     return _SCLITE_BREAK.sub(" ", text)
 
 
-def plain_id(job: Job, item: TestItem, fmt: str) -> str:
+def plain_id(job: JobData, item: TestItem, fmt: str) -> str:
     """The item's id as a whitespace-separated format writes it; refused if it cannot be."""
     if not item.id or any(ch.isspace() or ch in "()" for ch in item.id):
         raise job.refuse(
@@ -65,7 +65,7 @@ def _ref_text(item: TestItem) -> str:
 # --------------------------------------------------------------------------- speech
 
 
-def write_trn(job: Job, references: bool) -> str:
+def write_trn(job: JobData, references: bool) -> str:
     """sclite `trn`: the words, then the utterance id in parentheses."""
     out = []
     for item in job.testset.items:
@@ -81,7 +81,7 @@ def write_trn(job: Job, references: bool) -> str:
     return "".join(out)
 
 
-def write_kaldi(job: Job, references: bool) -> str:
+def write_kaldi(job: JobData, references: bool) -> str:
     """Kaldi `text`: the utterance id, then the words."""
     from scoring.asr_formats import detect_format
 
@@ -104,7 +104,7 @@ def _seconds(value: float) -> str:
     return f"{value:.3f}"
 
 
-def write_ctm(job: Job, references: bool) -> str:
+def write_ctm(job: JobData, references: bool) -> str:
     """sclite CTM (with --references, its STM): one line per word, times spread evenly.
 
     The systems send no word times, so an item's words share its duration equally;
@@ -132,7 +132,7 @@ def write_ctm(job: Job, references: bool) -> str:
 # (`onsite combination-set` writes its candidate lists through it too).
 
 
-def _mt_header(job: Job) -> tuple[str, str, str, list[tuple[str, list[TestItem]]]]:
+def _mt_header(job: JobData) -> tuple[str, str, str, list[tuple[str, list[TestItem]]]]:
     """(setid, srclang, tgtlang, documents in order with their items)."""
     from scoring.cwmt_xml import load_mt_file, task_id
 
@@ -160,7 +160,7 @@ def _finite(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _description(job: Job) -> str:
+def _description(job: JobData) -> str:
     """What the run knows of the system, for the `<system>` element (CWMT Appendix C)."""
     seconds = sum(job.seconds.values())
     return (
@@ -171,7 +171,7 @@ def _description(job: Job) -> str:
     )
 
 
-def _target_entry(job: Job, item: TestItem) -> TargetEntry:
+def _target_entry(job: JobData, item: TestItem) -> TargetEntry:
     """The item's translation and its n-best list (as the system sent it) as a tgtset entry."""
     from scoring.cwmt_write import TargetCandidate, TargetEntry
 
@@ -188,7 +188,7 @@ def _target_entry(job: Job, item: TestItem) -> TargetEntry:
     return TargetEntry(ref.doc_id, ref.seg_id, job.text(item.id), None, cands)
 
 
-def _cwmt(job: Job, write: Callable[[], str]) -> str:
+def _cwmt(job: JobData, write: Callable[[], str]) -> str:
     """``write()``, its unwritable text refused naming the item."""
     from scoring.cwmt_write import UnwritableText
 
@@ -204,7 +204,7 @@ def _cwmt(job: Job, write: Callable[[], str]) -> str:
         ) from None
 
 
-def write_cwmt_xml(job: Job, references: bool) -> str:
+def write_cwmt_xml(job: JobData, references: bool) -> str:
     """CWMT `tgtset` mirroring the source's docs and segments, n-best as `<cand>`.
 
     With --references, the `refset`: one `<doc>` per document and reference, told
@@ -241,7 +241,7 @@ def write_cwmt_xml(job: Job, references: bool) -> str:
     )
 
 
-def write_cwmt_source(job: Job) -> str:
+def write_cwmt_source(job: JobData) -> str:
     """The `srcset` of the job's segments (for `onsite score mt-check --run`)."""
     from scoring.cwmt_write import TargetEntry, srcset_xml
 
@@ -257,7 +257,7 @@ def write_cwmt_source(job: Job) -> str:
 # --------------------------------------------------------------------------- text kinds
 
 
-def write_trec(job: Job, references: bool) -> str:
+def write_trec(job: JobData, references: bool) -> str:
     """TREC run `topic Q0 docno rank score tag` (with --references, qrels `topic 0 docno rel`).
 
     Ranks follow the scores (ties in the system's order), as trec_eval ranks by score.
@@ -282,7 +282,7 @@ def write_trec(job: Job, references: bool) -> str:
     return "".join(out)
 
 
-def write_conll(job: Job, references: bool) -> str:
+def write_conll(job: JobData, references: bool) -> str:
     """NER: `token tag` lines, a blank line between sentences.
 
     With --references, conlleval's own input `token gold predicted`: what
@@ -303,7 +303,7 @@ def write_conll(job: Job, references: bool) -> str:
     return "".join(out)
 
 
-def write_sighan(job: Job, references: bool) -> str:
+def write_sighan(job: JobData, references: bool) -> str:
     """Word segmentation: one sentence per line, words split by spaces."""
     from scoring.cws import split_words
 
@@ -314,7 +314,7 @@ def write_sighan(job: Job, references: bool) -> str:
     return "".join(out)
 
 
-def write_tsv(job: Job, references: bool) -> str:
+def write_tsv(job: JobData, references: bool) -> str:
     """Text categorization `doc_id<TAB>category[,category2]`; unanswered documents left out."""
     out = []
     for item in job.testset.items:
@@ -334,8 +334,8 @@ def write_tsv(job: Job, references: bool) -> str:
 
 def score_jsonl(
     reference: Callable[[TestItem], Mapping[str, Any]],
-    hypothesis: Callable[[Job, TestItem, Mapping[str, Any]], Mapping[str, Any]],
-) -> Callable[[Job, bool], str]:
+    hypothesis: Callable[[JobData, TestItem, Mapping[str, Any]], Mapping[str, Any]],
+) -> Callable[[JobData, bool], str]:
     """A kind's `score-jsonl` writer: the JSON lines its `onsite score` family reads.
 
     With --references one ``reference(item)`` line per item; else one
@@ -343,7 +343,7 @@ def score_jsonl(
     scorer counts an unanswered one (no line: the family scores it as missing).
     """
 
-    def write(job: Job, references: bool) -> str:
+    def write(job: JobData, references: bool) -> str:
         items = job.testset.items
         if references:
             return jsonl([reference(item) for item in items])

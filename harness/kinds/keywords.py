@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 from harness.errors import Problem, TestSetError
-from harness.kinds.base import Job, Outputs, Plot, jsonl, overall, pct, score_problem
+from harness.kinds.base import JobData, Outputs, Plot, jsonl, overall, pct, score_problem
 from harness.testsets import TestItem, TestSet
 from scoring.kws import Detection, SlotFrame, det_figures
 
@@ -254,7 +254,7 @@ def score_detections(testset: TestSet, outputs: Outputs) -> dict[str, Any] | Non
     return det_figures(detections, n_true, n_nontarget)
 
 
-def _job_trials(job: Job) -> tuple[list[Detection], int, int]:
+def _job_trials(job: JobData) -> tuple[list[Detection], int, int]:
     """The job's DET trials and counts; an InputError saying why when there is no curve."""
     trials = detection_trials(job.testset, job.outputs)
     if trials is None:
@@ -271,7 +271,7 @@ def _job_trials(job: Job) -> tuple[list[Detection], int, int]:
     return trials
 
 
-def write_kws_det(job: Job, references: bool) -> str:
+def write_kws_det(job: JobData, references: bool) -> str:
     """The scored trials `onsite score kws-det --hyp` reads; with --references the counts.
 
     One line per (keyword, utterance) pair the system proposed, with its highest
@@ -290,7 +290,7 @@ def write_kws_det(job: Job, references: bool) -> str:
     )
 
 
-def kws_det_run_args(job: Job, directory: Path) -> dict[str, Any]:
+def kws_det_run_args(job: JobData, directory: Path) -> dict[str, Any]:
     """`onsite score kws-det --run`: the trials file and the counts from the test set."""
     _, n_true, n_nontarget = _job_trials(job)
     path = directory / "detections.jsonl"

@@ -25,7 +25,7 @@ from harness.kinds.base import (
     RTF,
     FromRun,
     ItemStatistics,
-    Job,
+    JobData,
     Outputs,
     Plot,
     ScoreFamily,
@@ -167,7 +167,7 @@ def _score_files(args: argparse.Namespace) -> dict[str, Any]:
     return score_lid(references, answers).to_dict()
 
 
-def write_lid_jsonl(job: Job, references: bool) -> str:
+def write_lid_jsonl(job: JobData, references: bool) -> str:
     """The answers as `onsite score lid --hyp` reads them; the references are the test
     set's own ``<utt-id> <code>`` lines (`--ref`)."""
     if references:
@@ -176,7 +176,7 @@ def write_lid_jsonl(job: Job, references: bool) -> str:
     return jsonl([{"id": k, "language": a["language"]} for k, a in answered if a is not None])
 
 
-def _run_args(job: Job, directory: Path) -> dict[str, Any]:
+def _run_args(job: JobData, directory: Path) -> dict[str, Any]:
     return {
         "ref": write_file(job, directory, write_lid_jsonl, "lang", True),
         "hyp": write_file(job, directory, write_lid_jsonl, "hyp.jsonl", False),

@@ -16,7 +16,7 @@ from harness.kinds.base import (
     REF_HYP,
     FromRun,
     ItemStatistics,
-    Job,
+    JobData,
     Outputs,
     ScoreFamily,
     TaskConfig,
@@ -119,7 +119,7 @@ write_ocr_jsonl = score_jsonl(
 )
 
 
-def _run_args(job: Job, directory: Path) -> dict[str, Any]:
+def _run_args(job: JobData, directory: Path) -> dict[str, Any]:
     files = ref_hyp_files(write_ocr_jsonl, ".jsonl")(job, directory)
     return {**files, "seconds": job.run_seconds or None}
 

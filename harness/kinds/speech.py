@@ -17,7 +17,7 @@ from harness.kinds.base import (
     RTF,
     FromRun,
     ItemStatistics,
-    Job,
+    JobData,
     Outputs,
     Plot,
     ScoreFamily,
@@ -366,7 +366,7 @@ KWS_DET_FAMILY = ScoreFamily(
 # --------------------------------------------------------------------------- --run and export
 
 
-def _asr_run_args(job: Job, directory: Path) -> dict[str, Any]:
+def _asr_run_args(job: JobData, directory: Path) -> dict[str, Any]:
     values = ref_hyp_files(write_trn, ".trn")(job, directory)
     conditions = job.testset.conditions()
     path = None
@@ -392,7 +392,7 @@ write_kws_jsonl = score_jsonl(
 )
 
 
-def _command_run_args(job: Job, directory: Path) -> dict[str, Any]:
+def _command_run_args(job: JobData, directory: Path) -> dict[str, Any]:
     return {
         **ref_hyp_files(write_command_jsonl, ".jsonl")(job, directory),
         "case_sensitive": job.config.case_sensitive,

@@ -14,7 +14,6 @@ every threshold. Speed: real-time factor over both recordings.
 from __future__ import annotations
 
 import argparse
-import math
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -24,9 +23,7 @@ from harness.errors import Problem, TestSetError
 from harness.kinds.base import (
     RTF,
     FromRun,
-    ItemStatistics,
-    Job,
-    Outputs,
+    JobData,
     Plot,
     ScoreFamily,
     TaskConfig,
@@ -36,9 +33,15 @@ from harness.kinds.base import (
     real_time_factor,
     ref_hyp_files,
     score_problem,
-    trials_eer,
 )
-from harness.kinds.formats import score_jsonl
+from harness.kinds.trials import (
+    EER_HEADLINE,
+    det_plot,
+    scored_trials,
+    system_curves,
+    trial_id,
+    trials_jsonl,
+)
 from harness.testsets import (
     AUDIO_SUFFIXES,
     InvalidItem,
@@ -58,17 +61,13 @@ _TRIALS_FIX = (
 )
 
 
-def _trial_id(enrol: str, test: str) -> str:
-    return f"{Path(enrol).stem}~{Path(test).stem}"
-
-
 def _load(root: Path, task: TaskConfig) -> TestSet:
     from scoring.spkv import read_trials
 
     truth = read_truth(root / TRIALS, read_trials, _TRIALS_FIX)
     refs: dict[str, Any] = {}
     for (enrol, test), target in truth.items():
-        name = _trial_id(enrol, test)
+        name = trial_id(enrol, test)
         if name in refs:
             problem = f"two trials are named {name!r} (files of one name with two suffixes?)"
             raise TestSetError([Problem(root / TRIALS, "", problem, "give each recording a name")])
@@ -107,26 +106,10 @@ def _check_output(output: Mapping[str, Any]) -> str | None:
     return score_problem(output.get("score"), "output", " (higher: more likely one speaker)")
 
 
-def _trial_scores(testset: TestSet, outputs: Outputs) -> tuple[dict[str, Any], dict[Any, float]]:
-    refs = testset.references()
-    scores = {
-        refs[k][0]: float(v["score"]) for k, v in outputs.items() if k in refs and v is not None
-    }
-    return refs, scores
-
-
-def _score(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
+def _score(scores: dict[Any, float], targets: dict[Any, bool]) -> dict[str, Any]:
     from scoring.spkv import score_trials
 
-    refs, scores = _trial_scores(testset, outputs)
-    truth = {trial: target for trial, target in refs.values()}
-    return score_trials(scores, truth).to_dict(include_det=True)
-
-
-def _items(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
-    """Each trial's (score, target), -inf never scored: the EER is the trials'."""
-    refs, scores = _trial_scores(testset, outputs)
-    return {k: (scores.get(trial, -math.inf), target) for k, (trial, target) in refs.items()}
+    return score_trials(scores, targets).to_dict(include_det=True)
 
 
 def _detail(scores: Mapping[str, Any]) -> str:
@@ -137,20 +120,8 @@ def _detail(scores: Mapping[str, Any]) -> str:
 
 def _plots(task: str, metric: str, scores: Mapping[str, Mapping[str, Any]]) -> list[Plot]:
     """The systems' DET curves."""
-    curves = {
-        system: (figures["det"]["p_fa"], figures["det"]["p_miss"])
-        for system, figures in scores.items()
-        if isinstance(figures.get("det"), Mapping)
-    }
-    if not curves:
-        return []
-
-    def draw(stem: Path) -> PlotFiles:
-        from scoring.plots import plot_det
-
-        return plot_det(curves, stem, title=f"{task}: DET")
-
-    return [("DET", draw)]
+    curves = system_curves(scores, "det", "p_fa", "p_miss")
+    return [det_plot(task, curves)] if curves else []
 
 
 # --------------------------------------------------------------------------- onsite score
@@ -171,18 +142,10 @@ def _plot_det(args: argparse.Namespace, stem: Path) -> PlotFiles:
     return plot_det({Path(args.hyp).stem: (report.roc.far, report.roc.frr)}, stem)
 
 
-def _trial(item: Any, key: str, value: Any) -> dict[str, Any]:
-    (enrol, test), _ = item.reference
-    return {"enrol": enrol, "test": test, key: value}
+write_spkv_jsonl = trials_jsonl("enrol", "test", "target")
 
 
-write_spkv_jsonl = score_jsonl(
-    lambda item: _trial(item, "target", item.reference[1]),
-    lambda job, item, answer: _trial(item, "score", answer["score"]),
-)
-
-
-def _run_args(job: Job, directory: Path) -> dict[str, Any]:
+def _run_args(job: JobData, directory: Path) -> dict[str, Any]:
     from scoring.det import SRE_COST
 
     # The live figures' operating point: NIST SRE's primary one.
@@ -197,13 +160,10 @@ SPKV = TaskKind(
     max_output_bytes=4 << 10,
     load=_load,
     check_output=_check_output,
-    score=_score,
-    metric=lambda task: "eer",
-    metric_labels={"eer": "EER"},
-    statistics=ItemStatistics(_items, trials_eer),
+    score=scored_trials(_score),
+    **EER_HEADLINE,
     unit=RTF,
     speed=real_time_factor,
-    higher_is_better=False,
     detail=_detail,
     plots=_plots,
     writers={"score-jsonl": write_spkv_jsonl},

@@ -32,7 +32,7 @@ from harness.errors import Problem, TestSetError
 from harness.kinds.base import (
     FromRun,
     ItemStatistics,
-    Job,
+    JobData,
     Outputs,
     ScoreFamily,
     TaskConfig,
@@ -42,8 +42,8 @@ from harness.kinds.base import (
     pct,
     write_file,
 )
-from harness.kinds.text import KCHARS_PER_SECOND, read_document, unlisted_documents
-from harness.testsets import InvalidItem, TestItem, TestSet
+from harness.kinds.text import KCHARS_PER_SECOND, document_testset
+from harness.testsets import TestItem, TestSet
 from scoring.errors import FormatError
 from scoring.rouge import (
     Lang,
@@ -152,25 +152,17 @@ def _load(root: Path, task: TaskConfig) -> TestSet:
     limit = int(_option(task, "length_limit", 0)) or 1 << 30
     unit = cast(LengthUnit, _option(task, "length_unit", "char"))
     over = str(_option(task, "over_limit", "invalid"))
-    docs = root / "docs"
-    items: list[TestItem] = []
-    invalid: list[InvalidItem] = []
-    for doc_id, texts in refs.items():
-        text, bad = read_document(docs, doc_id)
-        if bad is not None:
-            invalid.append(bad)
-            continue
-        items.append(
-            TestItem(
-                id=doc_id,
-                files={},
-                fields={"text": text, "lang": lang, "length_limit": limit, "length_unit": unit},
-                reference=SummaryReference(tuple(texts), lang, limit, unit, over),
-                units=float(summary_length(text, "char") or 1),
-            )
+
+    def item(doc_id: str, text: str, texts: list[str]) -> TestItem:
+        return TestItem(
+            id=doc_id,
+            files={},
+            fields={"text": text, "lang": lang, "length_limit": limit, "length_unit": unit},
+            reference=SummaryReference(tuple(texts), lang, limit, unit, over),
+            units=float(summary_length(text, "char") or 1),
         )
-    warnings = unlisted_documents(docs, refs, "no reference summary; it is not sent")
-    return TestSet(root, tuple(items), tuple(invalid), warnings)
+
+    return document_testset(root, refs, item, "no reference summary; it is not sent")
 
 
 def _check_output(output: Mapping[str, Any]) -> str | None:
@@ -356,7 +348,7 @@ _FAMILIES = {
         "summaries and keywords: expert scores summed per system",
         (arg("--hyp", required=True, help="task<TAB>system<TAB>document<TAB>expert<TAB>score"),),
         tables=("summary", "keywords"),
-        station="summary",
+        panel="summary",
     ),
     "rouge": ScoreFamily(
         _score_rouge_files,
@@ -398,7 +390,7 @@ _FAMILIES = {
 # --------------------------------------------------------------------------- --run and export
 
 
-def write_summary_jsonl(job: Job, references: bool) -> str:
+def write_summary_jsonl(job: JobData, references: bool) -> str:
     """The summaries as scored, the files `onsite score rouge` and `cesta` read.
 
     Every completed document has a line: one never answered is an empty summary
@@ -416,11 +408,11 @@ def write_summary_jsonl(job: Job, references: bool) -> str:
     return jsonl(rows)
 
 
-def _lang(job: Job) -> str:
+def _lang(job: JobData) -> str:
     return str(job.testset.items[0].reference.lang) if job.testset.items else "en"
 
 
-def _rouge_run_args(job: Job, directory: Path) -> dict[str, Any]:
+def _rouge_run_args(job: JobData, directory: Path) -> dict[str, Any]:
     # The summaries are written as scored (cut at the limit when the task truncates):
     # no --length-limit is needed, and none is given.
     return {
@@ -435,7 +427,7 @@ def _rouge_run_args(job: Job, directory: Path) -> dict[str, Any]:
     }
 
 
-def _cesta_run_args(job: Job, directory: Path) -> dict[str, Any]:
+def _cesta_run_args(job: JobData, directory: Path) -> dict[str, Any]:
     return {
         "hyp": write_file(job, directory, write_summary_jsonl, "hyp.jsonl", False),
         "ref": write_file(job, directory, write_summary_jsonl, "ref.jsonl", True),

@@ -14,13 +14,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from harness.errors import Problem, TestSetError
 from harness.kinds.base import (
     FromRun,
     ItemStatistics,
-    Job,
+    JobData,
     Outputs,
     ScoreFamily,
     SpeedUnit,
@@ -56,6 +56,8 @@ MAX_REFERENCES = 4
 # trec_eval's default -M: documents past this rank are not scored, so not accepted.
 MAX_RESULTS = 1000
 DEFAULT_LANG = "en"
+# A document's reference, whatever the kind makes of it.
+R = TypeVar("R")
 
 
 # --------------------------------------------------------------------------- shared
@@ -590,14 +592,14 @@ def _pos_aggregate(task: TaskConfig, scores: Sequence[Any]) -> float:
 # --------------------------------------------------------------------------- textcat
 
 
-def unlisted_documents(docs: Path, listed: Iterable[str], why: str) -> tuple[str, ...]:
+def _unlisted_documents(docs: Path, listed: Iterable[str], why: str) -> tuple[str, ...]:
     """A warning per file of ``docs`` whose id is not among ``listed`` (it is not sent)."""
     names = {f"{doc_id}.txt" for doc_id in listed}
     found = sorted(docs.iterdir()) if docs.is_dir() else []
     return tuple(f"{p}: document with {why}" for p in found if p.is_file() and p.name not in names)
 
 
-def read_document(docs: Path, doc_id: str) -> tuple[str, InvalidItem | None]:
+def _read_document(docs: Path, doc_id: str) -> tuple[str, InvalidItem | None]:
     """A test set's document ``docs/<doc_id>.txt`` as text, or why it cannot be an item
     (missing, not UTF-8, empty): the run goes on without it."""
     path = docs / f"{doc_id}.txt"
@@ -613,27 +615,41 @@ def read_document(docs: Path, doc_id: str) -> tuple[str, InvalidItem | None]:
     return text, None
 
 
+def document_testset(
+    root: Path,
+    refs: Mapping[str, R],
+    item: Callable[[str, str, R], TestItem],
+    unlisted: str,
+) -> TestSet:
+    """A test set of documents ``docs/<doc_id>.txt``, one item per reference: ``item(doc_id,
+    text, reference)``. A document that cannot be read is an invalid item (the run goes on
+    without it); one with no reference is a warning saying it has ``unlisted``."""
+    docs = root / "docs"
+    items: list[TestItem] = []
+    invalid: list[InvalidItem] = []
+    for doc_id, ref in refs.items():
+        text, bad = _read_document(docs, doc_id)
+        if bad is not None:
+            invalid.append(bad)
+            continue
+        items.append(item(doc_id, text, ref))
+    warnings = _unlisted_documents(docs, refs, unlisted)
+    return TestSet(root, tuple(items), tuple(invalid), warnings)
+
+
 def _load_textcat(root: Path, task: TaskConfig) -> TestSet:
     from scoring.textcat import read_category_file
 
     fix = "give gold.tsv: one 'doc_id<TAB>category[,category2]' line per document"
     gold_path = root / "gold.tsv"
     gold: dict[str, tuple[str, ...]] = _read(gold_path, read_category_file, fix)
-    docs = root / "docs"
-    items: list[TestItem] = []
-    invalid: list[InvalidItem] = []
-    for doc_id, categories in gold.items():
-        text, bad = read_document(docs, doc_id)
-        if bad is not None:
-            invalid.append(bad)
-            continue
-        items.append(
-            TestItem(
-                id=doc_id, files={}, fields={"text": text}, reference=categories, units=_chars(text)
-            )
+
+    def item(doc_id: str, text: str, categories: tuple[str, ...]) -> TestItem:
+        return TestItem(
+            id=doc_id, files={}, fields={"text": text}, reference=categories, units=_chars(text)
         )
-    warnings = unlisted_documents(docs, gold, f"no line in {gold_path}; it is not used")
-    return TestSet(root, tuple(items), tuple(invalid), warnings)
+
+    return document_testset(root, gold, item, f"no line in {gold_path}; it is not used")
 
 
 def _check_categories(output: Mapping[str, Any]) -> str | None:
@@ -825,8 +841,8 @@ def _mt_metrics(text: str) -> tuple[str, ...]:
 
 def _score_mt_files(args: argparse.Namespace) -> dict[str, Any]:
     from scoring.cwmt_xml import load_mt_file, require_mirror
-    from scoring.mt import score_mt_files
     from scoring.mt_batch import METRICS
+    from scoring.mt_files import score_mt_files
 
     refuse_outputs_file(args.hyp, "mt")
     if args.src:
@@ -937,7 +953,7 @@ _MT_FAMILIES = {
         "adequacy and fluency (0-5) from several judges' sheets, averaged per system",
         (arg("--hyp", required=True, nargs="+", help="judges' sheets (CSV or JSON lines)"),),
         tables=("systems",),
-        station="mt-adequacy-fluency",
+        panel="mt-adequacy-fluency",
     ),
     "mt-align": ScoreFamily(
         _score_mt_align,
@@ -953,11 +969,11 @@ _MT_FAMILIES = {
 # --------------------------------------------------------------------------- --run and export
 
 
-def mt_run_args(metrics: tuple[str, ...] | None) -> Callable[[Job, Path], dict[str, Any]]:
+def mt_run_args(metrics: tuple[str, ...] | None) -> Callable[[JobData, Path], dict[str, Any]]:
     """`onsite score mt --run`: the CWMT target and reference files, the set's language,
     and the metrics the kind's live scorer reports (None: all)."""
 
-    def args(job: Job, directory: Path) -> dict[str, Any]:
+    def args(job: JobData, directory: Path) -> dict[str, Any]:
         lang = str(job.testset.items[0].reference.lang) if job.testset.items else "en"
         return {
             "hyp": write_file(job, directory, write_cwmt_xml, "hyp.xml", False),
@@ -970,7 +986,7 @@ def mt_run_args(metrics: tuple[str, ...] | None) -> Callable[[Job, Path], dict[s
     return args
 
 
-def mt_check_run_args(job: Job, directory: Path) -> dict[str, Any]:
+def mt_check_run_args(job: JobData, directory: Path) -> dict[str, Any]:
     """`onsite score mt-check --run`: a source written from the test set, and the target
     saved under the CWMT naming rule (task-site-primary-system.xml, task = the set's id)."""
     from scoring.cwmt_xml import load_mt_file, result_file_name
@@ -986,7 +1002,7 @@ def mt_check_run_args(job: Job, directory: Path) -> dict[str, Any]:
     return {"src": str(source), "hyp": [str(named)]}
 
 
-def _cws_run_args(job: Job, directory: Path) -> dict[str, Any]:
+def _cws_run_args(job: JobData, directory: Path) -> dict[str, Any]:
     words = job.testset.setup_files.get("words")
     return {
         "gold": write_file(job, directory, write_sighan, "gold.txt", True),
@@ -998,7 +1014,7 @@ def _cws_run_args(job: Job, directory: Path) -> dict[str, Any]:
     }
 
 
-def write_sighan_tagged(job: Job, references: bool) -> str:
+def write_sighan_tagged(job: JobData, references: bool) -> str:
     """POS: the sighan lines with `word/TAG` tokens (an unanswered sentence is empty)."""
     out = []
     for item in job.testset.items:
@@ -1009,7 +1025,7 @@ def write_sighan_tagged(job: Job, references: bool) -> str:
     return "".join(out)
 
 
-def _pos_run_args(job: Job, directory: Path) -> dict[str, Any]:
+def _pos_run_args(job: JobData, directory: Path) -> dict[str, Any]:
     train = job.testset.setup_files.get("train")
     return {
         "gold": write_file(job, directory, write_sighan_tagged, "gold.pos", True),
@@ -1018,11 +1034,11 @@ def _pos_run_args(job: Job, directory: Path) -> dict[str, Any]:
     }
 
 
-def _ner_run_args(job: Job, directory: Path) -> dict[str, Any]:
+def _ner_run_args(job: JobData, directory: Path) -> dict[str, Any]:
     return {"conll": write_file(job, directory, write_conll, "conlleval.txt", True)}
 
 
-def _textcat_run_args(job: Job, directory: Path) -> dict[str, Any]:
+def _textcat_run_args(job: JobData, directory: Path) -> dict[str, Any]:
     return {
         "gold": write_file(job, directory, write_tsv, "gold.tsv", True),
         "pred": write_file(job, directory, write_tsv, "pred.tsv", False),
@@ -1030,7 +1046,7 @@ def _textcat_run_args(job: Job, directory: Path) -> dict[str, Any]:
     }
 
 
-def _ir_run_args(job: Job, directory: Path) -> dict[str, Any]:
+def _ir_run_args(job: JobData, directory: Path) -> dict[str, Any]:
     # complete: an unanswered topic scores 0 (trec_eval -c), as live.
     return {
         "qrels": write_file(job, directory, write_trec, "qrels", True),

@@ -255,7 +255,7 @@ def score_tts(
 ) -> dict[str, Any]:
     """What a run can say without listeners: how many items got valid audio, and how long.
 
-    Quality comes from the judging station (`onsite judge`, docs/judging.md).
+    Quality comes from the judging panel (`onsite judge`, docs/judging.md).
     """
     kept = _kept(testset, outputs)
     seconds = sum(float(v.get("audio_seconds") or 0.0) for v in kept.values())
@@ -275,7 +275,7 @@ def _items(testset: TestSet, task: TaskConfig, outputs: Mapping[str, Any], _: An
 
 
 # --------------------------------------------------------------------------- onsite score
-# The listening tests' files, from the judging station (`--run RUN --task T`) or saved.
+# The listening tests' files, from the judging panel (`--run RUN --task T`) or saved.
 
 
 def _fraction(text: str) -> float:
@@ -365,21 +365,21 @@ _FAMILIES = {
             _CONFIDENCE,
         ),
         tables=("pairs",),
-        station="pair",
+        panel="pair",
     ),
     "tts-sus": ScoreFamily(
         _sus,
         "speech synthesis SUS intelligibility: correct blanks / blanks",
         (_hyp("responses {system, listener, sentence, expected, answer}"),),
         tables=("systems",),
-        station="sus",
+        panel="sus",
     ),
     "tts-mos": ScoreFamily(
         _mos,
         "speech synthesis MOS: mean opinion score and t interval per system",
         (_hyp("ratings {system, listener, sentence, score}"), _CONFIDENCE),
         tables=("systems",),
-        station="mos",
+        panel="mos",
     ),
     "tts-plan": ScoreFamily(
         _plan,
@@ -417,7 +417,7 @@ TTS = TaskKind(
     output_files={AUDIO_KEY: ".wav"},
     keep_output=keep_audio,
     # Its outputs are audio kept for listening tests: `jsonl` only; the listening
-    # tests' families read the judging station.
+    # tests' families read the judging panel.
     score_families=_FAMILIES,
 )
 

@@ -9,8 +9,9 @@ manifest are the engine's: harness/engine/).
 docs/report.md defines the verdict rules and the running score.
 """
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from harness.report.build import (
@@ -30,37 +31,27 @@ if TYPE_CHECKING:
 # Where each public name lives. A module loads when one of its names is first used
 # (PEP 562): the live status reads a running score without the report builder, and
 # only the HTML writer loads matplotlib.
-_EXPORTS: dict[str, str] = {
-    **dict.fromkeys(
-        (
-            "Failure",
-            "ItemTiming",
-            "JobReport",
-            "ReportData",
-            "Session",
-            "SystemReport",
-            "TaskReport",
-            "build_report",
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        **dict.fromkeys(
+            (
+                "Failure",
+                "ItemTiming",
+                "JobReport",
+                "ReportData",
+                "Session",
+                "SystemReport",
+                "TaskReport",
+                "build_report",
+            ),
+            ".build",
         ),
-        "build",
-    ),
-    **dict.fromkeys(("CSV_COLUMNS", "write_csv", "write_json"), "tables"),
-    **dict.fromkeys(("html_text", "write_html"), "html"),
-    **dict.fromkeys(("DEFAULT_LIMITS", "JobVerdict", "RuleLine", "judge_job"), "verdicts"),
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+        **dict.fromkeys(("CSV_COLUMNS", "write_csv", "write_json"), ".tables"),
+        **dict.fromkeys(("html_text", "write_html"), ".html"),
+        **dict.fromkeys(("DEFAULT_LIMITS", "JobVerdict", "RuleLine", "judge_job"), ".verdicts"),
+    },
+)
 
 
 __all__ = [

@@ -489,7 +489,7 @@ def _header(data: ReportData) -> str:
 
 
 def _judging_sections(run_dir: Path) -> list[str]:
-    """The judging stations' results (docs/judging.md); a run without one imports nothing."""
+    """The judging panels' results (docs/judging.md); a run without one imports nothing."""
     if not (run_dir / "judging").is_dir():
         return []
     from harness.judge.report import judging_html

@@ -1,4 +1,5 @@
-"""`onsite export-store`: copy a run between PostgreSQL and a run directory, either way.
+"""Copying a run between PostgreSQL and a run directory, either way (`onsite copy-run`,
+whose command is harness/cli/copy_run.py).
 
 A run directory written here is what `onsite run` would have left: journal.jsonl (one
 JSON record per line, in the run's order), site.toml and run.json, and the outputs
@@ -8,12 +9,10 @@ into the database is one transaction: it is all there or not at all.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import os
 import shutil
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,16 +20,14 @@ from typing import TYPE_CHECKING, Any
 from harness.errors import InputError, Problem
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
     from harness.store.postgres import PgRunStore
 
 
-def export_run(store: PgRunStore, run_dir: Path) -> int:
+def copy_to_directory(store: PgRunStore, run_dir: Path) -> int:
     """Write the store's run as a new run directory; return how many records were copied.
 
     Written beside the target and renamed into place at the end, so an interrupted
-    export never leaves a directory that looks like a complete run.
+    copy never leaves a directory that looks like a complete run.
     """
     from harness.store.directory import completions_in, write_outputs
     from harness.store.journal import complete_lines
@@ -42,12 +39,12 @@ def export_run(store: PgRunStore, run_dir: Path) -> int:
                     run_dir,
                     "",
                     "the target directory is not empty",
-                    "give a new directory (an export never overwrites a run)",
+                    "give a new directory (a copy never overwrites a run)",
                 )
             ]
         )
     site_toml, meta = store.site()
-    work = run_dir.with_name(f".{run_dir.name}.export-tmp")
+    work = run_dir.with_name(f".{run_dir.name}.copy-tmp")
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     count = 0
@@ -73,7 +70,7 @@ def export_run(store: PgRunStore, run_dir: Path) -> int:
     return count
 
 
-def import_run(run_dir: Path, store: PgRunStore) -> int:
+def copy_to_database(run_dir: Path, store: PgRunStore) -> int:
     """Copy a run directory's journal, site file and jobs into the store's (empty) run."""
     from harness.store.journal import read_journal
 
@@ -138,75 +135,3 @@ def _finished_jobs(records: Iterator[dict[str, Any]]) -> set[tuple[str, str]]:
             else:
                 finished.discard(job)
     return finished
-
-
-def add_export_store_parser(sub: Any) -> None:
-    """Register `onsite export-store` on the CLI's subparsers."""
-    parser = sub.add_parser(
-        "export-store",
-        help="copy a PostgreSQL run to a run directory, or a run directory into PostgreSQL",
-    )
-    parser.add_argument(
-        "source", help="postgresql://... (with --run) or a run directory such as runs/demo"
-    )
-    parser.add_argument("target", help="a new run directory, or postgresql://...")
-    parser.add_argument(
-        "--run", help="the run's name in the database (default: the directory's name)"
-    )
-    parser.set_defaults(handler=cmd_export_store)
-
-
-def cmd_export_store(args: argparse.Namespace, console: Console) -> int:
-    """Copy one run between the PostgreSQL store and a run directory, either way."""
-    from harness.store.api import is_pg_location as is_dsn
-    from harness.store.postgres import PgRunStore, PgStoreError, run_exists
-
-    source, target = str(args.source), str(args.target)
-    if is_dsn(source) == is_dsn(target):
-        raise InputError(
-            [
-                Problem(
-                    Path("export-store"),
-                    "",
-                    "exactly one of SOURCE and TARGET must be a postgresql:// DSN",
-                    "e.g. onsite export-store postgresql://host/db --run demo runs/demo-archive",
-                )
-            ]
-        )
-    directory = Path(target if is_dsn(source) else source)
-    dsn = source if is_dsn(source) else target
-    run = args.run or directory.resolve().name
-    try:
-        if is_dsn(source) and not run_exists(dsn, run):
-            raise InputError(
-                [
-                    Problem(
-                        Path("--run"),
-                        "",
-                        f"the database holds no run named {run!r}",
-                        "give the run's name with --run (the site's name)",
-                    )
-                ]
-            )
-        with PgRunStore(dsn, run) as store:
-            if is_dsn(source):
-                if store.last_seq() == 0:
-                    raise InputError(
-                        [
-                            Problem(
-                                Path("--run"),
-                                "",
-                                f"run {run!r} has no records in the database",
-                                "give the run's name with --run (the site's name)",
-                            )
-                        ]
-                    )
-                count = export_run(store, directory)
-                console.print(f"copied {count} records of run {run} to {directory}", markup=False)
-            else:
-                count = import_run(directory, store)
-                console.print(f"copied {count} records of {directory} into run {run}", markup=False)
-    except PgStoreError as exc:
-        sys.stderr.write(f"error: {exc}\n")
-        return 1
-    return 0

@@ -443,6 +443,6 @@ class Notice:
 Event = JournalEvent | JobStarted | Notice
 
 # A completion as scorers read it: a journal `completed` record, or a line of an outputs
-# file (a plain dict, read back by `onsite score` and the judging station).
+# file (a plain dict, read back by `onsite score` and the judging panel).
 CompletionLike = Completed | Mapping[str, Any]
 Listener = Callable[[Event], None]

@@ -1,7 +1,7 @@
 """A test synthesizer: the same samples for a text, written in the WAV layout asked for.
 
 Every layout holds exactly the same 16-bit samples for a given text (a tone whose length
-and pitch follow the text), so after the judging station's normalisation the audio of
+and pitch follow the text), so after the judging panel's normalisation the audio of
 every layout must be byte for byte the same; before it, each layout tells its system
 apart by its size and header alone.
 

@@ -1,4 +1,4 @@
-"""`onsite judge`: build and serve a station, show its progress, export and score it."""
+"""`onsite judge`: build and serve a panel, show its progress, export and score it."""
 
 from __future__ import annotations
 
@@ -12,18 +12,18 @@ from typing import Any
 from rich.console import Console
 
 from harness.cli.terminal import table
+from harness.judge.panel import PanelServer, open_panel
 from harness.judge.plan import PlanError
-from harness.judge.report import print_results
-from harness.judge.results import agreement, station_warnings, write_export
-from harness.judge.scores import station_scores
-from harness.judge.station import StationServer, open_station
-from harness.judge.store import JudgeStore, StationError
+from harness.judge.report import judging_results, result_cell
+from harness.judge.results import agreement, panel_warnings, write_export
+from harness.judge.scores import panel_scores
+from harness.judge.store import JudgeStore, PanelError
 
 
 def _listen(text: str) -> tuple[str, int]:
     host, _, port = text.rpartition(":")
     if not host or not port.isdigit() or len(port) > 5 or int(port) > 65535:
-        raise StationError(f"--listen {text!r}: give HOST:PORT, e.g. 0.0.0.0:8017")
+        raise PanelError(f"--listen {text!r}: give HOST:PORT, e.g. 0.0.0.0:8017")
     return host, int(port)
 
 
@@ -33,9 +33,9 @@ def _links(store: JudgeStore, host: str, port: int) -> list[tuple[str, str]]:
 
 
 def _print_results(store: JudgeStore, run_dir: Path, console: Console, as_json: bool) -> None:
-    result: dict[str, Any] = station_scores(store, run_dir)
+    result: dict[str, Any] = panel_scores(store, run_dir)
     result["agreement"] = [a.to_dict() for a in agreement(store, run_dir)]
-    result["warnings"] = list(station_warnings(store))
+    result["warnings"] = list(panel_warnings(store))
     result["progress"] = store.progress()
     if as_json:
         sys.stdout.write(json.dumps(result, ensure_ascii=False, indent=2) + "\n")
@@ -44,13 +44,13 @@ def _print_results(store: JudgeStore, run_dir: Path, console: Console, as_json: 
 
 
 def cmd_judge(args: argparse.Namespace, console: Console) -> int:
-    """Open (or build) the station of a run's task and test; then serve, report or export."""
+    """Open (or build) the panel of a run's task and test; then serve, report or export."""
     run_dir = Path(args.run_dir)
     try:
-        store, warnings = open_station(
+        store, warnings = open_panel(
             run_dir, args.task, args.test, args.judges, args.seed, args.category
         )
-    except (StationError, PlanError, ValueError) as exc:
+    except (PanelError, PlanError, ValueError) as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 2
     try:
@@ -66,12 +66,12 @@ def cmd_judge(args: argparse.Namespace, console: Console) -> int:
         rows = [(p["judge"], p["answered"], p["total"]) for p in store.progress()]
         if args.progress:
             console.print(table("judging progress", ("judge", "answered", "of"), rows))
-            for warning in station_warnings(store):
+            for warning in panel_warnings(store):
                 console.print(f"warning: {warning}", markup=False)
             return 0
         try:
             host, port = _listen(args.listen)
-        except StationError as exc:
+        except PanelError as exc:
             sys.stderr.write(f"error: {exc}\n")
             return 2
         link_host = args.link_host or host
@@ -92,8 +92,8 @@ def cmd_judge(args: argparse.Namespace, console: Console) -> int:
             return 0
         try:
             # Decodes the plan's audio (blind serving) before the first judge arrives.
-            server = StationServer(store, host, port, link_host=link_host)
-        except StationError as exc:
+            server = PanelServer(store, host, port, link_host=link_host)
+        except PanelError as exc:
             sys.stderr.write(f"error: {exc}\n")
             return 2
         console.print("serving; Ctrl-C stops (nothing is lost: run again to go on)", markup=False)
@@ -105,3 +105,34 @@ def cmd_judge(args: argparse.Namespace, console: Console) -> int:
 
 
 __all__ = ["cmd_judge"]
+
+
+def print_results(result: dict[str, Any], console: Console) -> None:
+    """One panel's tables, agreement lines and warnings."""
+    head = f"{result['task']} / {result['test']}"
+    if not result["judgements"]:
+        judges = len(result.get("progress", []))
+        console.print(f"{head}: no judgements yet ({judges} judges)", markup=False)
+        return
+    for name, rows in result["tables"].items():
+        if rows:
+            columns = list(rows[0])
+            cells = [[result_cell(r[c]) for c in columns] for r in rows]
+            console.print(table(f"{head}: {name} (95% intervals)", columns, cells))
+    if result.get("error"):
+        console.print(f"error: {result['error']}", markup=False)
+    for a in result["agreement"]:
+        alpha = "-" if a["alpha"] is None else f"{a['alpha']:.3f}"
+        console.print(
+            f"{head}: judge agreement ({a['measure']}): Krippendorff's alpha "
+            f"({a['level']}) {alpha} over {a['units']} units",
+            markup=False,
+        )
+    for warning in result["warnings"]:
+        console.print(f"{head}: warning: {warning}", markup=False)
+
+
+def print_judging(run_dir: Path, console: Console) -> None:
+    """Every panel's results, for `onsite report`."""
+    for result in judging_results(run_dir):
+        print_results(result, console)

@@ -1,4 +1,4 @@
-"""Open a station: build and store its plan the first time, reopen it unchanged afterwards."""
+"""Open a panel: build and store its plan the first time, reopen it unchanged afterwards."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from pathlib import Path
 
 from harness.judge.material import load_material
 from harness.judge.plan import TESTS, build_plan
-from harness.judge.store import JudgeStore, StationError, station_path
+from harness.judge.store import JudgeStore, PanelError, panel_path
 
 
-def open_station(
+def open_panel(
     run_dir: Path,
     task: str,
     test: str,
@@ -18,22 +18,22 @@ def open_station(
     seed: int | None,
     category: str | None = None,
 ) -> tuple[JudgeStore, tuple[str, ...]]:
-    """The station's store, with its plan; and the warnings of a plan built now.
+    """The panel's store, with its plan; and the warnings of a plan built now.
 
-    A station that exists already is reopened as it is: the same judges, tokens and
+    A panel that exists already is reopened as it is: the same judges, tokens and
     plan, so judges resume where they were. Asking for another number of judges or
     another seed then is an error rather than a silent new plan.
     """
     if test not in TESTS:
-        raise StationError(f"unknown test {test!r}; use one of {', '.join(TESTS)}")
-    path = station_path(run_dir, task, test)
+        raise PanelError(f"unknown test {test!r}; use one of {', '.join(TESTS)}")
+    path = panel_path(run_dir, task, test)
     store = JudgeStore(path)
     meta = store.meta()
     if meta:
         for name, asked in (("judges", judges), ("seed", seed), ("category", category)):
             if asked is not None and str(asked) != meta.get(name, ""):
                 store.close()
-                raise StationError(
+                raise PanelError(
                     f"{path} holds a plan with {name} = {meta[name]}, not {asked}; leave "
                     f"--{name} out to go on with it, or move the file away for a new plan"
                 )
@@ -41,7 +41,7 @@ def open_station(
     if judges is None:
         store.close()
         path.unlink(missing_ok=True)
-        raise StationError("a new station needs --judges N")
+        raise PanelError("a new panel needs --judges N")
     try:
         material = load_material(run_dir, task, test, category)
         plan = build_plan(test, material, judges, 0 if seed is None else seed)
@@ -58,12 +58,12 @@ def open_station(
     return store, material.warnings
 
 
-class StationServer:
-    """The station's app under uvicorn, in a thread (tests) or in the foreground (CLI).
+class PanelServer:
+    """The panel's app under uvicorn, in a thread (tests) or in the foreground (CLI).
 
     It answers to ``host`` and ``link_host`` (and, listening on every interface or on
     loopback, to the machine's own names): webguard.allowed_hosts. The plan's audio is
-    decoded here, before serving (StationError if a file cannot be read).
+    decoded here, before serving (PanelError if a file cannot be read).
     """
 
     def __init__(
@@ -96,7 +96,7 @@ class StationServer:
         self._thread.start()
         while not self.server.started:
             if not self._thread.is_alive():
-                raise StationError("the station could not start (is the port in use?)")
+                raise PanelError("the panel could not start (is the port in use?)")
             self._thread.join(0.02)
 
     @property

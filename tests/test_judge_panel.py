@@ -1,6 +1,6 @@
-"""The judging station: balanced and blinded plans, the JSON API, restarts, scores.
+"""The judging panel: balanced and blinded plans, the JSON API, restarts, scores.
 
-Real parts only: espeak-ng synthesizes the run being judged, the station is the
+Real parts only: espeak-ng synthesizes the run being judged, the panel is the
 real Starlette app under uvicorn on 127.0.0.1, judges are threads speaking HTTP.
 """
 
@@ -18,11 +18,11 @@ import numpy as np
 import pytest
 
 from harness.judge.material import load_material
+from harness.judge.panel import open_panel
 from harness.judge.plan import balance, build_plan
-from harness.judge.results import agreement, krippendorff_alpha, station_warnings
+from harness.judge.results import agreement, krippendorff_alpha, panel_warnings
 from harness.judge.schema import validate
-from harness.judge.station import open_station
-from harness.judge.store import StationError, station_path
+from harness.judge.store import PanelError, panel_path
 from tests.judge_helpers import (
     SENTENCES,
     SUS,
@@ -132,12 +132,12 @@ def test_mos_summary_mt_and_cws_plans(tts_run: Path, mt_run: Path, cws_run: Path
 
 def test_plans_refuse_what_cannot_be_judged(tts_run: Path, mt_run: Path, tmp_path: Path) -> None:
     run = copy_run(tts_run, tmp_path)
-    with pytest.raises(StationError, match="needs --judges"):
-        open_station(run, TTS_TASK, "pair", None, None)
+    with pytest.raises(PanelError, match="needs --judges"):
+        open_panel(run, TTS_TASK, "pair", None, None)
     with pytest.raises(ValueError, match="judges mt tasks"):
-        open_station(run, TTS_TASK, "mt-adequacy-fluency", 2, 0)
+        open_panel(run, TTS_TASK, "mt-adequacy-fluency", 2, 0)
     with pytest.raises(ValueError, match="no task 'nope'"):
-        open_station(run, "nope", "pair", 2, 0)
+        open_panel(run, "nope", "pair", 2, 0)
     assert not list((run / "judging").glob("*")), "a refused plan leaves no database"
 
 
@@ -317,7 +317,7 @@ def test_concurrent_judges_resume_across_a_restart_and_scores_match_files(
         assert any("J3 answered" in w and "unbalanced" in w for w in progress["warnings"])
         _, view = call(base, "GET", f"/api/judge/{tokens['J3']}/next")
         resume_at = view["trial"]
-    # The station stops; everything is in the database. Start it again on another port.
+    # The panel stops; everything is in the database. Start it again on another port.
     code, out = onsite("report", str(run))
     assert code == 0 and "J3 answered" in out and "unbalanced" in out
     with serving(run, TTS_TASK, "pair") as (base, store):
@@ -326,13 +326,13 @@ def test_concurrent_judges_resume_across_a_restart_and_scores_match_files(
         assert view["trial"] == resume_at and view["progress"]["answered"] == half
         judge_all(base, tokens["J3"], "J3")
         assert call(base, "GET", f"/api/judge/{tokens['J3']}/next")[1] == {"done": True}
-        assert station_warnings(store) == ()
+        assert panel_warnings(store) == ()
         answers = store.answers()
         journal = [r for r in store.journal_rows() if r["event"] == "answered"]
     assert len(answers) == 4 * total
     assert len(journal) == len(answers)
     assert all(r["at"] > 0 and r["judge"] in tokens for r in journal)
-    # Scores read from the station equal the scores of the same judgements written as a file.
+    # Scores read from the panel equal the scores of the same judgements written as a file.
     exported = tmp_path / "pairs.jsonl"
     assert (
         onsite("judge", str(run), "--test", "pair", "--task", TTS_TASK, "--export", str(exported))[
@@ -344,13 +344,11 @@ def test_concurrent_judges_resume_across_a_restart_and_scores_match_files(
     assert len(lines) == 4 * total and {tuple(sorted(x)) for x in lines} == {
         ("first", "listener", "score", "second", "sentence")
     }
-    code, from_station = onsite(
-        "score", "tts-pair", "--run", str(run), "--task", TTS_TASK, "--json"
-    )
+    code, from_panel = onsite("score", "tts-pair", "--run", str(run), "--task", TTS_TASK, "--json")
     assert code == 0
     code, from_file = onsite("score", "tts-pair", "--hyp", str(exported), "--json")
-    assert code == 0 and json.loads(from_station) == json.loads(from_file)
-    result = json.loads(from_station)
+    assert code == 0 and json.loads(from_panel) == json.loads(from_file)
+    result = json.loads(from_panel)
     assert result["judgements"] == 4 * total and result["listeners"] == 4
     # Each ordered pair was played equally often both ways (3 sentences each way per judge).
     assert {(p["played_ab"], p["played_ba"]) for p in result["pairs"]} == {(12, 12)}
@@ -441,7 +439,7 @@ def test_mt_summary_and_cws_review_through_the_api(
     assert acme["accepted_pieces"] == json.loads(by_file)["accepted_pieces"]
 
 
-def test_station_cli_prints_one_link_per_judge_and_keeps_its_plan(
+def test_panel_cli_prints_one_link_per_judge_and_keeps_its_plan(
     tts_run: Path, tmp_path: Path
 ) -> None:
     run = copy_run(tts_run, tmp_path)
@@ -461,14 +459,14 @@ def test_station_cli_prints_one_link_per_judge_and_keeps_its_plan(
         and [line.split()[1] for line in again.splitlines() if line.startswith("J")] == links
     )  # noqa: E501
     assert onsite(*args, "--judges", "4", "--plan-only")[0] == 2
-    # Scoring a station nobody has answered yet says so (not a temporary file's name).
+    # Scoring a panel nobody has answered yet says so (not a temporary file's name).
     code, out = onsite("score", "tts-pair", "--run", str(run), "--task", TTS_TASK)
     assert code == 2 and out == ""
     code, out = onsite(*args, "--plan-only", "--listen", "0.0.0.0:8123")
     assert f"J1  http://{socket.gethostname()}:8123/judge/" in out
     code, out = onsite(*args, "--progress")
     assert code == 0 and "J3" in out
-    assert station_path(run, TTS_TASK, "pair").is_file()
+    assert panel_path(run, TTS_TASK, "pair").is_file()
 
 
 # --- agreement -------------------------------------------------------------------------------
@@ -525,14 +523,14 @@ def test_category_restricts_the_items(tts_run: Path, tmp_path: Path) -> None:
     (testset / "categories.tsv").write_text("s4\tparagraph\ns5\tparagraph\n", encoding="utf-8")
     try:
         with pytest.raises(ValueError, match="no item of category 'nope'; categories: paragraph"):
-            open_station(run, TTS_TASK, "pair", 2, 0, "nope")
-        store, _ = open_station(run, TTS_TASK, "pair", 2, 0, "paragraph")
+            open_panel(run, TTS_TASK, "pair", 2, 0, "nope")
+        store, _ = open_panel(run, TTS_TASK, "pair", 2, 0, "paragraph")
         try:
             assert {t.item for t in store.plan().trials} == {"s4", "s5"}
             assert store.meta()["category"] == "paragraph"
         finally:
             store.close()
-        with pytest.raises(StationError, match="category = paragraph, not other"):
-            open_station(run, TTS_TASK, "pair", None, None, "other")
+        with pytest.raises(PanelError, match="category = paragraph, not other"):
+            open_panel(run, TTS_TASK, "pair", None, None, "other")
     finally:
         (testset / "categories.tsv").unlink()
