@@ -51,3 +51,11 @@ def test_each_command_has_a_module_of_its_own() -> None:
             homes[module] = name
     assert {"run", "status", "report", "score"} <= set(homes.values())
     assert set(homes.values()) == shown
+
+
+def test_an_old_command_name_works_but_is_not_offered() -> None:
+    parser = build_parser()
+    usage = parser.format_help()
+    assert "copy-run" in usage and "export-store" not in usage
+    args = parser.parse_args(["export-store", "runs/demo", "postgresql://h/db"])
+    assert args.handler.__module__ == "harness.cli.copy_run"

@@ -14,6 +14,9 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 
+# The command's old names, still read but not listed in `onsite --help`.
+OLD_COMMAND_NAMES = frozenset({"export-store"})
+
 # What `onsite export-store` (the command's old name) says before it does the copy.
 OLD_NAME_NOTICE = (
     "note: `onsite export-store` is now `onsite copy-run` (the same arguments); "

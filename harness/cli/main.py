@@ -14,7 +14,7 @@ from typing import Any
 from harness.cli.check import add_check_parser
 from harness.cli.combination_set import add_combination_set_parser
 from harness.cli.console import add_console_parser
-from harness.cli.copy_run import add_copy_run_parser
+from harness.cli.copy_run import OLD_COMMAND_NAMES, add_copy_run_parser
 from harness.cli.devices import add_devices_parser
 from harness.cli.export import add_export_parser
 from harness.cli.judge import add_judge_parser
@@ -91,6 +91,8 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     add_meta_parser(sub)
     add_copy_run_parser(sub)
     add_combination_set_parser(sub)
+    # Old command names (export-store) work but are not offered in the list of commands.
+    sub.metavar = "{" + ",".join(n for n in sub.choices if n not in OLD_COMMAND_NAMES) + "}"
     return parser
 
 
