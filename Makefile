@@ -9,10 +9,11 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 # sshd; the report test renders the HTML report in headless Chromium.
 # The example OCR system is Tesseract with its Simplified Chinese model; the serial-device
 # tests synthesize command words with espeak-ng and sox; the run-store tests start PostgreSQL;
-# the lost-link tests put a participant's machine in a network namespace (iproute2).
+# the lost-link tests put a participant's machine in a network namespace (iproute2); the
+# significance-test tests run SCTK's sclite and sc_stats (sctk).
 SYSTEM_PACKAGES := python3-venv bubblewrap openssh-server openssh-client chromium chromium-driver \
 	tesseract-ocr tesseract-ocr-chi-sim fonts-noto-cjk espeak-ng sox time busybox postgresql \
-	iproute2
+	iproute2 sctk
 DEMO_SITE := site_config/demo.toml
 
 .PHONY: demo test lint bench system-deps clean

@@ -13,6 +13,7 @@ from typing import Any
 
 from harness.cli.check import add_check_parser
 from harness.cli.combination_set import add_combination_set_parser
+from harness.cli.compare import add_compare_parser
 from harness.cli.console import add_console_parser
 from harness.cli.copy_run import OLD_COMMAND_NAMES, add_copy_run_parser
 from harness.cli.devices import add_devices_parser
@@ -89,6 +90,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     # some brought by the task kinds, load only when `score` is the command.
     add_score_parser(sub, only=family, listed=argv is None or command == "score")
     add_meta_parser(sub)
+    add_compare_parser(sub)
     add_copy_run_parser(sub)
     add_combination_set_parser(sub)
     # Old command names (export-store) work but are not offered in the list of commands.

@@ -1,0 +1,581 @@
+"""`onsite compare`: which differences between systems are real (docs/significance.md).
+
+Two forms. On a run, ``onsite compare RUN --task T`` reads every system's job of the
+task as the leaderboard scores it (the completed items; a failed item counts with no
+output, as the kind scores an unanswered item) and takes each item's statistic from the
+kind (its ``statistics``), so nothing here names a kind. Offline, ``onsite compare mt
+--ref REF --hyp A --hyp B`` reads the files as `onsite score mt` does. Both resample
+with scoring/resampling.py: paired bootstrap (``bootstrap``) and approximate
+randomization (``ar``), sacrebleu's tests with sacrebleu's seed. The error-rate tests
+(``mapsswe``, ``sign``, ``wilcoxon``, ``mcnemar``) are SCTK sc_stats's, from
+scoring/sctk_stats.py, on sclite's alignments: offline for the ``asr`` family, and on a
+run for a task whose kind the ``asr`` family reads (``from_run``).
+
+Registering the command loads nothing of the run store, the kinds, numpy or the scorers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from scoring.resampling import Comparison, System
+
+RESAMPLING_TESTS = ("bootstrap", "ar")
+# SCTK sc_stats's tests on alignments of error-rate kinds (scoring/sctk_stats.py).
+ERROR_RATE_TESTS = ("mapsswe", "sign", "wilcoxon", "mcnemar")
+# The offline families `onsite compare FAMILY --ref --hyp` reads.
+OFFLINE_FAMILIES = ("mt", "asr")
+
+
+def add_compare_parser(sub: Any) -> None:
+    """Register `onsite compare` on the CLI's subparsers."""
+    parser = sub.add_parser(
+        "compare",
+        help="significance tests between systems: paired bootstrap, approximate randomization",
+        description="Compare every pair of systems on the same items: a run's task "
+        "(RUN --task T) or files (FAMILY --ref REF --hyp A --hyp B ...).",
+    )
+    parser.add_argument(
+        "target",
+        metavar="RUN|FAMILY",
+        help="a run directory (or postgresql://HOST/DB?run=NAME) with --task, or a family "
+        f"({', '.join(OFFLINE_FAMILIES)}) with --ref and --hyp",
+    )
+    parser.add_argument("--task", help="the run's task whose systems are compared")
+    parser.add_argument(
+        "--systems", help="comma-separated systems of the task to compare (default: all)"
+    )
+    parser.add_argument(
+        "--ref",
+        action="append",
+        help="offline: a reference file (mt: repeat for more; asr: one trn or Kaldi text)",
+    )
+    parser.add_argument(
+        "--hyp", action="append", help="offline: a system's output file; repeat, one per system"
+    )
+    parser.add_argument(
+        "--lang", choices=("en", "zh", "ja"), default="en", help="offline mt: target language"
+    )
+    parser.add_argument(
+        "--test",
+        nargs="+",
+        default=["bootstrap"],
+        metavar="NAME",
+        help=f"tests: {', '.join(RESAMPLING_TESTS)} (any kind); "
+        f"{', '.join(ERROR_RATE_TESTS)} (error-rate kinds); default bootstrap",
+    )
+    parser.add_argument(
+        "--samples",
+        type=int,
+        help="resamples for bootstrap and trials for ar (default 1000 and 10000, as sacrebleu)",
+    )
+    parser.add_argument(
+        "--seed", type=int, help="the random seed (default 12345, sacrebleu's); printed"
+    )
+    parser.add_argument(
+        "--alpha", type=float, default=0.05, help="significance level of the verdicts (0.05)"
+    )
+    parser.add_argument(
+        "--sc-stats",
+        action="store_true",
+        help="error-rate tests: reproduce SCTK sc_stats exactly, its normal-approximation "
+        "bug included",
+    )
+    parser.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    parser.set_defaults(handler=cmd_compare)
+
+
+@dataclass(frozen=True)
+class Compared:
+    """What is compared: the task (or family), its metric and each system's statistics."""
+
+    task: str
+    metric: str
+    higher_is_better: bool
+    systems: Mapping[str, System]
+    aggregate: Callable[[Sequence[Any]], float | None]
+    notes: tuple[str, ...] = ()
+    # Each system's sclite alignments (scoring.sctk_stats.UnitErrors) for the error-rate
+    # tests, read when one is asked; None where there are none (not an alignment metric).
+    units: Callable[[], Mapping[str, Sequence[Any]]] | None = None
+
+
+def _problem(where: Path | str, key: str, message: str, fix: str) -> Exception:
+    from harness.errors import InputError, Problem
+
+    return InputError([Problem(Path(str(where)), key, message, fix)])
+
+
+def _check_tests(args: argparse.Namespace) -> list[str]:
+    tests = list(dict.fromkeys(args.test))
+    for test in tests:
+        if test not in RESAMPLING_TESTS + ERROR_RATE_TESTS:
+            raise _problem(
+                args.target,
+                "--test",
+                f"unknown test {test!r}",
+                f"use some of: {', '.join(RESAMPLING_TESTS + ERROR_RATE_TESTS)}",
+            )
+    if args.sc_stats and not any(t in ERROR_RATE_TESTS for t in tests):
+        raise _problem(
+            args.target,
+            "--sc-stats",
+            "--sc-stats applies to the SCTK tests (mapsswe, sign, wilcoxon, mcnemar)",
+            "add --test with some of them, or leave --sc-stats out",
+        )
+    if args.samples is not None and args.samples < 1:
+        raise _problem(args.target, "--samples", f"{args.samples} samples", "give 1 or more")
+    if not 0 < args.alpha < 1:
+        raise _problem(args.target, "--alpha", f"alpha {args.alpha}", "give a level in (0, 1)")
+    return tests
+
+
+def cmd_compare(args: argparse.Namespace, console: Console) -> int:
+    """Compare the systems and print the comparison (a table, or JSON with --json)."""
+    from harness.cli.shared import EXIT_BAD_INPUT
+    from scoring.resampling import DEFAULT_SEED, compare
+
+    tests = _check_tests(args)
+    offline = args.hyp is not None or args.ref is not None
+    if offline:
+        if args.task is not None:
+            raise _problem(
+                args.target, "--task", "--task reads a run, --hyp reads files", "give one of them"
+            )
+        compared = _offline(args)
+        if compared is None:
+            return EXIT_BAD_INPUT
+    else:
+        if args.task is None:
+            raise _problem(
+                args.target,
+                "--task",
+                "which task?",
+                f"give --task T to compare a run's systems, or a family "
+                f"({', '.join(OFFLINE_FAMILIES)}) with --ref and --hyp to compare files",
+            )
+        compared = _from_run(args)
+    sctk = [t for t in tests if t in ERROR_RATE_TESTS]
+    if sctk and compared.units is None:
+        raise _problem(
+            args.target,
+            "--test",
+            f"{', '.join(sctk)}: SCTK's tests need sclite's alignments, which "
+            f"{compared.task!r} ({compared.metric}) has not",
+            "use --test bootstrap or ar; the SCTK tests are for the asr family",
+        )
+    seed = DEFAULT_SEED if args.seed is None else args.seed
+    resampling = [t for t in tests if t in RESAMPLING_TESTS]
+    samples = {t: args.samples for t in resampling} if args.samples is not None else {}
+    if args.samples is not None:
+        samples["bootstrap"] = args.samples  # the intervals' resamples
+    result = compare(
+        compared.systems,
+        compared.aggregate,
+        tests=resampling,
+        samples=samples,
+        seed=seed,
+        alpha=args.alpha,
+        higher_is_better=compared.higher_is_better,
+    )
+    if len(resampling) < len(tests):
+        result = _with_error_rate_tests(args, compared, result, tests)
+    for note in compared.notes:
+        sys.stderr.write(f"note: {note}\n")
+    if args.json:
+        sys.stdout.write(json.dumps(comparison_json(compared, result), indent=2) + "\n")
+    else:
+        _print_table(compared, result, args.alpha, console)
+    return 0
+
+
+def _with_error_rate_tests(
+    args: argparse.Namespace, compared: Compared, result: Comparison, tests: Sequence[str]
+) -> Comparison:
+    """The comparison with SCTK sc_stats's tests added, pair by pair in the order asked,
+    and the rank ranges of all the tests' verdicts."""
+    from dataclasses import replace
+
+    from scoring.resampling import PairResult, rank_ranges
+    from scoring.sctk_stats import compare_error_rates
+
+    assert compared.units is not None  # checked before resampling
+    units = compared.units()
+    sctk = compare_error_rates(
+        units,
+        [t for t in tests if t in ERROR_RATE_TESTS],  # type: ignore[misc]
+        alpha=args.alpha,
+        sc_stats=args.sc_stats,
+    )
+    found = {(p.a, p.b, p.test): p for p in result.pairs}
+    found.update(
+        {(p.a, p.b, p.test): PairResult(p.a, p.b, p.test, p.statistic, p.p, p.better) for p in sctk}
+    )
+    names = [s.system for s in result.systems]
+    pairs = tuple(
+        found[(a, b, t)] for i, a in enumerate(names) for b in names[i + 1 :] for t in tests
+    )
+    ranks = rank_ranges(names, pairs)
+    systems = tuple(
+        replace(s, rank_low=ranks[s.system][0], rank_high=ranks[s.system][1])
+        for s in result.systems
+    )
+    return replace(result, systems=systems, pairs=pairs)
+
+
+def _number(value: float | None) -> float | None:
+    # JSON has no NaN: an undefined figure is null.
+    return None if value is None or math.isnan(value) else value
+
+
+def comparison_json(compared: Compared, result: Comparison) -> dict[str, Any]:
+    """The comparison as `onsite compare --json` prints it."""
+    return {
+        "task": compared.task,
+        "metric": compared.metric,
+        "higher_is_better": compared.higher_is_better,
+        "items": result.items,
+        "seed": result.seed,
+        "samples": dict(result.samples),
+        "systems": [
+            {
+                "system": s.system,
+                "score": _number(s.score),
+                "ci_low": _number(s.ci_low),
+                "ci_high": _number(s.ci_high),
+                "rank_low": s.rank_low,
+                "rank_high": s.rank_high,
+            }
+            for s in result.systems
+        ],
+        "pairs": [
+            {
+                "a": p.a,
+                "b": p.b,
+                "test": p.test,
+                "statistic": _number(p.statistic),
+                "p": p.p,
+                "better": p.better,
+            }
+            for p in result.pairs
+        ],
+    }
+
+
+def _figure(value: float | None) -> str:
+    return "-" if value is None or math.isnan(value) else f"{value:.4f}"
+
+
+def _label(test: str) -> str:
+    # The resampling tests' statistic is the difference a - b; sc_stats's are a Z or a count.
+    return "diff" if test in RESAMPLING_TESTS else "stat"
+
+
+def _print_table(compared: Compared, result: Comparison, alpha: float, console: Console) -> None:
+    sizes = ", ".join(
+        f"{test} {n} {'resamples' if test == 'bootstrap' else 'trials'}"
+        for test, n in result.samples.items()
+    )
+    direction = "higher" if compared.higher_is_better else "lower"
+    lines = [
+        f"{compared.task}: {compared.metric} ({direction} is better) on {result.items} items; "
+        f"seed {result.seed}; {sizes}",
+        "",
+        f"{'rank':>6}  {'system':<24} {compared.metric:>8}  95% interval",
+    ]
+    width = max([24, *(len(s.system) for s in result.systems)])
+    lines[2] = f"{'rank':>6}  {'system':<{width}} {compared.metric:>8}  95% interval"
+    for s in result.systems:
+        rank = f"{s.rank_low}" if s.rank_low == s.rank_high else f"{s.rank_low}-{s.rank_high}"
+        lines.append(
+            f"{rank:>6}  {s.system:<{width}} {_figure(s.score):>8}  "
+            f"[{_figure(s.ci_low)}, {_figure(s.ci_high)}]"
+        )
+    tests = " or ".join(dict.fromkeys(p.test for p in result.pairs))
+    lines += [
+        f"  (a rank range such as 1-2: no test ({tests}) separates those systems at alpha {alpha})",
+        "",
+        f"pairs (better at alpha {alpha}):",
+    ]
+    for p in result.pairs:
+        verdict = p.better if p.better is not None else "no significant difference"
+        lines.append(
+            f"  {p.a} vs {p.b}  {p.test:<9} {_label(p.test)} {p.statistic:+.4f}  "
+            f"p = {p.p:.4f}  {verdict}"
+        )
+    for line in lines:
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+# --------------------------------------------------------------------------- a run
+
+
+def _from_run(args: argparse.Namespace) -> Compared:
+    """Every chosen system's item statistics on the items all of them completed."""
+    from harness.kinds.registry import task_kind
+    from harness.leaderboard import scoring_inputs
+    from harness.store.run_model import RunModel
+
+    model = RunModel.open(args.target)
+    where = model.where
+    tasks = list(model.site.config.tasks)
+    if args.task not in tasks:
+        raise _problem(where, "--task", f"no task {args.task!r}", f"use one of: {', '.join(tasks)}")
+    task = args.task
+    cfg = model.site.config.tasks[task]
+    on_task = [s for s, c in model.site.config.systems.items() if task in c.tasks]
+    names = on_task
+    if args.systems:
+        names = list(dict.fromkeys(n.strip() for n in args.systems.split(",") if n.strip()))
+        unknown = [n for n in names if n not in on_task]
+        if unknown:
+            raise _problem(
+                where,
+                "--systems",
+                f"no system {unknown[0]!r} on task {task!r}",
+                f"use some of: {', '.join(on_task)}",
+            )
+    if len(names) < 2:
+        raise _problem(
+            where,
+            "--systems",
+            f"task {task!r}: only {', '.join(names) or 'no system'} to compare",
+            "compare two or more systems"
+            + (f" (the task has: {', '.join(on_task)})" if len(on_task) > len(names) else ""),
+        )
+    kind = task_kind(cfg.kind)
+    testset = model.testset(task)
+    known = {item.id for item in testset.items}
+    stats: dict[str, Mapping[str, Any]] = {}
+    for name in names:
+        done = model.state.completed.get((task, name), {})
+        records = [r for r in done.values() if r.item in known]
+        attempted, outputs, seconds = scoring_inputs(testset, records)
+        stats[name] = kind.item_statistics(attempted, cfg, outputs, seconds) if records else {}
+    common = [i.id for i in testset.items if all(i.id in stats[n] for n in names)]
+    if not common:
+        raise _problem(
+            where,
+            "--task",
+            f"task {task!r}: no item completed by every one of {', '.join(names)}",
+            "compare systems that ran the task (--systems)",
+        )
+    notes = tuple(
+        f"{n}: {len(stats[n]) - len(common)} completed items left out (not completed by "
+        f"every compared system)"
+        for n in names
+        if len(stats[n]) > len(common)
+    )
+
+    def aggregate(items: Sequence[Any]) -> float | None:
+        return kind.aggregate(cfg, items)
+
+    def units() -> Mapping[str, Sequence[Any]]:
+        return _run_units(args.target, where, task, names, set(common))
+
+    return Compared(
+        task=task,
+        metric=kind.metric(cfg),
+        higher_is_better=kind.higher_is_better,
+        systems={n: [stats[n][i] for i in common] for n in names},
+        aggregate=aggregate,
+        notes=notes,
+        # The error-rate tests read sclite's alignments of the files the asr family reads.
+        units=units if "asr" in kind.from_run else None,
+    )
+
+
+def _run_units(
+    run: str, where: Path, task: str, names: Sequence[str], common: set[str]
+) -> dict[str, list[Any]]:
+    """Each system's sclite alignments of the compared utterances, from the trn files
+    `onsite score asr --run` scores (words, case folded, as sclite and sc_stats)."""
+    import tempfile
+
+    from harness.export import read_run
+    from scoring.sctk_stats import unit_errors_from_trn
+
+    out: dict[str, list[Any]] = {}
+    with tempfile.TemporaryDirectory(prefix="onsite-compare-") as tmp:
+        for name in names:
+            job = read_run(run, task, name)
+            directory = Path(tmp) / f"system{len(out)}"
+            directory.mkdir()
+            values = job.kind.from_run["asr"].args(job, directory)
+            if values.get("unit", "word") != "word" or values.get("case_sensitive"):
+                raise _problem(
+                    where,
+                    f"tasks.{task}",
+                    "SCTK's tests here compare word error rates with case folded "
+                    "(sclite's defaults); this task scores characters or keeps case",
+                    "use --test bootstrap or ar for it",
+                )
+            units = unit_errors_from_trn(values["ref"], values["hyp"])
+            out[name] = [u for u in units if u.id in common]
+    return out
+
+
+# --------------------------------------------------------------------------- files
+
+
+def _offline(args: argparse.Namespace) -> Compared | None:
+    """The systems of `onsite compare FAMILY --ref --hyp`, or None after the error line."""
+    from harness.cli.score import scored_or_reported
+
+    if args.target not in OFFLINE_FAMILIES:
+        raise _problem(
+            args.target,
+            "FAMILY",
+            f"no offline comparison for {args.target!r}",
+            f"use one of: {', '.join(OFFLINE_FAMILIES)}; or give a run with --task",
+        )
+    if not args.ref:
+        raise _problem(args.target, "--ref", "no reference file", "give --ref REF")
+    hyps = args.hyp or []
+    if len(hyps) < 2:
+        raise _problem(
+            args.target,
+            "--hyp",
+            f"{len(hyps)} system file to compare",
+            "give --hyp once per system, two or more",
+        )
+    if len(set(hyps)) < len(hyps):
+        raise _problem(args.target, "--hyp", "a file given twice", "give each system's file once")
+    if args.systems:
+        raise _problem(
+            args.target,
+            "--systems",
+            "--systems chooses a run's systems",
+            "list the --hyp files instead",
+        )
+    if args.target == "asr":
+        if len(args.ref) > 1:
+            raise _problem(args.target, "--ref", "asr takes one reference file", "give --ref once")
+        return scored_or_reported(lambda: _asr_systems(hyps, args.ref[0]))
+    return scored_or_reported(lambda: _mt_systems(hyps, args.ref, args.lang))
+
+
+def _asr_systems(hyps: Sequence[str], ref: str) -> Compared:
+    """Each utterance's (C, S, D, I) of each hypothesis file from sclite's alignment
+    (trn or Kaldi text, words, case folded: sclite's defaults and sc_stats's input)."""
+    import numpy as np
+
+    from harness.kinds.base import refuse_outputs_file
+    from scoring.asr import AsrScore
+    from scoring.sctk_stats import unit_errors_from_trn
+
+    units = {}
+    for hyp in hyps:
+        refuse_outputs_file(hyp, "asr")
+        units[hyp] = unit_errors_from_trn(ref, hyp)
+    first = [u.id for u in units[hyps[0]]]
+    systems = {}
+    for hyp, found in units.items():
+        by_id = {u.id: u for u in found}
+        if set(by_id) != set(first):
+            raise ValueError(
+                f"{hyp}: its utterances are not those of {hyps[0]}; give every system's "
+                "output for the utterances of the reference"
+            )
+        rows = [[by_id[i].ops.count(op) for op in "CSDI"] for i in first]
+        systems[hyp] = np.array(rows, dtype=np.int64)
+
+    def score(row: np.ndarray) -> float:
+        return AsrScore.from_counts([[int(x) for x in row]]).wer
+
+    def aggregate(items: Sequence[Any]) -> float | None:
+        return score(np.sum(np.asarray(items), axis=0)) if len(items) else None
+
+    from scoring.resampling import Additive
+
+    return Compared(
+        task="asr",
+        metric="wer",
+        higher_is_better=False,
+        systems={name: Additive(rows, score) for name, rows in systems.items()},
+        aggregate=aggregate,
+        units=lambda: units,
+    )
+
+
+def _mt_systems(hyps: Sequence[str], refs: Sequence[str], lang: str) -> Compared:
+    """BLEU's n-gram counts per segment of each hypothesis file, as `onsite score mt`
+    reads and scores them (mteval-v13a BLEU, the kind's headline)."""
+    import numpy as np
+
+    from harness.kinds.base import refuse_outputs_file
+    from scoring.cwmt_xml import load_mt_file
+    from scoring.errors import FormatError
+    from scoring.mt import NgramStats, bleu_from_stats
+    from scoring.mt_batch import score_mt_batch
+
+    # The pairing of `onsite score mt` (scoring/mt_files.py), reused as it stands.
+    from scoring.mt_files import _pair, _refuse_empty_references
+
+    ref_sets = []
+    for path in refs:
+        ref_sets.extend(load_mt_file(Path(path), role="reference").split_references())
+    systems: dict[str, Any] = {}
+    first: list[tuple[str, str]] | None = None
+    order = 5  # the NgramStats orders (NIST's 5; BLEU reads the first 4)
+    n_refs = 0
+    for hyp in hyps:
+        refuse_outputs_file(hyp, "mt")
+        hyp_file = load_mt_file(Path(hyp), role="target")
+        segments = _pair(hyp_file, ref_sets)
+        _refuse_empty_references(segments, lang)
+        # A plain-text file's document is its own name: segments are its lines.
+        ids = [(s.doc_id if hyp_file.kind == "xml" else "", s.seg_id) for s in segments]
+        if first is None:
+            first = ids
+        elif ids != first:
+            raise FormatError(
+                hyp,
+                None,
+                f"{len(ids)} segments that are not those of {hyps[0]} ({len(first)})",
+                "give every system's output for the same segments",
+            )
+        report = score_mt_batch(segments, lang, metrics=("bleu",))
+        n_refs = report.n_refs
+        rows = np.array(
+            [
+                [*g.matches, *g.totals, g.ref_len_closest]
+                for g in (seg.scores.ngrams for seg in report.segments)
+            ],
+            dtype=np.int64,
+        )
+        systems[hyp] = rows
+
+    zeros = (0.0,) * order
+
+    def as_stats(row: np.ndarray) -> NgramStats:
+        ints = [int(round(float(x))) for x in row]
+        return NgramStats(
+            tuple(ints[:order]), tuple(ints[order : 2 * order]), zeros, ints[-1], 0, 0, n_refs
+        )
+
+    def score(row: np.ndarray) -> float:
+        return bleu_from_stats(as_stats(row))
+
+    def aggregate(items: Sequence[Any]) -> float | None:
+        return score(np.sum(np.asarray(items), axis=0)) if len(items) else None
+
+    from scoring.resampling import Additive
+
+    return Compared(
+        task="mt",
+        metric="bleu",
+        higher_is_better=True,
+        systems={name: Additive(rows, score) for name, rows in systems.items()},
+        aggregate=aggregate,
+    )

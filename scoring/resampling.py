@@ -1,0 +1,315 @@
+"""Paired resampling tests between systems over per-item statistics, as sacrebleu does them.
+
+Written once for every metric: a system is its per-item statistics (one per item,
+the same items in the same order for every system) and the metric is an
+``aggregate`` of any sequence of them (BLEU from summed n-gram counts, WER from
+summed errors and words, MAP from per-topic AP). Two tests, with sacrebleu 2.x's
+conventions (``sacrebleu/significance.py``), so that the same seed and the same
+number of samples give sacrebleu's p-values:
+
+* paired bootstrap resampling (Koehn 2004, sacrebleu ``--paired-bs``): one
+  matrix of resampled item indices, ``numpy.random.default_rng(seed).choice(n,
+  size=(samples, n))``, shared by every system; the p-value of a pair is
+  ``(c + 1) / (samples + 1)`` where ``c`` counts the resamples whose centred
+  absolute difference ``|b* - a*| - mean|b* - a*|`` exceeds the observed
+  ``|b - a|``;
+* paired approximate randomization (Riezler and Maxwell 2005, sacrebleu
+  ``--paired-ar``): ``default_rng(seed).integers(2, size=(samples, n))`` says, per
+  trial and item, whether the two systems' statistics of that item are swapped;
+  ``p = (c + 1) / (samples + 1)`` with ``c`` the trials whose ``|a' - b'|``
+  exceeds the observed ``|a - b|``.
+
+The 95% interval of a system is sacrebleu's percentile interval of its bootstrap
+scores: the sorted scores' entries ``samples // 40`` and ``samples - samples // 40
+- 1`` (sacrebleu prints it as the bootstrap mean plus or minus half its width).
+
+A metric that is a function of summed numeric statistics (BLEU, WER, F) may be
+given as an :class:`Additive` (rows of numbers and a score of their column sums);
+it is resampled with matrix products instead of one aggregate call per sample, to
+the same values.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "DEFAULT_SAMPLES",
+    "DEFAULT_SEED",
+    "TESTS",
+    "Additive",
+    "Comparison",
+    "PairResult",
+    "SystemResult",
+    "bootstrap_indices",
+    "compare",
+    "percentile_interval",
+    "rank_ranges",
+    "resampled_scores",
+    "swap_masks",
+]
+
+DEFAULT_SEED = 12345
+"""sacrebleu's default seed (its ``SACREBLEU_SEED`` environment variable's default)."""
+
+DEFAULT_SAMPLES: Mapping[str, int] = {"bootstrap": 1000, "ar": 10000}
+"""sacrebleu's defaults: 1,000 bootstrap resamples, 10,000 randomization trials."""
+
+TESTS = ("bootstrap", "ar")
+
+Aggregate = Callable[[Sequence[Any]], "float | None"]
+
+
+@dataclass(frozen=True)
+class Additive:
+    """A metric of summed statistics: one row of numbers per item and the score of a sum.
+
+    ``score(rows.sum(axis=0))`` must equal the aggregate of those items; any
+    resample is then a matrix product (counts of each item times rows).
+    """
+
+    rows: np.ndarray  # (items, fields), numbers that add up
+    score: Callable[[np.ndarray], float]
+
+
+System = Sequence[Any] | Additive
+
+
+@dataclass(frozen=True)
+class SystemResult:
+    """One system's score on the compared items, its 95% interval and its rank range."""
+
+    system: str
+    score: float | None
+    ci_low: float | None
+    ci_high: float | None
+    rank_low: int
+    rank_high: int
+
+
+@dataclass(frozen=True)
+class PairResult:
+    """One test of one pair: the observed difference ``a - b``, the p-value, and the
+    significantly better system at alpha (None when the test does not separate them)."""
+
+    a: str
+    b: str
+    test: str
+    statistic: float
+    p: float
+    better: str | None
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Every system's interval and rank range and every pair's tests."""
+
+    seed: int
+    samples: Mapping[str, int]
+    items: int
+    systems: tuple[SystemResult, ...]
+    pairs: tuple[PairResult, ...]
+
+
+def bootstrap_indices(n_items: int, samples: int, seed: int) -> np.ndarray:
+    """The resampled item indices, (samples, n_items): sacrebleu's draw for its seed."""
+    rng = np.random.default_rng(seed)
+    return rng.choice(n_items, size=(samples, n_items), replace=True)
+
+
+def swap_masks(n_items: int, samples: int, seed: int) -> np.ndarray:
+    """Per trial and item, True where the first system keeps its own statistic
+    (sacrebleu's ``pos_sel``); False swaps the two systems' statistics of that item."""
+    rng = np.random.default_rng(seed)
+    return rng.integers(2, size=(samples, n_items), dtype=bool)
+
+
+def _number(value: float | None) -> float:
+    # An aggregate may have no value for a resample (an EER without both classes).
+    return math.nan if value is None else float(value)
+
+
+def resampled_scores(system: System, aggregate: Aggregate, indices: np.ndarray) -> np.ndarray:
+    """The metric of each resample: row k of ``indices`` lists the items of resample k."""
+    if isinstance(system, Additive):
+        samples, n = indices.shape
+        # How often each item is drawn in each resample; times the rows gives the sums.
+        offsets = (indices + (np.arange(samples) * n)[:, None]).ravel()
+        counts = np.bincount(offsets, minlength=samples * n).reshape(samples, n)
+        sums = counts.astype(np.float64) @ system.rows.astype(np.float64)
+        return np.array([_number(system.score(row)) for row in sums])
+    stats = np.empty(len(system), dtype=object)
+    stats[:] = list(system)
+    return np.array([_number(aggregate(list(stats[row]))) for row in indices])
+
+
+def _full_score(system: System, aggregate: Aggregate) -> float | None:
+    if isinstance(system, Additive):
+        return float(system.score(system.rows.astype(np.float64).sum(axis=0)))
+    value = aggregate(list(system))
+    return None if value is None else float(value)
+
+
+def _swapped_scores(
+    a: System, b: System, aggregate: Aggregate, keep: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The two pseudo-systems' scores of every randomization trial."""
+    if isinstance(a, Additive) and isinstance(b, Additive):
+        rows_a, rows_b = a.rows.astype(np.float64), b.rows.astype(np.float64)
+        keep_f, swap_f = keep.astype(np.float64), (~keep).astype(np.float64)
+        first = keep_f @ rows_a + swap_f @ rows_b
+        second = swap_f @ rows_a + keep_f @ rows_b
+        return (
+            np.array([_number(a.score(r)) for r in first]),
+            np.array([_number(a.score(r)) for r in second]),
+        )
+    if isinstance(a, Additive) or isinstance(b, Additive):
+        raise TypeError("compare two Additive systems or two sequences, not one of each")
+    objs_a = np.empty(len(a), dtype=object)
+    objs_a[:] = list(a)
+    objs_b = np.empty(len(b), dtype=object)
+    objs_b[:] = list(b)
+    first_s = [_number(aggregate(list(np.where(row, objs_a, objs_b)))) for row in keep]
+    second_s = [_number(aggregate(list(np.where(row, objs_b, objs_a)))) for row in keep]
+    return np.array(first_s), np.array(second_s)
+
+
+def _p_value(null: np.ndarray, observed: float) -> float:
+    # sacrebleu (after multeval): strictly greater, and +1 on both sides so that the
+    # chance of a false rejection is at most alpha even with few samples.
+    return (int(np.sum(null > observed)) + 1) / (len(null) + 1)
+
+
+def bootstrap_p(score_a: float, score_b: float, boot_a: np.ndarray, boot_b: np.ndarray) -> float:
+    """sacrebleu's paired bootstrap p-value of ``|a - b|`` from the two systems'
+    scores on the same resamples: the centred resampled differences exceeding it."""
+    diffs = np.abs(boot_b - boot_a)
+    return _p_value(diffs - np.nanmean(diffs), abs(score_a - score_b))
+
+
+def ar_p(score_a: float, score_b: float, first: np.ndarray, second: np.ndarray) -> float:
+    """sacrebleu's approximate randomization p-value of ``|a - b|`` from the trials'
+    pseudo-system scores."""
+    return _p_value(np.abs(first - second), abs(score_a - score_b))
+
+
+def percentile_interval(scores: np.ndarray) -> tuple[float, float] | None:
+    """sacrebleu's 95% percentile interval of bootstrap scores (entries n//40 and
+    n - n//40 - 1 of the sorted scores); resamples with no value are left out."""
+    kept = np.sort(scores[~np.isnan(scores)])
+    if not len(kept):
+        return None
+    low = len(kept) // 40
+    return float(kept[low]), float(kept[len(kept) - low - 1])
+
+
+def _better(
+    a: str,
+    b: str,
+    score_a: float | None,
+    score_b: float | None,
+    p: float,
+    alpha: float,
+    higher_is_better: bool,
+) -> str | None:
+    if score_a is None or score_b is None or p >= alpha or score_a == score_b:
+        return None
+    return a if (score_a > score_b) == higher_is_better else b
+
+
+def rank_ranges(names: Sequence[str], pairs: Sequence[PairResult]) -> dict[str, tuple[int, int]]:
+    """Each system's rank range from the pairs' verdicts (WMT's ranking by clusters).
+
+    A system ranks from 1 + the systems significantly better than it to N - the
+    systems significantly worse: "1-2" for two systems no test separates, "1-1"
+    for one better than every other. A pair counts as separated when any of the
+    given tests separates it.
+    """
+    beaten_by: dict[str, set[str]] = {n: set() for n in names}
+    beats: dict[str, set[str]] = {n: set() for n in names}
+    for pair in pairs:
+        if pair.better is None:
+            continue
+        loser = pair.b if pair.better == pair.a else pair.a
+        beaten_by[loser].add(pair.better)
+        beats[pair.better].add(loser)
+    n = len(names)
+    return {s: (1 + len(beaten_by[s]), n - len(beats[s])) for s in names}
+
+
+def compare(
+    systems: Mapping[str, System],
+    aggregate: Aggregate,
+    tests: Sequence[str] = ("bootstrap",),
+    samples: Mapping[str, int] | None = None,
+    seed: int = DEFAULT_SEED,
+    alpha: float = 0.05,
+    higher_is_better: bool = True,
+) -> Comparison:
+    """Every system's interval and every pair's tests, all on the same items.
+
+    ``systems`` maps a name to its per-item statistics (or an :class:`Additive`),
+    item i of every system being the same item. The intervals come from the
+    bootstrap resamples (drawn whichever tests are asked, with
+    ``samples["bootstrap"]``); each test of ``tests`` is run on every pair in the
+    order given, the first system being the first of each pair as sacrebleu's
+    baseline is. Ranks come from the pairs' verdicts (:func:`rank_ranges`).
+    """
+    names = list(systems)
+    if len(names) < 2:
+        raise ValueError(f"compare needs two or more systems, got {len(names)}")
+    unknown = [t for t in tests if t not in TESTS]
+    if unknown:
+        raise ValueError(f"unknown test(s) {unknown}; choose from {list(TESTS)}")
+    counts = {len(_rows(s)) for s in systems.values()}
+    if len(counts) != 1:
+        raise ValueError(f"systems have different numbers of items: {sorted(counts)}")
+    n = counts.pop()
+    if n == 0:
+        raise ValueError("no item to compare the systems on")
+    sizes = {**DEFAULT_SAMPLES, **(samples or {})}
+    used = {"bootstrap": sizes["bootstrap"], **{t: sizes[t] for t in tests}}
+    for test, size in used.items():
+        if size < 1:
+            raise ValueError(f"{test} needs at least one sample, got {size}")
+
+    full = {s: _full_score(systems[s], aggregate) for s in names}
+    indices = bootstrap_indices(n, used["bootstrap"], seed)
+    boot = {s: resampled_scores(systems[s], aggregate, indices) for s in names}
+    keep = swap_masks(n, used["ar"], seed) if "ar" in tests else None
+
+    pairs: list[PairResult] = []
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            score_a, score_b = full[a], full[b]
+            for test in tests:
+                if score_a is None or score_b is None:
+                    p = 1.0
+                elif test == "bootstrap":
+                    p = bootstrap_p(score_a, score_b, boot[a], boot[b])
+                else:
+                    assert keep is not None
+                    first, second = _swapped_scores(systems[a], systems[b], aggregate, keep)
+                    p = ar_p(score_a, score_b, first, second)
+                statistic = (
+                    (score_a - score_b) if score_a is not None and score_b is not None else math.nan
+                )
+                better = _better(a, b, score_a, score_b, p, alpha, higher_is_better)
+                pairs.append(PairResult(a, b, test, statistic, p, better))
+
+    ranks = rank_ranges(names, pairs)
+    results = []
+    for s in names:
+        interval = percentile_interval(boot[s])
+        low, high = interval if interval is not None else (None, None)
+        results.append(SystemResult(s, full[s], low, high, *ranks[s]))
+    return Comparison(seed, used, n, tuple(results), tuple(pairs))
+
+
+def _rows(system: System) -> Sequence[Any] | np.ndarray:
+    return system.rows if isinstance(system, Additive) else system
