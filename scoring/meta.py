@@ -11,7 +11,11 @@ Machine Translation Evaluation", 2006) computed:
 * correlation of character-based and word-based scores (Table 39);
 * a test set's difficulty (X_mean - L) / (H - L) and discriminability
   (X_best - X_worst) / (H - L), H and L the highest and lowest possible scores;
-* how a score settles as the test set grows (seeded random subsets);
+* how a score settles as the test set grows (seeded random subsets), the
+  corpus metric pooled from per-item statistics where they are given (BLEU
+  from a subset's summed n-gram counts, through scoring/resampling.py);
+* the proportion of system pairs a metric's paired test (bootstrap or
+  approximate randomization, scoring/resampling.py) separates at alpha;
 * agglomerative clustering of systems on normalised multi-metric vectors,
   drawn as a dendrogram.
 
@@ -31,6 +35,17 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import numpy as np
 
+from .resampling import (
+    DEFAULT_SEED,
+    TESTS,
+    Additive,
+    Aggregate,
+    Comparison,
+    System,
+    compare,
+    resampled_scores,
+)
+
 if TYPE_CHECKING:
     from .plots import PlotFiles
 
@@ -38,6 +53,7 @@ __all__ = [
     "Correlation",
     "CorrelationMatrix",
     "Dendrogram",
+    "Separation",
     "SubsampleCurve",
     "TestSetProfile",
     "cluster_systems",
@@ -46,16 +62,23 @@ __all__ = [
     "correlation_matrix",
     "difficulty",
     "discriminability",
+    "full_score",
     "length_correlations",
     "linkage",
+    "mean_of_scores",
+    "n_items",
     "metric_human_correlations",
     "normalize_metrics",
+    "pair_separation",
     "pearson",
     "plot_dendrogram",
     "plot_subsample_curves",
+    "pooled_subsample_curve",
     "rankdata",
     "spearman",
     "subsample_curve",
+    "subset_indices",
+    "subset_scores",
     "test_set_profile",
     "unit_correlation",
 ]
@@ -371,6 +394,50 @@ def _mean_statistic(items: Sequence[Any]) -> float:
     return float(np.mean(np.asarray(items, dtype=float)))
 
 
+def _check_sizes(n: int, sizes: Iterable[int], repeats: int) -> list[int]:
+    if n == 0:
+        raise ValueError("no items")
+    if repeats < 2:
+        raise ValueError("need at least 2 repeats to measure a spread")
+    wanted = sorted(set(sizes))
+    if not wanted or wanted[0] < 1 or wanted[-1] > n:
+        raise ValueError(f"sizes must lie in 1..{n}")
+    return wanted
+
+
+def subset_indices(n: int, sizes: Sequence[int], repeats: int, seed: int) -> list[np.ndarray]:
+    """The random subsets of each size, one (repeats, size) array of item indices per size.
+
+    Drawn without replacement, ``numpy.random.default_rng(seed).choice(n, size,
+    replace=False)`` once per subset, sizes in the order given: the draws of
+    :func:`subsample_curve` and :func:`pooled_subsample_curve`, so that anyone can
+    redo them by hand.
+    """
+    rng = np.random.default_rng(seed)
+    return [
+        np.array([rng.choice(n, size=size, replace=False) for _ in range(repeats)])
+        for size in sizes
+    ]
+
+
+def _curve(
+    sizes: Sequence[int], values: Sequence[np.ndarray], full: float, repeats: int, seed: int
+) -> SubsampleCurve:
+    # A subset whose metric is undefined (NaN) is left out of its size's figures.
+    with np.errstate(all="ignore"):
+        rows = [v[~np.isnan(v)] for v in values]
+        return SubsampleCurve(
+            tuple(sizes),
+            tuple(float(v.mean()) if v.size else math.nan for v in rows),
+            tuple(float(v.std(ddof=1)) if v.size > 1 else math.nan for v in rows),
+            tuple(float(np.percentile(v, 5)) if v.size else math.nan for v in rows),
+            tuple(float(np.percentile(v, 95)) if v.size else math.nan for v in rows),
+            full,
+            repeats,
+            seed,
+        )
+
+
 def subsample_curve(
     items: Sequence[T],
     sizes: Iterable[int],
@@ -382,41 +449,146 @@ def subsample_curve(
 
     `items` are per-segment scores (the default statistic is their mean) or
     anything `statistic` can pool, e.g. per-segment n-gram counts for a
-    corpus-level BLEU. The same `seed` gives the same subsets.
+    corpus-level BLEU. The same `seed` gives the same subsets
+    (:func:`subset_indices`).
     """
     n = len(items)
-    if n == 0:
-        raise ValueError("no items")
-    if repeats < 2:
-        raise ValueError("need at least 2 repeats to measure a spread")
+    wanted = _check_sizes(n, sizes, repeats)
     stat = statistic or _mean_statistic
-    sizes = sorted(set(sizes))
-    if not sizes or sizes[0] < 1 or sizes[-1] > n:
-        raise ValueError(f"sizes must lie in 1..{n}")
-    rng = np.random.default_rng(seed)
-    means, sds, lows, highs = [], [], [], []
-    for size in sizes:
-        vals = np.array(
-            [
-                stat([items[i] for i in rng.choice(n, size=size, replace=False)])
-                for _ in range(repeats)
-            ],
-            dtype=float,
-        )
-        means.append(float(vals.mean()))
-        sds.append(float(vals.std(ddof=1)))
-        lows.append(float(np.percentile(vals, 5)))
-        highs.append(float(np.percentile(vals, 95)))
-    return SubsampleCurve(
-        tuple(sizes),
-        tuple(means),
-        tuple(sds),
-        tuple(lows),
-        tuple(highs),
-        float(stat(list(items))),
-        repeats,
-        seed,
+    values = [
+        np.array([stat([items[i] for i in row]) for row in draw], dtype=float)
+        for draw in subset_indices(n, wanted, repeats, seed)
+    ]
+    return _curve(wanted, values, float(stat(list(items))), repeats, seed)
+
+
+def subset_scores(system: System, aggregate: Aggregate, indices: np.ndarray) -> np.ndarray:
+    """The metric pooled over each row's items (row k of ``indices``: subset k's items).
+
+    An :class:`~scoring.resampling.Additive` system sums its rows' statistics and
+    scores the sum (BLEU from summed n-gram counts); any other is its per-item
+    statistics given to ``aggregate``, as scoring/resampling.py resamples them. A
+    row may be shorter than the item set (a subset), unlike a bootstrap resample.
+    """
+    if isinstance(system, Additive):
+        weights = np.zeros((len(indices), n_items(system)))
+        np.put_along_axis(weights, indices, 1.0, axis=1)  # subsets never repeat an item
+        sums = _weighted_sums(weights, system.rows)
+        return np.array([_nan_if_none(system.score(row)) for row in sums], dtype=float)
+    return resampled_scores(system, aggregate, indices)
+
+
+def n_items(system: System) -> int:
+    """How many items a system has statistics of."""
+    return int(system.rows.shape[0]) if isinstance(system, Additive) else len(system)
+
+
+def _weighted_sums(weights: np.ndarray, rows: Any) -> np.ndarray:
+    # rows: a numpy array, or a scipy sparse matrix (many columns, few filled per item),
+    # whose product with a dense matrix is dense. Integer counts sum exactly in float64.
+    if isinstance(rows, np.ndarray):
+        return weights @ rows.astype(np.float64)
+    return np.asarray((rows.astype(np.float64).T @ weights.T).T)
+
+
+def _nan_if_none(value: float | None) -> float:
+    return math.nan if value is None else float(value)
+
+
+def full_score(system: System, aggregate: Aggregate) -> float | None:
+    """The metric on every item once: the scorer's (and the leaderboard's) figure."""
+    if isinstance(system, Additive):
+        sums = _weighted_sums(np.ones((1, n_items(system))), system.rows)[0]
+        value = _nan_if_none(system.score(sums))
+        return None if math.isnan(value) else value
+    found = aggregate(list(system))
+    return None if found is None else float(found)
+
+
+def pooled_subsample_curve(
+    system: System,
+    aggregate: Aggregate,
+    sizes: Iterable[int],
+    repeats: int = 50,
+    seed: int = 0,
+) -> SubsampleCurve:
+    """The corpus metric of random subsets of growing size, pooled from per-item statistics.
+
+    The subsets are :func:`subset_indices`'s (the same as :func:`subsample_curve`'s
+    for the same seed); each subset's value is the metric computed from its items'
+    statistics (:func:`subset_scores`: BLEU from the subset's summed n-gram counts,
+    never a mean of sentence BLEUs), and ``full`` is the metric on every item.
+    """
+    n = n_items(system)
+    wanted = _check_sizes(n, sizes, repeats)
+    values = [
+        subset_scores(system, aggregate, draw) for draw in subset_indices(n, wanted, repeats, seed)
+    ]
+    whole = full_score(system, aggregate)
+    return _curve(wanted, values, math.nan if whole is None else whole, repeats, seed)
+
+
+def mean_of_scores(values: Sequence[float]) -> Additive:
+    """Per-segment scores as an :class:`~scoring.resampling.Additive` whose metric is their
+    mean (score and count summed, then divided): what a file of sentence scores allows."""
+    rows = np.column_stack([np.asarray(values, dtype=float), np.ones(len(values))])
+    return Additive(rows, _ratio)
+
+
+def _ratio(sums: np.ndarray) -> float:
+    return float(sums[0] / sums[1]) if sums[1] else math.nan
+
+
+# --- pairs a metric separates ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Separation:
+    """How many pairs of systems a metric's paired test separates at ``alpha``.
+
+    The discriminability of a metric as the MT-evaluation analysis measures it: the
+    proportion of system pairs whose difference is significant.
+    """
+
+    test: str
+    alpha: float
+    systems: int
+    pairs: int
+    separated: int
+    comparison: Comparison
+
+    @property
+    def proportion(self) -> float:
+        """Separated pairs over pairs."""
+        return self.separated / self.pairs if self.pairs else math.nan
+
+
+def pair_separation(
+    systems: Mapping[str, System],
+    aggregate: Aggregate,
+    test: str = "bootstrap",
+    samples: int | None = None,
+    seed: int = DEFAULT_SEED,
+    alpha: float = 0.05,
+    higher_is_better: bool = True,
+) -> Separation:
+    """Run ``test`` (``bootstrap`` or ``ar``, scoring/resampling.py's) on every pair of
+    ``systems`` (per-item statistics, item i the same item in each) and count the pairs
+    it separates at ``alpha``."""
+    if test not in TESTS:
+        raise ValueError(f"unknown test {test!r}; choose from {list(TESTS)}")
+    sizes = {test: samples} if samples is not None else {}
+    result = compare(
+        systems,
+        aggregate,
+        tests=(test,),
+        samples=sizes,
+        seed=seed,
+        alpha=alpha,
+        higher_is_better=higher_is_better,
     )
+    separated = sum(p.better is not None for p in result.pairs)
+    return Separation(test, alpha, len(systems), len(result.pairs), separated, result)
 
 
 # --- clustering -------------------------------------------------------------------

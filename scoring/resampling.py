@@ -26,7 +26,9 @@ scores: the sorted scores' entries ``samples // 40`` and ``samples - samples // 
 A metric that is a function of summed numeric statistics (BLEU, WER, F) may be
 given as an :class:`Additive` (rows of numbers and a score of their column sums);
 it is resampled with matrix products instead of one aggregate call per sample, to
-the same values.
+the same values. The rows may be a scipy sparse matrix when each item fills few of
+many columns (OCR's samples and hits per character); the products are taken a block
+of resamples at a time so that memory stays bounded whatever the number of items.
 """
 
 from __future__ import annotations
@@ -73,7 +75,7 @@ class Additive:
     resample is then a matrix product (counts of each item times rows).
     """
 
-    rows: np.ndarray  # (items, fields), numbers that add up
+    rows: Any  # (items, fields) numbers that add up: a numpy array or a scipy sparse matrix
     score: Callable[[np.ndarray], float]
 
 
@@ -134,23 +136,56 @@ def _number(value: float | None) -> float:
     return math.nan if value is None else float(value)
 
 
+# Resamples per block of the matrix products: about 2**22 weights (32 MB) at a time.
+_BLOCK_WEIGHTS = 1 << 22
+
+
+def _blocks(samples: int, n_items: int) -> range:
+    # The first resample of each block; a block is max(1, 2**22 // items) resamples.
+    return range(0, samples, max(1, _BLOCK_WEIGHTS // max(n_items, 1)))
+
+
+def _float_rows(rows: Any) -> Any:
+    if isinstance(rows, np.ndarray):
+        return rows.astype(np.float64)
+    return rows.astype(np.float64).tocsc()  # scipy sparse: columns for rows.T @ weights
+
+
+def _sums(weights: np.ndarray, rows: Any) -> np.ndarray:
+    """weights (resamples, items) @ rows (items, fields), rows dense or scipy sparse.
+    Integer counts sum exactly in float64 (up to 2**53), in any order."""
+    if isinstance(rows, np.ndarray):
+        return weights @ rows
+    return np.asarray((rows.T @ weights.T).T)
+
+
 def resampled_scores(system: System, aggregate: Aggregate, indices: np.ndarray) -> np.ndarray:
     """The metric of each resample: row k of ``indices`` lists the items of resample k."""
     if isinstance(system, Additive):
         samples, n = indices.shape
-        # How often each item is drawn in each resample; times the rows gives the sums.
-        offsets = (indices + (np.arange(samples) * n)[:, None]).ravel()
-        counts = np.bincount(offsets, minlength=samples * n).reshape(samples, n)
-        sums = counts.astype(np.float64) @ system.rows.astype(np.float64)
-        return np.array([_number(system.score(row)) for row in sums])
+        rows = _float_rows(system.rows)
+        out = np.empty(samples)
+        step = max(1, _BLOCK_WEIGHTS // max(n, 1))
+        for start in _blocks(samples, n):
+            block = indices[start : start + step]
+            k = len(block)
+            # How often each item is drawn in each resample; times the rows gives the sums.
+            offsets = (block + (np.arange(k) * n)[:, None]).ravel()
+            counts = np.bincount(offsets, minlength=k * n).reshape(k, n)
+            sums = _sums(counts.astype(np.float64), rows)
+            out[start : start + k] = np.array([_number(system.score(row)) for row in sums])
+        return out
     stats = np.empty(len(system), dtype=object)
     stats[:] = list(system)
     return np.array([_number(aggregate(list(stats[row]))) for row in indices])
 
 
 def _full_score(system: System, aggregate: Aggregate) -> float | None:
+    value: float | None
     if isinstance(system, Additive):
-        return float(system.score(system.rows.astype(np.float64).sum(axis=0)))
+        n = system.rows.shape[0]
+        value = _number(system.score(_sums(np.ones((1, n)), _float_rows(system.rows))[0]))
+        return None if math.isnan(value) else value
     value = aggregate(list(system))
     return None if value is None else float(value)
 
@@ -160,23 +195,28 @@ def _swapped_scores(
 ) -> tuple[np.ndarray, np.ndarray]:
     """The two pseudo-systems' scores of every randomization trial."""
     if isinstance(a, Additive) and isinstance(b, Additive):
-        rows_a, rows_b = a.rows.astype(np.float64), b.rows.astype(np.float64)
-        keep_f, swap_f = keep.astype(np.float64), (~keep).astype(np.float64)
-        first = keep_f @ rows_a + swap_f @ rows_b
-        second = swap_f @ rows_a + keep_f @ rows_b
-        return (
-            np.array([_number(a.score(r)) for r in first]),
-            np.array([_number(a.score(r)) for r in second]),
-        )
+        rows_a, rows_b = _float_rows(a.rows), _float_rows(b.rows)
+        samples, n = keep.shape
+        first_s, second_s = np.empty(samples), np.empty(samples)
+        step = max(1, _BLOCK_WEIGHTS // max(n, 1))
+        for start in _blocks(samples, n):
+            kept = keep[start : start + step]
+            keep_f, swap_f = kept.astype(np.float64), (~kept).astype(np.float64)
+            # Exact for integer counts: a + b of two exact sums is the sum of the union.
+            first = _sums(keep_f, rows_a) + _sums(swap_f, rows_b)
+            second = _sums(swap_f, rows_a) + _sums(keep_f, rows_b)
+            first_s[start : start + len(kept)] = np.array([_number(a.score(r)) for r in first])
+            second_s[start : start + len(kept)] = np.array([_number(a.score(r)) for r in second])
+        return first_s, second_s
     if isinstance(a, Additive) or isinstance(b, Additive):
         raise TypeError("compare two Additive systems or two sequences, not one of each")
     objs_a = np.empty(len(a), dtype=object)
     objs_a[:] = list(a)
     objs_b = np.empty(len(b), dtype=object)
     objs_b[:] = list(b)
-    first_s = [_number(aggregate(list(np.where(row, objs_a, objs_b)))) for row in keep]
-    second_s = [_number(aggregate(list(np.where(row, objs_b, objs_a)))) for row in keep]
-    return np.array(first_s), np.array(second_s)
+    first_g = [_number(aggregate(list(np.where(row, objs_a, objs_b)))) for row in keep]
+    second_g = [_number(aggregate(list(np.where(row, objs_b, objs_a)))) for row in keep]
+    return np.array(first_g), np.array(second_g)
 
 
 def _p_value(null: np.ndarray, observed: float) -> float:
@@ -266,7 +306,7 @@ def compare(
     unknown = [t for t in tests if t not in TESTS]
     if unknown:
         raise ValueError(f"unknown test(s) {unknown}; choose from {list(TESTS)}")
-    counts = {len(_rows(s)) for s in systems.values()}
+    counts = {_n_items(s) for s in systems.values()}
     if len(counts) != 1:
         raise ValueError(f"systems have different numbers of items: {sorted(counts)}")
     n = counts.pop()
@@ -311,5 +351,5 @@ def compare(
     return Comparison(seed, used, n, tuple(results), tuple(pairs))
 
 
-def _rows(system: System) -> Sequence[Any] | np.ndarray:
-    return system.rows if isinstance(system, Additive) else system
+def _n_items(system: System) -> int:
+    return int(system.rows.shape[0]) if isinstance(system, Additive) else len(system)

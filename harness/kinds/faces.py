@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import replace
 from functools import cache
 from pathlib import Path
@@ -17,6 +17,7 @@ from harness.errors import Problem, TestSetError
 from harness.kinds.base import (
     IMAGE_SUFFIXES,
     MS_PER_FRAME,
+    AdditiveStatistics,
     FromRun,
     ItemStatistics,
     JobData,
@@ -218,6 +219,18 @@ def _detect_aggregate(task: TaskConfig, images: Sequence[Any]) -> float:
     return DetectionScore.from_images(images).correct_detection_rate
 
 
+def _detect_vector(task: TaskConfig, image: Any) -> Mapping[Hashable, float]:
+    return {"faces": image.faces, "correct": image.correct}
+
+
+def _detect_headline(task: TaskConfig, sums: Mapping[Hashable, float]) -> float:
+    from scoring.faces import DetectionScore
+
+    faces, correct = int(sums.get("faces", 0)), int(sums.get("correct", 0))
+    # The rate reads only the summed faces and correct boxes.
+    return DetectionScore(0, faces, 0, correct).correct_detection_rate
+
+
 def _is_candidate(pair: Any) -> bool:
     return (
         isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str) and _number(pair[1])
@@ -294,6 +307,16 @@ def _identify_aggregate(task: TaskConfig, probes: Sequence[Any]) -> float:
     from scoring.faces import IdentificationScore
 
     return IdentificationScore.from_probes(probes).rank1
+
+
+def _identify_vector(task: TaskConfig, probe: Any) -> Mapping[Hashable, float]:
+    return {"first": int(probe.rank == 1), "probes": 1}
+
+
+def _identify_headline(task: TaskConfig, sums: Mapping[Hashable, float]) -> float:
+    # from_probes's rank-1 rate: probes ranked first over probes, float(int) / int.
+    probes = int(sums.get("probes", 0))
+    return float(int(sums.get("first", 0))) / probes if probes else 0.0
 
 
 def _load_pairs(root: Path, task: TaskConfig) -> TestSet:
@@ -436,7 +459,9 @@ FACE_DETECT = TaskKind(
     score=_score_faces,
     metric=lambda task: "correct_detection_rate",
     metric_labels={"correct_detection_rate": "detected"},
-    statistics=ItemStatistics(_detect_items, _detect_aggregate),
+    statistics=ItemStatistics(
+        _detect_items, _detect_aggregate, AdditiveStatistics(_detect_vector, _detect_headline)
+    ),
     unit=MS_PER_FRAME,
     speed=_ms_per_unit,
     detail=lambda s: f"{overall(s).get('false_detections', '-')} false detections",
@@ -456,7 +481,11 @@ FACE_IDENTIFY = TaskKind(
     check_output=_check_ranked,
     score=_score_identify,
     metric=lambda task: "rank1",
-    statistics=ItemStatistics(_identify_items, _identify_aggregate),
+    statistics=ItemStatistics(
+        _identify_items,
+        _identify_aggregate,
+        AdditiveStatistics(_identify_vector, _identify_headline),
+    ),
     unit=MS_PER_FRAME,
     speed=_ms_per_unit,
     detail=lambda s: f"rank10 {pct(overall(s).get('rank10'))}",

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.errors import Problem, TestSetError
 from harness.kinds.base import (
+    RATE_ADDITIVE,
     RTF,
     FromRun,
     ItemStatistics,
@@ -193,7 +194,8 @@ LID = TaskKind(
     score=_score,
     metric=lambda task: "accuracy",
     metric_labels={"accuracy": "accuracy"},
-    statistics=ItemStatistics(_items, _aggregate),
+    # `accuracy` is `rate`: hits over items, an int over an int.
+    statistics=ItemStatistics(_items, _aggregate, RATE_ADDITIVE),
     unit=RTF,
     speed=real_time_factor,
     detail=_detail,

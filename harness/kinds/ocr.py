@@ -6,7 +6,7 @@ docs/task-kinds.md gives the test-set layout; the scorer is scoring/'s (OLCCR's 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +14,7 @@ from harness.kinds.base import (
     CHARS_PER_SECOND,
     IMAGE_SUFFIXES,
     REF_HYP,
+    AdditiveStatistics,
     FromRun,
     ItemStatistics,
     JobData,
@@ -102,6 +103,23 @@ def _aggregate(task: TaskConfig, hits: Sequence[Any]) -> float:
     return OcrScore.from_characters(character_scores(hits)).recognition_rate
 
 
+def _vector(task: TaskConfig, hit: Any) -> Mapping[Hashable, float]:
+    char, top1, _ = hit
+    return {("samples", char): 1, ("top1", char): int(top1)}
+
+
+def _headline(task: TaskConfig, sums: Mapping[Hashable, float]) -> float:
+    from scoring.ocr import CharacterScore, OcrScore
+
+    # R averages over the characters the selection has (samples > 0), as the aggregate.
+    chars = [
+        CharacterScore(key[1], int(n), int(sums.get(("top1", key[1]), 0)), 0)
+        for key, n in sums.items()
+        if isinstance(key, tuple) and key[0] == "samples" and n
+    ]
+    return OcrScore.from_characters(chars).recognition_rate
+
+
 def _score_files(args: argparse.Namespace) -> dict[str, Any]:
     from scoring.ocr import read_ocr_outputs, read_ocr_truth, score_ocr
 
@@ -133,7 +151,7 @@ OCR = TaskKind(
     score=_score_ocr,
     metric=lambda task: "recognition_rate",
     metric_labels={"recognition_rate": "R"},
-    statistics=ItemStatistics(_items, _aggregate),
+    statistics=ItemStatistics(_items, _aggregate, AdditiveStatistics(_vector, _headline)),
     unit=CHARS_PER_SECOND,
     speed=units_per_second,
     detail=lambda s: f"R10 {pct(overall(s).get('top10_rate'))}",

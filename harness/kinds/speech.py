@@ -8,13 +8,15 @@ same as `onsite score` gives on the saved outputs.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from harness.kinds.base import (
+    RATE_ADDITIVE,
     RTF,
+    AdditiveStatistics,
     FromRun,
     ItemStatistics,
     JobData,
@@ -181,6 +183,17 @@ def _asr_aggregate(task: TaskConfig, counts: Sequence[Any]) -> float:
     return AsrScore.from_counts(counts).wer
 
 
+def _asr_vector(task: TaskConfig, counts: Any) -> Mapping[Hashable, float]:
+    return dict(zip("CSDI", counts, strict=True))
+
+
+def _asr_headline(task: TaskConfig, sums: Mapping[Hashable, float]) -> float:
+    from scoring.asr import AsrScore
+
+    # One row of the summed counts: the WER reads only the totals.
+    return AsrScore.from_counts([[int(sums.get(op, 0)) for op in "CSDI"]]).wer
+
+
 def _command_items(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
     """Each command: recognised or not."""
     from scoring import score_commands
@@ -201,6 +214,18 @@ def _kws_aggregate(task: TaskConfig, results: Sequence[Any]) -> float:
     from scoring.kws import SlotScore
 
     return SlotScore.from_results(results).slot_rate
+
+
+def _kws_vector(task: TaskConfig, result: Any) -> Mapping[Hashable, float]:
+    return {"slots": result.slots, "right_slots": result.right_slots}
+
+
+def _kws_headline(task: TaskConfig, sums: Mapping[Hashable, float]) -> float:
+    from scoring.kws import SlotScore
+
+    slots, right = int(sums.get("slots", 0)), int(sums.get("right_slots", 0))
+    # The slot rate reads only these two sums.
+    return SlotScore(0, 0, slots, right, 0, 0).slot_rate
 
 
 # --------------------------------------------------------------------------- onsite score
@@ -439,7 +464,9 @@ ASR = TaskKind(
     metric_labels={"wer": "WER", "cer": "CER"},
     # scoring's ASR report keeps the error rate under "wer" whatever the unit.
     score_key=lambda task: "wer",
-    statistics=ItemStatistics(_asr_items, _asr_aggregate),
+    statistics=ItemStatistics(
+        _asr_items, _asr_aggregate, AdditiveStatistics(_asr_vector, _asr_headline)
+    ),
     unit=RTF,
     speed=real_time_factor,
     higher_is_better=False,
@@ -460,7 +487,7 @@ COMMAND = TaskKind(
     score=_score_command,
     metric=lambda task: "correct_rate",
     metric_labels={"correct_rate": "correct"},
-    statistics=ItemStatistics(_command_items, lambda task, hits: rate(hits)),
+    statistics=ItemStatistics(_command_items, lambda task, hits: rate(hits), RATE_ADDITIVE),
     unit=RTF,
     speed=real_time_factor,
     writers={"trn": write_trn, "kaldi": write_kaldi, "score-jsonl": write_command_jsonl},
@@ -479,7 +506,9 @@ KWS = TaskKind(
     score=_score_kws,
     metric=lambda task: "slot_rate",
     metric_labels={"slot_rate": "slots"},
-    statistics=ItemStatistics(_kws_items, _kws_aggregate),
+    statistics=ItemStatistics(
+        _kws_items, _kws_aggregate, AdditiveStatistics(_kws_vector, _kws_headline)
+    ),
     unit=RTF,
     speed=real_time_factor,
     detail=kws_detail,

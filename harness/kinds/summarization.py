@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import argparse
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 
 from harness.errors import Problem, TestSetError
 from harness.kinds.base import (
+    AdditiveStatistics,
     FromRun,
     ItemStatistics,
     JobData,
@@ -236,6 +237,16 @@ def _items(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict
 def _aggregate(task: TaskConfig, scores: Sequence[float]) -> float | None:
     # As score_rouge averages over the documents: an exact sum, then the mean.
     return math.fsum(scores) / len(scores) if scores else None
+
+
+def _mean_vector(task: TaskConfig, score: float) -> Mapping[Hashable, float]:
+    return {"f": score, "documents": 1}
+
+
+def _mean_headline(task: TaskConfig, sums: Mapping[Hashable, float]) -> float | None:
+    # A float sum: the aggregate's fsum within rounding (1e-12 relative), not to the bit.
+    documents = int(sums.get("documents", 0))
+    return float(sums.get("f", 0.0)) / documents if documents else None
 
 
 def _cesta(
@@ -449,7 +460,9 @@ KINDS = (
         score=_score,
         metric=_headline,
         metric_labels={f"{k}_f": v for k, v in HEADLINES.items()},
-        statistics=ItemStatistics(_items, _aggregate),
+        statistics=ItemStatistics(
+            _items, _aggregate, AdditiveStatistics(_mean_vector, _mean_headline)
+        ),
         unit=KCHARS_PER_SECOND,
         speed=lambda item, seconds: (item.units or 1.0) / seconds / 1000.0 if seconds > 0 else None,
         detail=_detail,

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import argparse
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, fields, replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from harness.errors import Problem, TestSetError
 from harness.kinds.base import (
+    AdditiveStatistics,
     FromRun,
     ItemStatistics,
     JobData,
@@ -281,7 +282,72 @@ def _source_words(item: TestItem) -> float:
 load_mt_testset = _load_mt
 score_mt_outputs = _score_mt
 source_words = _source_words
-BLEU_STATISTICS = ItemStatistics(_bleu_items, _bleu_aggregate)
+
+
+def _bleu_vector(task: TaskConfig, stats: Any) -> Mapping[Hashable, float]:
+    """The figures BLEU reads of a segment's counts: matches and totals of orders 1-4
+    and the closest reference length."""
+    from scoring.mt import BLEU_ORDER
+
+    return {
+        **{("match", n): stats.matches[n] for n in range(BLEU_ORDER)},
+        **{("total", n): stats.totals[n] for n in range(BLEU_ORDER)},
+        "ref_len": stats.ref_len_closest,
+    }
+
+
+def _bleu_headline(task: TaskConfig, sums: Mapping[Hashable, float]) -> float:
+    from scoring.mt import BLEU_ORDER, NgramStats, bleu_from_stats
+
+    def count(key: Hashable) -> int:
+        return int(sums.get(key, 0))
+
+    matches = tuple(count(("match", n)) for n in range(BLEU_ORDER))
+    totals = tuple(count(("total", n)) for n in range(BLEU_ORDER))
+    # The NIST figures and the other lengths do not enter BLEU (mteval-v13a, closest).
+    zeros = (0.0,) * BLEU_ORDER
+    return bleu_from_stats(NgramStats(matches, totals, zeros, count("ref_len"), 0, 0, 0))
+
+
+BLEU_STATISTICS = ItemStatistics(
+    _bleu_items, _bleu_aggregate, AdditiveStatistics(_bleu_vector, _bleu_headline)
+)
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def pooled_additive(
+    zero: Callable[[], Any], headline: Callable[[Any], float]
+) -> AdditiveStatistics:
+    """The additive form of a metric of pooled count records (`scoring.pooled` with the
+    empty record ``zero()`` first, as the aggregates pool): each integer field summed,
+    and a field None in the pooled record wherever `pooled` makes it None (None in
+    the empty record, or in any pooled item)."""
+
+    def vector(task: TaskConfig, record: Any) -> Mapping[Hashable, float]:
+        out: dict[Hashable, float] = {}
+        for f in fields(record):
+            value = getattr(record, f.name)
+            if value is None:
+                out[("none", f.name)] = 1
+            elif _count(value):
+                out[f.name] = value
+        return out
+
+    def total(task: TaskConfig, sums: Mapping[Hashable, float]) -> float:
+        empty = zero()
+        summed: dict[str, int | None] = {}
+        for f in fields(empty):
+            value = getattr(empty, f.name)
+            if value is None or sums.get(("none", f.name), 0):
+                summed[f.name] = None
+            elif _count(value):
+                summed[f.name] = int(sums.get(f.name, 0))
+        return headline(replace(empty, **summed))
+
+    return AdditiveStatistics(vector, total)
 
 
 # --------------------------------------------------------------------------- cws
@@ -361,6 +427,12 @@ def _cws_aggregate(task: TaskConfig, scores: Sequence[Any]) -> float:
     from scoring.pooled import pooled
 
     return pooled([score_cws([], []), *scores]).f
+
+
+def _cws_zero() -> Any:
+    from scoring.cws import score_cws
+
+    return score_cws([], [])
 
 
 # --------------------------------------------------------------------------- ner
@@ -489,6 +561,12 @@ def _ner_aggregate(task: TaskConfig, scores: Sequence[Any]) -> float:
     return NerScore.pooled([score_ner([], []), *scores]).f1
 
 
+def _ner_zero() -> Any:
+    from scoring.ner import score_ner
+
+    return score_ner([], [])
+
+
 # --------------------------------------------------------------------------- pos
 
 
@@ -587,6 +665,12 @@ def _pos_aggregate(task: TaskConfig, scores: Sequence[Any]) -> float:
     from scoring.pos import score_pos
 
     return pooled([score_pos([], []), *scores]).f
+
+
+def _pos_zero() -> Any:
+    from scoring.pos import score_pos
+
+    return score_pos([], [])
 
 
 # --------------------------------------------------------------------------- textcat
@@ -818,6 +902,17 @@ def _ir_items(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> d
 def _ir_aggregate(task: TaskConfig, aps: Sequence[float]) -> float | None:
     # As trec_eval -c averages: over every topic, an exact sum.
     return math.fsum(aps) / len(aps) if aps else None
+
+
+def _ir_vector(task: TaskConfig, ap: float) -> Mapping[Hashable, float]:
+    return {"ap": ap, "topics": 1}
+
+
+def _ir_headline(task: TaskConfig, sums: Mapping[Hashable, float]) -> float | None:
+    # A float sum: equal to the fsum of the aggregate within rounding (1e-12 relative),
+    # not to the bit (tests/test_additive_statistics.py).
+    topics = int(sums.get("topics", 0))
+    return float(sums.get("ap", 0.0)) / topics if topics else None
 
 
 # --------------------------------------------------------------------------- onsite score
@@ -1098,7 +1193,9 @@ KINDS = (
         score=_score_cws,
         metric=lambda task: "f",
         metric_labels={"f": "F"},
-        statistics=ItemStatistics(_cws_items, _cws_aggregate),
+        statistics=ItemStatistics(
+            _cws_items, _cws_aggregate, pooled_additive(_cws_zero, lambda total: total.f)
+        ),
         unit=KCHARS_PER_SECOND,
         speed=_per_second(lambda item: _chars(str(item.fields["text"])), scale=1000.0),
         detail=lambda s: (
@@ -1145,7 +1242,9 @@ KINDS = (
         score=_score_ner,
         metric=lambda task: "f1",
         metric_labels={"f1": "F1"},
-        statistics=ItemStatistics(_ner_items, _ner_aggregate),
+        statistics=ItemStatistics(
+            _ner_items, _ner_aggregate, pooled_additive(_ner_zero, lambda total: total.f1)
+        ),
         unit=TOKENS_PER_SECOND,
         speed=_per_second(lambda item: float(len(item.fields["tokens"]))),
         detail=lambda s: f"P {pct(s.get('precision'))} R {pct(s.get('recall'))}",
@@ -1173,7 +1272,9 @@ KINDS = (
         # Systems segment the text themselves, so F (not accuracy) is the fair figure.
         metric=lambda task: "f",
         metric_labels={"f": "F"},
-        statistics=ItemStatistics(_pos_items, _pos_aggregate),
+        statistics=ItemStatistics(
+            _pos_items, _pos_aggregate, pooled_additive(_pos_zero, lambda total: total.f)
+        ),
         unit=KCHARS_PER_SECOND,
         speed=_per_second(lambda item: _chars(str(item.fields["text"])), scale=1000.0),
         detail=lambda s: (
@@ -1232,7 +1333,9 @@ KINDS = (
         score=_score_ir,
         metric=lambda task: "map",
         metric_labels={"map": "MAP"},
-        statistics=ItemStatistics(_ir_items, _ir_aggregate),
+        statistics=ItemStatistics(
+            _ir_items, _ir_aggregate, AdditiveStatistics(_ir_vector, _ir_headline)
+        ),
         unit=MS_PER_QUERY,
         speed=_ms_per_item,
         detail=lambda s: f"P@10 {pct(s.get('p10'))}, R-prec {pct(s.get('rprec'))}",

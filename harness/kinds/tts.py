@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 from harness.errors import Problem, TestSetError
 from harness.kinds.base import (
     CHARS_PER_SECOND,
+    RATE_ADDITIVE,
     ItemStatistics,
     ScoreFamily,
     TaskConfig,
@@ -409,7 +410,7 @@ TTS = TaskKind(
     score=score_tts,
     metric=lambda task: "audio_rate",
     metric_labels={"audio_rate": "audio"},
-    statistics=ItemStatistics(_items, lambda task, kept: rate(kept)),
+    statistics=ItemStatistics(_items, lambda task, kept: rate(kept), RATE_ADDITIVE),
     # Pooled like OCR's V: items answered per second of processing (kept as it was).
     unit=CHARS_PER_SECOND,
     speed=units_per_second,
