@@ -18,6 +18,10 @@ KNOWN = {
     "harness/judge/material.py",
     # `onsite combination-set` builds the combination kind's test set from an mt run.
     "harness/combination_set.py",
+    # The offline inputs of `onsite compare` and `onsite meta` (--ref/--hyp): mt and asr
+    # files read into per-item statistics (a run's task gets them from its kind).
+    "harness/cli/compare.py",
+    "harness/cli/meta.py",
 }
 
 
