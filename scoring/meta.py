@@ -43,7 +43,9 @@ from .resampling import (
     Comparison,
     System,
     compare,
+    full_score,
     resampled_scores,
+    weighted_sums,
 )
 
 if TYPE_CHECKING:
@@ -473,36 +475,16 @@ def subset_scores(system: System, aggregate: Aggregate, indices: np.ndarray) -> 
     if isinstance(system, Additive):
         weights = np.zeros((len(indices), n_items(system)))
         np.put_along_axis(weights, indices, 1.0, axis=1)  # subsets never repeat an item
-        sums = _weighted_sums(weights, system.rows)
-        return np.array([_nan_if_none(system.score(row)) for row in sums], dtype=float)
+        sums = weighted_sums(weights, system.rows)
+        return np.array(
+            [math.nan if (v := system.score(row)) is None else v for row in sums], dtype=float
+        )
     return resampled_scores(system, aggregate, indices)
 
 
 def n_items(system: System) -> int:
     """How many items a system has statistics of."""
     return int(system.rows.shape[0]) if isinstance(system, Additive) else len(system)
-
-
-def _weighted_sums(weights: np.ndarray, rows: Any) -> np.ndarray:
-    # rows: a numpy array, or a scipy sparse matrix (many columns, few filled per item),
-    # whose product with a dense matrix is dense. Integer counts sum exactly in float64.
-    if isinstance(rows, np.ndarray):
-        return weights @ rows.astype(np.float64)
-    return np.asarray((rows.astype(np.float64).T @ weights.T).T)
-
-
-def _nan_if_none(value: float | None) -> float:
-    return math.nan if value is None else float(value)
-
-
-def full_score(system: System, aggregate: Aggregate) -> float | None:
-    """The metric on every item once: the scorer's (and the leaderboard's) figure."""
-    if isinstance(system, Additive):
-        sums = _weighted_sums(np.ones((1, n_items(system))), system.rows)[0]
-        value = _nan_if_none(system.score(sums))
-        return None if math.isnan(value) else value
-    found = aggregate(list(system))
-    return None if found is None else float(found)
 
 
 def pooled_subsample_curve(

@@ -50,9 +50,11 @@ __all__ = [
     "SystemResult",
     "bootstrap_indices",
     "compare",
+    "full_score",
     "percentile_interval",
     "rank_ranges",
     "resampled_scores",
+    "weighted_sums",
     "swap_masks",
 ]
 
@@ -151,6 +153,12 @@ def _float_rows(rows: Any) -> Any:
     return rows.astype(np.float64).tocsc()  # scipy sparse: columns for rows.T @ weights
 
 
+def weighted_sums(weights: np.ndarray, rows: Any) -> np.ndarray:
+    """weights (resamples, items) @ an Additive system's rows, dense or scipy sparse, in
+    float64 (a subset is a row of 0/1 weights, a bootstrap resample a row of counts)."""
+    return _sums(weights, _float_rows(rows))
+
+
 def _sums(weights: np.ndarray, rows: Any) -> np.ndarray:
     """weights (resamples, items) @ rows (items, fields), rows dense or scipy sparse.
     Integer counts sum exactly in float64 (up to 2**53), in any order."""
@@ -180,7 +188,8 @@ def resampled_scores(system: System, aggregate: Aggregate, indices: np.ndarray) 
     return np.array([_number(aggregate(list(stats[row]))) for row in indices])
 
 
-def _full_score(system: System, aggregate: Aggregate) -> float | None:
+def full_score(system: System, aggregate: Aggregate) -> float | None:
+    """The metric on every item once: the scorer's (and the leaderboard's) figure."""
     value: float | None
     if isinstance(system, Additive):
         n = system.rows.shape[0]
@@ -318,7 +327,7 @@ def compare(
         if size < 1:
             raise ValueError(f"{test} needs at least one sample, got {size}")
 
-    full = {s: _full_score(systems[s], aggregate) for s in names}
+    full = {s: full_score(systems[s], aggregate) for s in names}
     indices = bootstrap_indices(n, used["bootstrap"], seed)
     boot = {s: resampled_scores(systems[s], aggregate, indices) for s in names}
     keep = swap_masks(n, used["ar"], seed) if "ar" in tests else None

@@ -168,7 +168,7 @@ def cmd_compare(args: argparse.Namespace, console: Console) -> int:
                 f"give --task T to compare a run's systems, or a family "
                 f"({', '.join(OFFLINE_FAMILIES)}) with --ref and --hyp to compare files",
             )
-        compared = _from_run(args)
+        compared = systems_from_run(args)
     sctk = [t for t in tests if t in ERROR_RATE_TESTS]
     if sctk and compared.units is None:
         raise _problem(
@@ -324,7 +324,7 @@ def _print_table(compared: Compared, result: Comparison, alpha: float, console: 
 # --------------------------------------------------------------------------- a run
 
 
-def _from_run(args: argparse.Namespace) -> Compared:
+def systems_from_run(args: argparse.Namespace) -> Compared:
     """Every chosen system's item statistics on the items all of them completed."""
     from harness.kinds.registry import task_kind
     from harness.leaderboard import scoring_inputs
@@ -511,11 +511,11 @@ def _offline(args: argparse.Namespace) -> Compared | None:
     if args.target == "asr":
         if len(args.ref) > 1:
             raise _problem(args.target, "--ref", "asr takes one reference file", "give --ref once")
-        return scored_or_reported(lambda: _asr_systems(hyps, args.ref[0]))
-    return scored_or_reported(lambda: _mt_systems(hyps, args.ref, args.lang))
+        return scored_or_reported(lambda: asr_systems_from_files(hyps, args.ref[0]))
+    return scored_or_reported(lambda: mt_systems_from_files(hyps, args.ref, args.lang))
 
 
-def _asr_systems(hyps: Sequence[str], ref: str) -> Compared:
+def asr_systems_from_files(hyps: Sequence[str], ref: str) -> Compared:
     """Each utterance's (C, S, D, I) of each hypothesis file from sclite's alignment
     (trn or Kaldi text, words, case folded: sclite's defaults and sc_stats's input)."""
     import numpy as np
@@ -558,7 +558,7 @@ def _asr_systems(hyps: Sequence[str], ref: str) -> Compared:
     )
 
 
-def _mt_systems(hyps: Sequence[str], refs: Sequence[str], lang: str) -> Compared:
+def mt_systems_from_files(hyps: Sequence[str], refs: Sequence[str], lang: str) -> Compared:
     """BLEU's n-gram counts per segment of each hypothesis file, as `onsite score mt`
     reads and scores them (mteval-v13a BLEU, the kind's headline)."""
     import numpy as np

@@ -201,7 +201,7 @@ def _pooled(args: argparse.Namespace) -> Compared:
 
     if _source(args) == "run":
         target = argparse.Namespace(target=args.run, task=args.task, systems=args.systems)
-        return compare._from_run(target)
+        return compare.systems_from_run(target)
     hyps = list(args.hyp or [])
     if not args.ref or not hyps:
         raise _usage(args, "files need --ref and --hyp", "give --ref REF --hyp A [--hyp B ...]")
@@ -210,8 +210,8 @@ def _pooled(args: argparse.Namespace) -> Compared:
     if args.family == "asr":
         if len(args.ref) > 1:
             raise _usage(args, "asr takes one reference file", "give --ref once")
-        return compare._asr_systems(hyps, args.ref[0])
-    return compare._mt_systems(hyps, args.ref, args.lang)
+        return compare.asr_systems_from_files(hyps, args.ref[0])
+    return compare.mt_systems_from_files(hyps, args.ref, args.lang)
 
 
 def _statistic(compared: Compared) -> str:
