@@ -10,8 +10,12 @@ first item, which has to learn the error rate, is a warm-up and not counted.
 
 Goals at 115200 baud: clean >= 0.97, bit error rate 1e-4 >= 0.70, 1e-3 >= 0.30.
 
+`--window N` sets the device's READY window (the reference agent says 64)
+and `--go-back-n` makes it a device without READY flag bit 1; the goals are
+for the default device (docs/device-protocol.md section 8 has the table).
+
 Run: `.venv/bin/python benchmarks/serial_throughput.py [--baud 115200]
-[--rates 0 1e-4 1e-3] [--items 3] [--bytes 32000]`.
+[--rates 0 1e-4 1e-3] [--items 3] [--bytes 32000] [--window 64] [--go-back-n]`.
 """
 
 from __future__ import annotations
@@ -27,14 +31,25 @@ import serial
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from devices import DeviceLink, Emulator, JobKind  # noqa: E402
+from devices.agent_core import AgentSettings  # noqa: E402
 from examples.devices.checksum import ChecksumRecognizer, expected_text  # noqa: E402
 
 GOALS = {0.0: 0.97, 1e-4: 0.70, 1e-3: 0.30}
 
 
-def measure(baud: int, ber: float, items: int, size: int, seed: int) -> tuple[float, int, int]:
+def measure(
+    baud: int,
+    ber: float,
+    items: int,
+    size: int,
+    seed: int,
+    settings: AgentSettings | None = None,
+) -> tuple[float, int, int]:
     """(payload rate / line rate over the counted items, chunk size at the end, resent frames)."""
-    with Emulator(ChecksumRecognizer, baud=baud, bit_error_rate=ber, seed=seed) as emu:
+    settings = settings or AgentSettings(baud=baud)
+    with Emulator(
+        ChecksumRecognizer, baud=baud, bit_error_rate=ber, seed=seed, settings=settings
+    ) as emu:
         port = serial.serial_for_url(emu.path, baudrate=baud)
         try:
             link = DeviceLink(port, baud)
@@ -70,13 +85,19 @@ def main() -> int:
     parser.add_argument("--items", type=int, default=3, help="counted items after a warm-up")
     parser.add_argument("--bytes", type=int, default=32000, help="PCM bytes per item")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--window", type=int, default=AgentSettings().window)
+    parser.add_argument("--go-back-n", action="store_true", help="a device without flag bit 1")
     args = parser.parse_args()
+    settings = AgentSettings(baud=args.baud, window=args.window, selective=not args.go_back_n)
+    mode = "go-back-N" if args.go_back_n else "selective retransmission"
     print(f"{args.baud} baud, {args.items} items of {args.bytes} bytes after one warm-up item")
+    print(f"device: {mode}, window {args.window}")
     print(f"{'bit errors':>10} {'of baud/10':>11} {'goal':>6} {'chunk':>6} {'resent':>7}")
     failed = False
     for ber in args.rates:
-        ratio, chunk, resent = measure(args.baud, ber, args.items, args.bytes, args.seed)
-        goal = GOALS.get(ber)
+        ratio, chunk, resent = measure(args.baud, ber, args.items, args.bytes, args.seed, settings)
+        default = args.window == AgentSettings().window and not args.go_back_n
+        goal = GOALS.get(ber) if default else None
         mark = "" if goal is None else ("ok" if ratio >= goal else "MISSED")
         failed |= mark == "MISSED"
         goal_text = f"{goal:.2f}" if goal is not None else "-"

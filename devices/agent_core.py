@@ -26,7 +26,7 @@ from .wire import DeviceState, ErrorCode, FrameType, JobKind
 DEFAULT_MAX_PAYLOAD = 1024
 DEFAULT_WINDOW = 64
 DEFAULT_MAX_INPUT = 16 * 1024 * 1024
-RESULT_RETRIES = 30
+RESULT_RETRIES = wire.RESULT_SENDINGS
 
 
 class BytePort(Protocol):
@@ -67,6 +67,9 @@ class AgentSettings:
     max_input: int = DEFAULT_MAX_INPUT
     # Keep DATA beyond a gap (READY flag bit 1); False behaves as a go-back-N device.
     selective: bool = True
+    # Name the DATA copy that completed the input in COMPLETE and RESULT (READY flag bit 2,
+    # revision 4); False behaves as a revision-3 device.
+    names_completing_copy: bool = True
 
 
 class AgentCore:
@@ -88,9 +91,15 @@ class AgentCore:
         self._lock = threading.RLock()
         self._seq = 0
         self._last_seq = wire.NO_ACK  # seq of the last valid host frame: every reply's ack
-        # Seqs of the last two DATA frames read: with selective retransmission an ACK or NAK
-        # also names the one before, so the host learns of it even if its own answer is lost.
+        # Seqs of the last two DATA frames of the current job read in RECEIVING (section 6,
+        # `previous`): with selective retransmission an ACK or NAK also names the one read
+        # before the frame in its `ack`, so the host learns of it even if its answer is lost.
         self._data_seqs = (wire.NO_ACK, wire.NO_ACK)
+        self._last_was_data = False  # the frame named in `ack` is the newest of _data_seqs
+        # The DATA copy (or, for an empty input, BEGIN) that completed the input (READY flag
+        # bit 2: COMPLETE and RESULT name it, so the clock starts at that copy, section 7).
+        self._completed_by = wire.NO_ACK
+        self._acked_job = wire.NO_JOB  # the last job whose answer was acknowledged (PONG)
         self._host_max_payload = 256
         self._set_up = False
         self._generation = 0  # bumped by HELLO/RESET so late worker results are dropped
@@ -114,8 +123,7 @@ class AgentCore:
         """Announce READY, then serve frames until ``stop`` is set."""
         self._worker.start()
         try:
-            with self._lock:
-                self._send(FrameType.READY, self._ready_payload(), flush=True)
+            self.boot()
             while not stop.is_set():
                 timeout = 0.05
                 with self._lock:
@@ -128,6 +136,16 @@ class AgentCore:
                     self._retransmit_final()
         finally:
             self._work.put(None)
+
+    def boot(self) -> None:
+        """Say READY unasked (ack 0xFFFF), after a 0x00 that ends any garbage (section 5.1)."""
+        with self._lock:
+            self._send(FrameType.READY, self._ready_payload(), flush=True)
+
+    def receive(self, data: bytes) -> None:
+        """Handle bytes read from the line (run() calls it; so do the section 9 examples)."""
+        with self._lock:
+            self._receive(data)
 
     def _receive(self, data: bytes) -> None:
         bad_before = self._decoder.bad
@@ -145,6 +163,7 @@ class AgentCore:
 
     def _handle(self, frame: wire.Frame) -> None:
         self._last_seq = frame.seq
+        self._last_was_data = False
         try:
             kind = FrameType(frame.type)
         except ValueError:
@@ -159,15 +178,20 @@ class AgentCore:
             elif kind == FrameType.BEGIN:
                 self._on_begin(frame, wire.Begin.unpack(frame.payload))
             elif kind == FrameType.DATA:
-                self._data_seqs = (self._data_seqs[1], frame.seq)
-                self._on_data(frame, *wire.unpack_data(frame.payload))
+                job, offset, chunk = wire.unpack_data(frame.payload)
+                if job == self._job and self._state == DeviceState.RECEIVING:
+                    # Only the current job's DATA read while receiving counts (section 6).
+                    self._data_seqs = (self._data_seqs[1], frame.seq)
+                    self._last_was_data = True
+                self._on_data(frame, job, offset, chunk)
             elif kind == FrameType.RESULT_ACK:
                 if wire.unpack_job(frame.payload) == self._job and self._final is not None:
                     self._final = None
                     self._state = DeviceState.IDLE
+                    self._acked_job = self._job
             elif kind == FrameType.PING:
                 echo = frame.payload[:16]
-                self._send(FrameType.PONG, wire.pack_pong(self._state, self._job, echo))
+                self._send(FrameType.PONG, wire.pack_pong(self._state, self._pong_job(), echo))
                 if self._final is not None:
                     self._final_due = self.clock()  # the host may be waiting for a lost answer
         except wire.WireError:
@@ -193,6 +217,9 @@ class AgentCore:
         self._ahead = []
         self._final = None
         self._data_seqs = (wire.NO_ACK, wire.NO_ACK)
+        self._completed_by = wire.NO_ACK
+        if begin.kind == JobKind.SETUP:
+            self._set_up = False  # a new SETUP, refused or not, replaces the old (section 4)
         refusal = self._refusal(begin)
         self._refused = refusal is not None
         if refusal is not None:
@@ -201,6 +228,7 @@ class AgentCore:
         self._state = DeviceState.RECEIVING
         self._buf = bytearray(begin.total_length)
         if begin.total_length == 0:
+            self._completed_by = frame.seq
             self._complete()
         else:
             self._send(FrameType.ACK, wire.pack_job_offset(begin.job, 0))
@@ -232,12 +260,18 @@ class AgentCore:
         if job != self._job:
             return
         if self._state != DeviceState.RECEIVING:
-            if self._state in (DeviceState.PROCESSING, DeviceState.DONE):
+            if self._state == DeviceState.DONE and self._refused:
+                # A refused job's DATA gets the ERROR again, never COMPLETE (section 5.5).
+                self._final_due = self.clock()
+                self._retransmit_final()
+            elif self._state in (DeviceState.PROCESSING, DeviceState.DONE):
                 self._repeat_progress()
             return
         assert self._begin is not None
         total = self._begin.total_length
         if offset + len(chunk) > total:
+            # Checked at any offset, before anything is kept: a refusal like BEGIN's.
+            self._refused = True
             self._finish(
                 FrameType.ERROR,
                 wire.pack_error(job, ErrorCode.BAD_REQUEST, "DATA beyond total_length"),
@@ -271,7 +305,9 @@ class AgentCore:
         self._received = received
         if received < total:
             self._send(FrameType.ACK, wire.pack_job_offset(job, received))
-        elif zlib.crc32(self._buf) != self._begin.crc32:
+            return
+        self._completed_by = frame.seq
+        if zlib.crc32(self._buf) != self._begin.crc32:
             # Every frame passed its CRC but the whole does not: start the input again.
             self._received = 0
             self._ahead = []
@@ -285,13 +321,18 @@ class AgentCore:
         if self._state == DeviceState.RECEIVING:
             self._send(FrameType.ACK, wire.pack_job_offset(self._job, self._received))
         elif self._state in (DeviceState.PROCESSING, DeviceState.DONE):
-            total = self._begin.total_length
-            self._send(FrameType.COMPLETE, wire.pack_job_offset(self._job, total))
+            self._send(FrameType.COMPLETE, self._complete_payload())
+
+    def _complete_payload(self) -> bytes:
+        """COMPLETE(j, T); with flag bit 2 it names the copy that completed the input."""
+        assert self._begin is not None
+        named = self._completed_by if self.settings.names_completing_copy else 0
+        return wire.pack_job_offset(self._job, self._begin.total_length, previous=named)
 
     def _complete(self) -> None:
         assert self._begin is not None
         self._state = DeviceState.PROCESSING
-        self._send(FrameType.COMPLETE, wire.pack_job_offset(self._job, self._begin.total_length))
+        self._send(FrameType.COMPLETE, self._complete_payload())
         data = bytes(self._buf)
         self._buf = bytearray()
         self._work.put((self._generation, self._job, self._begin, data))
@@ -303,34 +344,47 @@ class AgentCore:
             task = self._work.get()
             if task is None:
                 return
-            generation, job, begin, data = task
-            try:
-                if begin.kind == JobKind.SETUP:
-                    self.recognizer.load(wire.vocabulary_from_bytes(data))
-                    text = ""
-                else:
-                    text = self.recognizer.recognize(data, begin.sample_rate)
-                answer = (FrameType.RESULT, wire.pack_result(job, text))
-            except Exception as exc:  # the participant's code: any failure becomes ERROR
-                message = f"{type(exc).__name__}: {exc}"[:200]
-                answer = (
-                    FrameType.ERROR,
-                    wire.pack_error(job, ErrorCode.RECOGNIZER_FAILED, message),
+            self.work(task)
+
+    def work_queued(self) -> None:
+        """Do the queued work on this thread (devices.protocol_examples: no worker runs)."""
+        while not self._work.empty():
+            task = self._work.get_nowait()
+            if task is not None:
+                self.work(task)
+
+    def work(self, task: tuple[int, int, wire.Begin, bytes]) -> None:
+        """Run the recognizer on one completed input and send its answer (the worker's job)."""
+        generation, job, begin, data = task
+        try:
+            if begin.kind == JobKind.SETUP:
+                self.recognizer.load(wire.vocabulary_from_bytes(data))
+                text = ""
+            else:
+                text = self.recognizer.recognize(data, begin.sample_rate)
+            answer = (FrameType.RESULT, wire.pack_result(job, text))
+        except Exception as exc:  # the participant's code: any failure becomes ERROR
+            message = f"{type(exc).__name__}: {exc}"[:200]
+            answer = (
+                FrameType.ERROR,
+                wire.pack_error(job, ErrorCode.RECOGNIZER_FAILED, message),
+            )
+        with self._lock:
+            if generation != self._generation or job != self._job:
+                return  # abandoned by RESET, HELLO or a newer BEGIN
+            if self._state != DeviceState.PROCESSING:
+                return
+            ftype, payload = answer
+            if len(payload) > self._host_max_payload:
+                ftype = FrameType.ERROR
+                payload = wire.pack_error(
+                    job, ErrorCode.RESULT_TOO_LARGE, "result longer than the host accepts"
                 )
-            with self._lock:
-                if generation != self._generation or job != self._job:
-                    continue  # abandoned by RESET, HELLO or a newer BEGIN
-                if self._state != DeviceState.PROCESSING:
-                    continue
-                ftype, payload = answer
-                if len(payload) > self._host_max_payload:
-                    ftype = FrameType.ERROR
-                    payload = wire.pack_error(
-                        job, ErrorCode.RESULT_TOO_LARGE, "result longer than the host accepts"
-                    )
-                if begin.kind == JobKind.SETUP and ftype == FrameType.RESULT:
-                    self._set_up = True
-                self._finish(ftype, payload)
+            if begin.kind == JobKind.SETUP and ftype == FrameType.RESULT:
+                self._set_up = True
+            if ftype == FrameType.RESULT and self.settings.names_completing_copy:
+                payload = wire.pack_result(job, "", self._completed_by) + payload[4:]
+            self._finish(ftype, payload)
 
     def _finish(self, ftype: int, payload: bytes) -> None:
         """Send the job's final answer; it is repeated until RESULT_ACK."""
@@ -344,6 +398,8 @@ class AgentCore:
         if self._final is None or self.clock() < self._final_due:
             return
         if self._final_tries >= RESULT_RETRIES:
+            # One interval after the 30th sending: given up. The job was not acknowledged,
+            # so PONG goes on naming the last one that was (section 4).
             self._final = None
             self._state = DeviceState.IDLE
             return
@@ -359,8 +415,13 @@ class AgentCore:
 
     # --- helpers -----------------------------------------------------------------------------
 
+    def _pong_job(self) -> int:
+        """PONG's job: the current one, or when idle the last whose answer was acknowledged."""
+        return self._acked_job if self._state == DeviceState.IDLE else self._job
+
     def _drop_session(self) -> None:
         self._generation += 1
+        self._acked_job = wire.NO_JOB
         self._set_up = False
         self._state = DeviceState.IDLE
         self._job = wire.NO_JOB
@@ -375,7 +436,8 @@ class AgentCore:
         return wire.Ready(
             version=wire.PROTOCOL_VERSION,
             flags=wire.READY_FLAG_PING_WHILE_BUSY
-            | (wire.READY_FLAG_SELECTIVE if self.settings.selective else 0),
+            | (wire.READY_FLAG_SELECTIVE if self.settings.selective else 0)
+            | (wire.READY_FLAG_NAMES_COPY if self.settings.names_completing_copy else 0),
             max_payload=self.settings.max_payload,
             window=self.settings.window,
             boot_id=self.boot_id,
@@ -388,7 +450,9 @@ class AgentCore:
     def _send(self, ftype: int, payload: bytes, flush: bool = False) -> None:
         if ftype in (FrameType.ACK, FrameType.NAK) and self.settings.selective:
             job, offset = wire.unpack_job_offset(payload)
-            payload = wire.pack_job_offset(job, offset, previous=self._data_seqs[0])
+            # The DATA read before the frame named in `ack` (section 6).
+            previous = self._data_seqs[0] if self._last_was_data else self._data_seqs[1]
+            payload = wire.pack_job_offset(job, offset, previous=previous)
         frame = wire.encode_frame(ftype, self._seq, payload, ack=self._last_seq)
         self._seq = (self._seq + 1) & 0xFFFF
         with contextlib.suppress(OSError):

@@ -29,7 +29,12 @@ _QUIET_SECONDS = 0.5  # how long to listen for frames that must not come
 
 
 class ClauseFailed(Exception):
-    """The device broke the clause; the message says how."""
+    """The device broke the clause; the message says how, ``section`` which rule (when it
+    is not the clause's own: a clause that checks PONG on the way names section 4)."""
+
+    def __init__(self, message: str, section: str | None = None) -> None:
+        super().__init__(message)
+        self.section = section
 
 
 @dataclass(frozen=True)
@@ -63,7 +68,7 @@ class _Peer:
         self, ftype: int, payload: bytes = b"", flush: bool = False, corrupt: bool = False
     ) -> int:
         seq = self.seq
-        self.seq = (self.seq + 1) & 0xFFFF
+        self.seq = (self.seq + 1) % wire.NO_ACK  # never 0xFFFF, as the host (section 3)
         body = wire.HEADER.pack(ftype, 0, seq, wire.NO_ACK, len(payload)) + payload
         crc = zlib.crc32(body) ^ (0x00010000 if corrupt else 0)
         frame = wire.cobs_encode(body + struct.pack("<I", crc)) + wire.DELIMITER
@@ -82,10 +87,16 @@ class _Peer:
                 self.pending.extend(self.decoder.feed(bytes(data)))
 
     def drain(self) -> None:
-        """Forget every frame received so far: decoded, or still waiting in the port."""
+        """Forget every frame received so far: decoded, or still waiting in the port.
+
+        The bytes are decoded, not thrown away: a frame the read cut in two keeps its
+        first part in the decoder, so its rest, read later, still makes one frame (and a
+        part read earlier is not glued to the next frame).
+        """
         waiting = self.port.in_waiting
         if waiting:
-            self.decoder.feed(bytes(self.port.read(waiting)))
+            for _ in self.decoder.feed(bytes(self.port.read(waiting))):
+                pass
         self.pending.clear()
 
     def expect(
@@ -109,6 +120,9 @@ class _Peer:
     def hello(self, version: int = wire.PROTOCOL_VERSION) -> wire.Ready:
         with contextlib.suppress(Exception):
             self.port.reset_input_buffer()
+        # What the decoder held was cut off by the reset: a new decoder, so that it is not
+        # glued to READY (the rest of a frame cut by the reset ends at its own 0x00).
+        self.decoder = wire.FrameDecoder()
         self.pending.clear()
         for _ in range(3):
             seq = self.send(FrameType.HELLO, wire.Hello(version, 4096).pack(), flush=True)
@@ -262,7 +276,11 @@ def _ping(
     got_state, got_job, echo = wire.unpack_pong(frame.payload)
     states = state if isinstance(state, tuple) else (state,)
     if got_state not in states or got_job != job:
-        raise ClauseFailed(f"PONG state {got_state} job {got_job}; expected {states}, {job}")
+        expected = " or ".join(str(int(s)) for s in states)
+        raise ClauseFailed(
+            f"PONG state {got_state} job {got_job:#06x}; expected state {expected}, job {job:#06x}",
+            section="4",
+        )
     if echo != payload:
         raise ClauseFailed(f"PONG echoed {echo!r}, not {payload!r}")
     return frame
@@ -471,6 +489,204 @@ def _c_sizes(p: _Peer) -> str:
     return f"items of {', '.join(str(s) for s in sizes)} bytes answered"
 
 
+def _ack_fields(p: _Peer, what: str, frame_test: Callable[..., bool]) -> tuple[int, int]:
+    """The `ack` and `previous` of the next frame passing ``frame_test``."""
+    frame = p.expect(what, frame_test)
+    return frame.ack, wire.unpack_second_field(frame.payload)
+
+
+def _check_previous(got: tuple[int, int], ack: int, previous: int, what: str) -> None:
+    if got != (ack, previous):
+        raise ClauseFailed(
+            f"{what}: ack {got[0]:#06x}, previous {got[1]:#06x}; expected ack {ack:#06x}, "
+            f"previous {previous:#06x}"
+        )
+
+
+def _c_previous(p: _Peer) -> str:
+    assert p.ready is not None
+    p.setup()
+    c = p.chunk
+    data = os.urandom(6 * c)
+    job = p.next_job()
+    begin = wire.Begin(job, JobKind.ITEM, p.rate, len(data), zlib.crc32(data)).pack()
+    sel = p.ready.selective
+    none = wire.NO_ACK if sel else 0
+
+    def want(prev: int) -> int:
+        return prev if sel else 0
+
+    seq = p.send(FrameType.BEGIN, begin)
+    got = _ack_fields(p, "ACK(j, 0) to BEGIN", p.job_frame(FrameType.ACK, job, 0))
+    _check_previous(got, seq, none, "ACK to BEGIN (no DATA since BEGIN)")
+    a = p.data(job, 0, data[:c])
+    got = _ack_fields(p, f"ACK(j, {c})", p.job_frame(FrameType.ACK, job, c))
+    _check_previous(got, a, none, "ACK to the first DATA")
+    b = p.data(job, c, data[c : 2 * c])
+    got = _ack_fields(p, f"ACK(j, {2 * c})", p.job_frame(FrameType.ACK, job, 2 * c))
+    _check_previous(got, b, want(a), "ACK to the second DATA")
+    # Another job's DATA is ignored and does not count; a repeated BEGIN restarts nothing.
+    p.data(job ^ 0x0100 or 1, 0, data[:c])
+    r = p.send(FrameType.BEGIN, begin)
+    got = _ack_fields(p, "ACK to the repeated BEGIN", p.job_frame(FrameType.ACK, job, 2 * c))
+    _check_previous(got, r, want(b), "ACK to a repeated BEGIN (ack names no DATA)")
+    d = p.data(job, 3 * c, data[3 * c : 4 * c])
+    got = _ack_fields(p, f"NAK(j, {2 * c}) for the gap", p.job_frame(FrameType.NAK, job, 2 * c))
+    _check_previous(got, d, want(b), "NAK to a DATA beyond a gap")
+    p.data(job, 2 * c, data[2 * c : 3 * c], corrupt=True)
+    got = _ack_fields(p, "NAK for a corrupt DATA", p.job_frame(FrameType.NAK, job, 2 * c))
+    _check_previous(got, d, want(b), "NAK to a corrupt DATA (ack: the last valid frame)")
+    e = p.data(job, 2 * c, data[2 * c : 3 * c])
+    end = 4 * c if sel else 3 * c
+    got = _ack_fields(p, f"ACK(j, {end})", p.job_frame(FrameType.ACK, job, end))
+    _check_previous(got, e, want(d), "ACK to the gap's filling")
+    _finish(p, job, data, end)
+    if not sel:
+        return "previous = 0 in every ACK and NAK (no READY flag bit 1)"
+    return "previous names the DATA read before the frame in ack; 0xFFFF since BEGIN"
+
+
+def _c_keeps_out_of_order(p: _Peer) -> str:
+    assert p.ready is not None
+    if not p.ready.selective:
+        return "not advertised (READY flag bit 1 clear): DATA only in order"
+    job, data = _receiving(p, 5 * p.chunk)
+    c = p.chunk
+    for k in (4, 2, 3, 1):
+        p.data(job, k * c, data[k * c : (k + 1) * c])
+        p.expect(f"NAK(j, 0) to piece {k}", p.job_frame(FrameType.NAK, job, 0))
+    p.data(job, 0, data[:c])
+    p.expect(
+        f"COMPLETE(j, {len(data)}) once the first piece joins the kept ones",
+        p.job_frame(FrameType.COMPLETE, job, len(data)),
+    )
+    p.expect("the answer", p.answer_of(job), p.item_seconds)
+    p.send(FrameType.RESULT_ACK, wire.pack_job(job))
+    return "pieces 4, 2, 3, 1 kept; piece 0 completed the input"
+
+
+def _c_thirty_sendings(p: _Peer) -> str:
+    job, data = _receiving(p, 2 * p.chunk)
+    acked = (job - 2) % 0xFFFE + 1  # the SETUP's, acknowledged just before
+    _finish(p, job, data, 0)
+    first = p.expect("the answer", p.answer_of(job), p.item_seconds)
+    interval = 0.1 + 2 * p.line(wire.encoded_size(len(first.payload)) + 16)
+    count = 1
+    # Until the repeats stop: three intervals (and the answer delay) without one.
+    while count <= wire.RESULT_SENDINGS and any(
+        p.answer_of(job)(f) for f in p.frames(3 * interval + 0.2)
+    ):
+        count += 1
+    if count != wire.RESULT_SENDINGS:
+        sent = f"more than {count - 1}" if count > wire.RESULT_SENDINGS else str(count)
+        raise ClauseFailed(
+            f"the unacknowledged answer was sent {sent} times, not {wire.RESULT_SENDINGS}"
+        )
+    _ping(p, DeviceState.IDLE, acked)
+    return f"{count} sendings, then idle; PONG names the last acknowledged job"
+
+
+def _c_pong_jobs(p: _Peer) -> str:
+    p.setup()
+    setup_job = p.job
+    _ping(p, DeviceState.IDLE, setup_job)
+    first = p.begin(JobKind.ITEM, os.urandom(2 * p.chunk), p.rate)
+    p.expect("ACK(j, 0)", p.job_frame(FrameType.ACK, first, 0))
+    _ping(p, DeviceState.RECEIVING, first)
+    second = p.begin(JobKind.ITEM, os.urandom(2 * p.chunk), p.rate)
+    p.expect("ACK(j, 0) to a new BEGIN", p.job_frame(FrameType.ACK, second, 0))
+    _ping(p, DeviceState.RECEIVING, second)
+    assert p.ready is not None
+    bad_rate = 12345 if 12345 not in p.ready.sample_rates else 12346
+    refused = p.begin(JobKind.ITEM, b"\x00\x00", bad_rate)
+    p.expect("ERROR 1", p.answer_of(refused))
+    _ping(p, DeviceState.DONE, refused)
+    p.send(FrameType.RESULT_ACK, wire.pack_job(refused))
+    _ping(p, DeviceState.IDLE, refused)
+    return "idle: the last acknowledged job; receiving and done: the current job"
+
+
+def _error_again(p: _Peer, job: int, code: int, after: str) -> None:
+    frame = p.expect(f"ERROR {code} again after {after}", _not_ack_of(p, job))
+    if frame.type != FrameType.ERROR or wire.unpack_job_code(frame.payload) != (job, code):
+        raise ClauseFailed(f"{after} of a refused job answered with {_name(frame)}")
+
+
+def _not_ack_of(p: _Peer, job: int) -> Callable[[wire.Frame], bool]:
+    """A frame of ``job`` other than a repeat the device sends on its own (any answer,
+    ACK, NAK or COMPLETE): what a request to a refused job is answered with."""
+    answer = p.answer_of(job)
+
+    def test(frame: wire.Frame) -> bool:
+        kinds = (FrameType.ACK, FrameType.NAK, FrameType.COMPLETE)
+        return answer(frame) or (
+            frame.type in kinds
+            and len(frame.payload) >= 8
+            and (wire.unpack_job_offset(frame.payload)[0] == job)
+        )
+
+    return test
+
+
+def _c_refused_repeats(p: _Peer) -> str:
+    assert p.ready is not None
+    p.setup()
+    bad_rate = 12345 if 12345 not in p.ready.sample_rates else 12346
+    data = b"\x00\x00" * 8
+    job = p.next_job()
+    begin = wire.Begin(job, JobKind.ITEM, bad_rate, len(data), zlib.crc32(data)).pack()
+    p.send(FrameType.BEGIN, begin)
+    p.expect("ERROR 1", p.answer_of(job))
+    p.data(job, 0, data)
+    _error_again(p, job, ErrorCode.UNSUPPORTED_RATE, "DATA")
+    p.send(FrameType.BEGIN, begin)
+    _error_again(p, job, ErrorCode.UNSUPPORTED_RATE, "a repeated BEGIN")
+    p.expect("the ERROR repeated unasked", p.answer_of(job))
+    p.send(FrameType.RESULT_ACK, wire.pack_job(job))
+    # Refused by DATA: bytes past total_length.
+    job = p.begin(JobKind.ITEM, data, p.rate)
+    p.expect("ACK(j, 0)", p.job_frame(FrameType.ACK, job, 0))
+    p.data(job, 4, data)
+    p.expect("ERROR 5 for DATA past total_length", p.answer_of(job))
+    p.data(job, 0, data)
+    _error_again(p, job, ErrorCode.BAD_REQUEST, "DATA")
+    p.send(FrameType.RESULT_ACK, wire.pack_job(job))
+    return "the ERROR again for DATA and a repeated BEGIN, and unasked, until RESULT_ACK"
+
+
+def _c_names_copy(p: _Peer) -> str:
+    assert p.ready is not None
+    if not p.ready.names_copy:
+        return "not advertised (READY flag bit 2 clear): timed from the earliest copy left"
+    job, data = _receiving(p, 2 * p.chunk)
+    c = p.chunk
+    p.data(job, 0, data[:c])
+    p.expect(f"ACK(j, {c})", p.job_frame(FrameType.ACK, job, c))
+    p.data(job, c, data[c:], corrupt=True)
+    p.expect(f"NAK(j, {c}) for the corrupt copy", p.job_frame(FrameType.NAK, job, c))
+    good = p.data(job, c, data[c:])
+    frame = p.expect("COMPLETE", p.job_frame(FrameType.COMPLETE, job, len(data)))
+    if wire.unpack_second_field(frame.payload) != good:
+        raise ClauseFailed(
+            f"COMPLETE names copy {wire.unpack_second_field(frame.payload):#06x}; the copy "
+            f"that completed the input was {good:#06x}"
+        )
+    again = p.data(job, c, data[c:])
+    frame = p.expect("COMPLETE again", p.job_frame(FrameType.COMPLETE, job, len(data)))
+    if wire.unpack_second_field(frame.payload) != good:
+        raise ClauseFailed(
+            f"the repeated COMPLETE (ack {again:#06x}) names copy "
+            f"{wire.unpack_second_field(frame.payload):#06x}, not the completing {good:#06x}"
+        )
+    answer = p.expect("the answer", p.answer_of(job), p.item_seconds)
+    p.send(FrameType.RESULT_ACK, wire.pack_job(job))
+    if answer.type == FrameType.RESULT and wire.unpack_second_field(answer.payload) != good:
+        raise ClauseFailed(
+            f"RESULT names copy {wire.unpack_second_field(answer.payload):#06x}, not {good:#06x}"
+        )
+    return "COMPLETE, its repeat and RESULT name the copy that completed the input"
+
+
 def _deadline(p: _Peer) -> float:
     return time.monotonic() + p.item_seconds
 
@@ -498,6 +714,12 @@ CLAUSES: tuple[tuple[str, str, Callable[[_Peer], str]], ...] = (
     ("4", "bad requests are refused with ERROR 5, 1 and 2", _c_refusals),
     ("5.2", "RESET abandons the job and the setup", _c_reset_abandons),
     ("6", "items of each size class are answered", _c_sizes),
+    ("6", "previous names the DATA read before the frame in ack (flag bit 1)", _c_previous),
+    ("6", "DATA beyond a gap is kept and joins up (flag bit 1)", _c_keeps_out_of_order),
+    ("5.5", "an unacknowledged answer is sent 30 times, then idle", _c_thirty_sendings),
+    ("4", "PONG names the right job in each state", _c_pong_jobs),
+    ("5.5", "a refused job's ERROR is repeated, for DATA and BEGIN too", _c_refused_repeats),
+    ("7", "COMPLETE and RESULT name the completing copy (flag bit 2)", _c_names_copy),
 )
 
 
@@ -523,7 +745,7 @@ def run_conformance(
                 detail = check(peer)
                 results.append(ClauseResult(section, clause, True, detail))
             except ClauseFailed as exc:
-                results.append(ClauseResult(section, clause, False, str(exc)))
+                results.append(ClauseResult(exc.section or section, clause, False, str(exc)))
             except (wire.WireError, OSError, serial.SerialException) as exc:
                 results.append(ClauseResult(section, clause, False, f"{type(exc).__name__}: {exc}"))
             except Exception as exc:  # the host side's own checks (DeviceLink) raise others

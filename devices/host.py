@@ -38,6 +38,15 @@ RTO_SLACK_SECONDS = 0.05
 _POLL_SECONDS = 0.02
 # How often a device that is silent on its job is asked (PING) whether it is alive.
 PING_SECONDS = 0.5
+# Least time between PINGs that ask again for an answer that came corrupt.
+RESOLICIT_SECONDS = 0.01
+# Times at most that the host asks again for one answer (then the device's own repeats).
+MAX_SOLICITS = 8
+# PINGs sent each time: a lost one (a few % on a noisy line) then costs nothing.
+SOLICIT_COPIES = 2
+# A partial frame with no byte after it for this long lost its 0x00 on the line (longer
+# than a USB adapter's latency timer, 16 ms by default, and a loaded machine's stalls).
+STALE_PARTIAL_SECONDS = 0.03
 # Host frames after which a device's ``ack`` can no longer be compared with a seq (mod 2**16).
 _SEQ_HORIZON = 0x8000
 # What a DATA frame costs beyond its chunk on the wire: header, CRC, DATA fields, COBS, 0x00.
@@ -253,8 +262,10 @@ class _ClockStart:
     began to cross (the host's line model is an estimate; that bound is not).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, names_copy: bool = False) -> None:
         self._copies: list[tuple[int, float]] = []
+        # READY flag bit 2 (revision 4): COMPLETE and RESULT name the completing copy.
+        self.names_copy = names_copy
 
     def sent(self, seq: int, arrival: float) -> None:
         self._copies.append((seq, arrival))
@@ -281,6 +292,15 @@ class _ClockStart:
             self._not_complete(frame.ack)
             return None
         copies = self._copies
+        if self.names_copy and event in ("complete", "answer") and frame.type != FrameType.ERROR:
+            # The device names the copy that completed its input: copies before it that
+            # were lost or corrupt on the line are not its time (section 7, revision 4).
+            # A name it could not have read yet (newer than `ack`) is not believed.
+            named = wire.unpack_second_field(frame.payload)
+            if frame.ack != wire.NO_ACK and _newer_or_same(frame.ack, named):
+                at = [t for s, t in copies if s == named]
+                if at:
+                    return min(at[-1], latest), event
         upto = [t for s, t in copies if frame.ack != wire.NO_ACK and _newer_or_same(frame.ack, s)]
         if upto:
             return min(min(upto), latest), event
@@ -314,10 +334,21 @@ class _Watch:
         self._unanswered = 0
         self._first_unanswered: tuple[float, float] | None = None  # (sent, reaches the device)
         self._next_ping = now
+        self._solicits = 0
+        self._solicited_at = -math.inf
 
     def job_frame(self) -> None:
         self.job_heard = self.link.clock()
         self.taken = True
+
+    def solicit(self) -> None:
+        """PING now, for an answer that came corrupt (a few times per job at most)."""
+        now = self.link.clock()
+        if self._solicits < MAX_SOLICITS and now - self._solicited_at >= RESOLICIT_SECONDS:
+            self._solicits += 1
+            self._solicited_at = now
+            for _ in range(SOLICIT_COPIES):
+                self._seqs.add(self.link.send(FrameType.PING, b""))
 
     def pong(self, frame: wire.Frame) -> None:
         """A PONG: LinkLost if it says the device lost the job."""
@@ -484,6 +515,9 @@ class DeviceLink:
         self._job = 0
         self.ready: wire.Ready | None = None
         self.counters = LinkCounters()
+        self._bad_before_read = 0  # bad frames counted before the last read of the port
+        self._bad_at_confirm = 0  # ... before the read that brought a transfer's confirmation
+        self._last_byte_at = 0.0
         self.round_trip_seconds: float | None = None
         # The longest RESULT/ERROR payload we accept; HELLO tells the device.
         self.host_max_payload = max(16, min(wire.MAX_PAYLOAD, host_max_payload))
@@ -518,7 +552,8 @@ class DeviceLink:
     def send(self, ftype: int, payload: bytes = b"", flush: bool = False) -> int:
         """Send one frame; return its seq."""
         seq = self._seq
-        self._seq = (self._seq + 1) & 0xFFFF
+        # 0..0xFFFE: a device's `ack` of 0xFFFF then always means "no frame read yet".
+        self._seq = (self._seq + 1) % wire.NO_ACK
         frame = wire.encode_frame(ftype, seq, payload)
         if flush:
             frame = wire.DELIMITER + frame
@@ -532,8 +567,10 @@ class DeviceLink:
         self.counters.frames_sent += 1
         return seq
 
-    def receive(self, deadline: float) -> wire.Frame | None:
-        """The next valid frame, or None at ``deadline``.
+    def receive(self, deadline: float, stop_on_bad: bool = False) -> wire.Frame | None:
+        """The next valid frame, or None at ``deadline`` (or, with ``stop_on_bad``, as
+        soon as a bad frame has come, or part of a frame whose end does not come: the
+        caller may ask again at once).
 
         Bytes already waiting in the port when the deadline has passed are read,
         once for that deadline: an answer that has arrived is never taken for a
@@ -551,6 +588,11 @@ class DeviceLink:
             if self._interrupted.is_set():
                 self._interrupted.clear()
                 raise LinkInterrupted("interrupted")
+            if stop_on_bad and self._stale_partial():
+                # Counted as the bad frame it is; the next frame is not glued to it.
+                self._decoder.discard_partial()
+                self.counters.bad_frames += 1
+                return None
             left = deadline - self.clock()
             try:
                 waiting = self.port.in_waiting
@@ -568,10 +610,18 @@ class DeviceLink:
             except Exception as exc:  # pyserial raises SerialException, OSError or ValueError
                 raise LinkLost(f"serial port error: {exc}") from exc
             if data:
-                read_at = self.clock()
+                read_at = self._last_byte_at = self.clock()
+                self._bad_before_read = self.counters.bad_frames
                 bad = self._decoder.bad
                 pending.extend((f, read_at) for f in self._decoder.feed(bytes(data)))
                 self.counters.bad_frames += self._decoder.bad - bad
+                if stop_on_bad and self._decoder.bad > bad and not pending:
+                    return None
+
+    def _stale_partial(self) -> bool:
+        """Part of a frame is held and nothing has followed it for a while: its 0x00 was
+        lost on the line."""
+        return self._decoder.partial and self.clock() - self._last_byte_at > STALE_PARTIAL_SECONDS
 
     def _silent_for(self) -> float:
         return self.clock() - self._last_heard
@@ -757,7 +807,7 @@ class DeviceLink:
         # A device that dropped frames it answered gets them again in order, as its offset
         # reaches them: it could then rebuild a first part while they cross.
         dropped_any = False
-        clock = _ClockStart()
+        clock = _ClockStart(ready.names_copy)
         # BEGIN until the device answers ACK (offset 0), COMPLETE (empty input) or ERROR.
         stalls = 0
         begin_sent: dict[int, float] = {}
@@ -813,6 +863,7 @@ class DeviceLink:
                         self._pending = [p for p in self._pending if p[0] is not frame]
                         raise
                     start, event = confirmed
+                    self._bad_at_confirm = self._bad_before_read
                     note = ""
                     if began < cover.input_crossed:
                         start, event = min(cover.first_byte, began), "first_byte"
@@ -964,7 +1015,12 @@ class DeviceLink:
             if more and _outstanding(flights, scattered) < window:
                 # Come back when the line has room for the next frame.
                 due = min(due, max(self.clock(), self._line_free - QUEUE_SECONDS) + 0.001)
-            got = self._await_job_frame(job, min(due, watch.tick(quiet_ok())), watch)
+            got = self._await_job_frame(
+                job,
+                min(due, watch.tick(quiet_ok())),
+                watch,
+                ask_on_bad=cover.written_at is not None and ready.ping_while_busy,
+            )
             if got is not None:
                 watch.job_frame()
 
@@ -1052,15 +1108,24 @@ class DeviceLink:
         clock.sent(flight.seq, self._line_free)
 
     def _await_job_frame(
-        self, job: int, deadline: float, watch: _Watch | None = None
+        self, job: int, deadline: float, watch: _Watch | None = None, ask_on_bad: bool = False
     ) -> wire.Frame | None:
         """The next ACK/NAK/COMPLETE for ``job``; ERROR raises DeviceRefused.
 
         PONGs go to ``watch``, which raises LinkLost if one says the job is lost.
+        With ``ask_on_bad`` (the whole input sent, to a device that answers PING
+        while it works) a corrupt frame is answered with PING at once: it was most
+        likely COMPLETE or the answer, and a device in DONE sends the answer again
+        on PING (section 5.5), which also confirms the input (section 6).
         """
         while True:
-            frame = self.receive(deadline)
+            bad = self.counters.bad_frames
+            frame = self.receive(deadline, stop_on_bad=ask_on_bad and watch is not None)
+            if self.counters.bad_frames > bad and ask_on_bad and watch is not None:
+                watch.solicit()
             if frame is None:
+                if self.clock() < deadline:
+                    continue
                 return None
             self._check_reboot(frame)
             if frame.type == FrameType.PONG and watch is not None:
@@ -1097,6 +1162,21 @@ class DeviceLink:
         pongs = 0
         unanswered = 0
         self._last_heard = self.clock()
+        # Bad frames read with the transfer's confirming frame may be the answer already.
+        bad_seen = min(self.counters.bad_frames, self._bad_at_confirm)
+        self._bad_at_confirm = self.counters.bad_frames
+        # When to ask (PING) for an answer that may have come corrupt, or been cut short;
+        # a device in DONE sends it again at once on PING (section 5.5), so a line error
+        # costs the device a round trip of recorded time, not its repeat interval.
+        solicit_due = math.inf
+        solicits = 0
+        # PING, then PONG and an answer of up to 128 bytes, and how late answers come here.
+        reply_wait = (
+            RESOLICIT_SECONDS
+            + self._late_mean
+            + 4 * self._late_dev
+            + self.line_seconds(wire.encoded_size(128) + 2 * wire.encoded_size(16))
+        )
         while True:
             now = self.clock()
             if now >= deadline:
@@ -1120,8 +1200,23 @@ class DeviceLink:
                     pings[self.send(FrameType.PING, b"")] = now
                     unanswered += 1
                     next_ping = now + ping_every
-            until = min(deadline, next_ping) if ping_every is not None else deadline
-            frame = self.receive(until)
+                if now >= solicit_due and solicits < MAX_SOLICITS:
+                    for _ in range(SOLICIT_COPIES):
+                        pings[self.send(FrameType.PING, b"")] = now
+                    solicits += 1
+                    solicit_due = now + reply_wait  # again, if nothing good comes
+            until = deadline
+            if ping_every is not None:
+                until = min(deadline, next_ping, solicit_due)
+                if self._decoder.partial:
+                    until = min(until, self._last_byte_at + STALE_PARTIAL_SECONDS + 0.001)
+            frame = self.receive(until, stop_on_bad=ping_every is not None)
+            now = self.clock()
+            if self.counters.bad_frames > bad_seen:
+                # A corrupt frame, or the start of one whose 0x00 was lost: most likely
+                # the answer.
+                bad_seen = self.counters.bad_frames
+                solicit_due = min(solicit_due, now)
             if frame is None:
                 continue
             unanswered = 0
@@ -1143,6 +1238,8 @@ class DeviceLink:
                 if got_job != job or state == DeviceState.IDLE:
                     # The device forgot the job (a reset we did not see): it will never answer.
                     raise LinkLost(_lost_job(job, state, got_job))
+                if state != DeviceState.DONE:
+                    solicit_due = math.inf  # still at work: nothing was lost
 
     def _check_alive(self, job: int) -> str:
         """After a job's deadline: PING until the device answers anything (LinkLost if not).

@@ -77,10 +77,16 @@ class ErrorCode(IntEnum):
     RESULT_TOO_LARGE = 6
 
 
+# An unacknowledged RESULT or ERROR is sent this many times in all (section 5.5).
+RESULT_SENDINGS = 30
+
 READY_FLAG_PING_WHILE_BUSY = 0x01
 # The device keeps DATA that arrives beyond a gap and acknowledges past it once the gap is
 # filled, so the host resends only the frames that were lost (selective retransmission).
 READY_FLAG_SELECTIVE = 0x02
+# Revision 4: COMPLETE and RESULT name, in their field at offset 2, the seq of the frame that
+# completed the input, so the host starts the processing clock at that copy (section 7).
+READY_FLAG_NAMES_COPY = 0x04
 
 
 class WireError(ValueError):
@@ -199,6 +205,19 @@ class FrameDecoder:
         self.bad = 0
         self.overflow = False
 
+    @property
+    def partial(self) -> bool:
+        """Bytes of a frame whose 0x00 has not come yet are held."""
+        return bool(self._buf) or self.overflow
+
+    def discard_partial(self) -> None:
+        """Drop the bytes held (a frame whose 0x00 was lost), counting them as a bad frame;
+        the next frame's start is then not glued to them."""
+        if self._buf or self.overflow:
+            self._buf.clear()
+            self.overflow = False
+            self.bad += 1
+
     def feed(self, data: bytes) -> Iterator[Frame]:
         """Frames completed by ``data``, in order; corrupt ones are counted and skipped."""
         start = 0
@@ -274,6 +293,11 @@ class Ready:
     @property
     def selective(self) -> bool:
         return bool(self.flags & READY_FLAG_SELECTIVE)
+
+    @property
+    def names_copy(self) -> bool:
+        """COMPLETE and RESULT name the copy that completed the input (revision 4)."""
+        return bool(self.flags & READY_FLAG_NAMES_COPY)
 
     def pack(self) -> bytes:
         name = self.name.encode()[:255]
@@ -361,8 +385,15 @@ def unpack_job_offset(payload: bytes) -> tuple[int, int]:
     return job, offset
 
 
-def pack_result(job: int, text: str) -> bytes:
-    return _JOB_CODE.pack(job, 0) + text.encode()
+def pack_result(job: int, text: str, completed_by: int = 0) -> bytes:
+    """RESULT payload; ``completed_by`` fills the field at offset 2 (READY flag bit 2)."""
+    return _JOB_CODE.pack(job, completed_by) + text.encode()
+
+
+def unpack_second_field(payload: bytes) -> int:
+    """The u16 at offset 2 of ACK, NAK, COMPLETE and RESULT (``previous``, the copy named)."""
+    _need(payload, _JOB_CODE.size, "ACK/NAK/COMPLETE/RESULT")
+    return int(_JOB_CODE.unpack_from(payload)[1])
 
 
 def unpack_result(payload: bytes) -> tuple[int, str]:

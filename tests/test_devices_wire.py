@@ -121,3 +121,17 @@ def test_section_9_is_a_session_that_follows_sections_5_and_6() -> None:
     assert wire.unpack_job_offset(decoded[4].payload) == (1, 0)
     assert wire.unpack_job_offset(decoded[10].payload) == (2, 0)
     assert wire.unpack_result(decoded[13].payload) == (2, "stop")
+
+
+def test_section_9_is_what_the_reference_agent_writes() -> None:
+    """Every example in section 9 is generated from the code (devices.protocol_examples)."""
+    from devices.protocol_examples import render
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "device-protocol.md").read_text()
+    section = doc[doc.index("## 9. Examples") : doc.index("## 10.")]
+    assert render() in section
+    # READY flag bit 1: no DATA read since BEGIN names 0xFFFF in `previous` (section 6).
+    frames = _section_9_frames()
+    for n in (4, 10):
+        ack = wire.decode_frame(frames[n][1][:-1])
+        assert wire.unpack_previous(ack.payload) == wire.NO_ACK
