@@ -4,17 +4,20 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 # python3-venv gives `python3 -m venv` its pip on Debian/Ubuntu; the SSH tests start a real
 # sshd; the report test renders the HTML report in headless Chromium.
 # The example OCR system is Tesseract with its Simplified Chinese model; the serial-device
-# tests synthesize command words with espeak-ng and sox; the run-store tests start PostgreSQL;
+# tests synthesize command words with espeak-ng and sox; the demo's speech sets and its
+# second synthesizer are festival's HTS and diphone voices; the run-store tests start PostgreSQL;
 # the lost-link tests put a participant's machine in a network namespace (iproute2); the
 # significance-test tests run SCTK's sclite and sc_stats (sctk).
 SYSTEM_PACKAGES := python3-venv bubblewrap openssh-server openssh-client chromium chromium-driver \
 	tesseract-ocr tesseract-ocr-chi-sim fonts-noto-cjk espeak-ng sox time busybox postgresql \
-	iproute2 sctk
+	iproute2 sctk festival festvox-us-slt-hts festvox-kallpc16k
 DEMO_SITE := site_config/demo.toml
+# Set up again when the Python packages or the Debian package list change (a checkout that
+# gained festival installs it on its next `make demo`).
+STAMP := $(VENV)/.installed-$(shell (cat pyproject.toml; echo $(SYSTEM_PACKAGES)) | cksum | cut -d' ' -f1)
 
 .PHONY: demo test lint bench system-deps clean
 

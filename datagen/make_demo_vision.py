@@ -14,7 +14,7 @@ Sets written under ROOT (default ``site_config/data``):
   ``demo-ink``       online "handwriting" traced from glyph skeletons, standard
                      and disordered stroke order
   ``demo-faces``     LFW crops and the astronaut pasted on texture backgrounds
-  ``demo-faces-id``  a five-identity gallery, perturbed probes and verification pairs
+  ``demo-faces-id``  a 16-identity gallery, perturbed probes and verification pairs
   ``demo-video``     a face moving across a background, MJPG in AVI
 
 Each directory's README.md describes its layout and how its truth was made.
@@ -355,46 +355,71 @@ def make_faces(out: Path, seed: int = 4) -> None:
     write_jsonl(out / "faces.jsonl", rows)
 
 
+PROBE_KINDS = ("light", "pose", "blur", "occlusion")
+
+
 def perturb(face: np.ndarray, kind: str, rng: np.random.Generator) -> np.ndarray:
-    """A probe made from a gallery image: 'light' changes grey levels only, 'pose' moves it."""
+    """A probe made from a gallery image, one capture condition at a time.
+
+    'light': side lighting (a left-right ramp of gain) and a gamma curve; 'pose': turned,
+    scaled and shifted, with sensor noise; 'blur': a distant subject (down to 11-14 px and
+    back, blurred) with noise; 'occlusion': dark glasses or a scarf over a band of the face.
+    """
+    side = face.shape[0]
     out: np.ndarray = face.astype(np.float64)
     if kind == "light":
-        # Monotonic grey-level change: gain, offset and a gamma curve.
-        gamma = float(rng.uniform(0.7, 1.4))
-        out = 255.0 * (out / 255.0) ** gamma * float(rng.uniform(0.7, 0.9)) + float(
-            rng.uniform(10, 40)
-        )
+        gamma = float(rng.uniform(0.5, 2.0))
+        low, high = sorted(float(g) for g in rng.uniform(0.2, 1.3, 2))
+        ramp = np.linspace(low, high, side) if rng.random() < 0.5 else np.linspace(high, low, side)
+        out = 255.0 * (out / 255.0) ** gamma * ramp[np.newaxis, :] + float(rng.uniform(0, 30))
     elif kind == "pose":
-        side = face.shape[0]
         matrix = cv2.getRotationMatrix2D(
-            (side / 2, side / 2), float(rng.uniform(-8, 8)), float(rng.uniform(0.95, 1.05))
+            (side / 2, side / 2), float(rng.uniform(-20, 20)), float(rng.uniform(0.82, 1.18))
         )
-        matrix[:, 2] += rng.uniform(-0.04, 0.04, 2) * side
+        matrix[:, 2] += rng.uniform(-0.1, 0.1, 2) * side
         out = cv2.warpAffine(out, matrix, (side, side), borderMode=cv2.BORDER_REPLICATE)
-        out = out + rng.normal(0.0, 6.0, out.shape)
+        out = out + rng.normal(0.0, 10.0, out.shape)
+    elif kind == "blur":
+        small = int(rng.integers(11, 15))
+        out = cv2.resize(out, (small, small), interpolation=cv2.INTER_AREA)
+        out = cv2.resize(out, (side, side), interpolation=cv2.INTER_LINEAR)
+        out = cv2.GaussianBlur(out, (0, 0), float(rng.uniform(1.0, 2.0)))
+        out = out + rng.normal(0.0, 10.0, out.shape)
+    elif kind == "occlusion":
+        # Rows of the 100-px crop: the eyes sit near 34, the mouth near 72 (LFW_* above).
+        top = int(rng.integers(24, 30)) if rng.random() < 0.5 else int(rng.integers(62, 70))
+        out = out.copy()
+        out[top : top + int(rng.integers(22, 32)), :] = float(rng.uniform(10, 50))
+        out = out + rng.normal(0.0, 4.0, out.shape)
     else:
         raise ValueError(kind)
     return np.clip(np.rint(out), 0, 255).astype(np.uint8)
 
 
+# lfw_subset indices of the gallery, picked by eye to be different people (the subset
+# has no identity labels): the first five are the original demo's.
+FACE_ID_GALLERY = [1, 4, 9, 15, 19, 22, 27, 31, 36, 40, 44, 48, 53, 57, 61, 66]
+
+
 def make_faces_id(out: Path, seed: int = 5) -> None:
-    """demo-faces-id: 5 gallery faces, 2 probes each, and 20 verification pairs."""
+    """demo-faces-id: 16 gallery faces, 4 probes each (one per capture condition), and a
+    genuine and an impostor verification pair per probe."""
     (out / "gallery").mkdir(parents=True, exist_ok=True)
+    for old in out.glob("p*_*.png"):
+        old.unlink()
     faces = lfw_faces()
     rng = np.random.default_rng(seed)
     side = 100
-    # Indices picked by eye to be five visibly different people.
-    chosen = [1, 4, 9, 15, 19]
-    ids = [f"p{n:02d}" for n in range(1, len(chosen) + 1)]
+    ids = [f"p{n:02d}" for n in range(1, len(FACE_ID_GALLERY) + 1)]
     gallery = {}
-    for gid, index in zip(ids, chosen, strict=True):
+    for gid, index in zip(ids, FACE_ID_GALLERY, strict=True):
         gallery[gid] = cv2.resize(faces[index], (side, side), interpolation=cv2.INTER_CUBIC)
         cv2.imwrite(
             str(out / "gallery" / f"{gid}.png"), gallery[gid], [cv2.IMWRITE_PNG_COMPRESSION, 9]
         )
     probes, pairs = [], []
     for k, gid in enumerate(ids):
-        for kind in ("light", "pose"):
+        for kind in PROBE_KINDS:
             name = f"{gid}_{kind}.png"
             cv2.imwrite(
                 str(out / name), perturb(gallery[gid], kind, rng), [cv2.IMWRITE_PNG_COMPRESSION, 9]

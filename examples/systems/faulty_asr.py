@@ -15,9 +15,10 @@ The rule: decode the file to int16 samples and take
 * otherwise: answer ``{"text": "the"}``.
 
 SALT was picked so that on the demo set (``python -m datagen.make_demo_asr``
-with espeak-ng 1.51) it hangs on exactly one item (s05_snr15) and crashes on
-three (s03_snr5, s06_clean, s08_snr15).  A different espeak-ng version
-synthesizes different samples and so may give different counts.
+with festival 2.5 and Debian's festvox-us-slt-hts and festvox-kallpc16k) it hangs
+on exactly one item (s05_clean) and crashes on three (s02_snr5, s04_clean,
+s07_clean).  A different festival or voice version synthesizes different samples
+and so may give different counts.
 
 Usage: ``python -m systems.faulty_asr [--exec INPUT OUTPUT]``.
 """
@@ -35,7 +36,7 @@ import soundfile as sf
 
 from .jsonlines import log, main
 
-SALT = b"onsite-faulty-17"
+SALT = b"onsite-faulty-49"
 HANG_BELOW = 0.04
 CRASH_BELOW = 0.17
 CRASH_EXIT_CODE = 3

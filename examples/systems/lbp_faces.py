@@ -27,6 +27,7 @@ Needs numpy and opencv-python-headless (image decoding and resizing).
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import cv2
@@ -105,10 +106,19 @@ def load_gray(path: Any) -> np.ndarray:
     return gray
 
 
-class LbpMatcher:
-    """Holds the enrolled gallery descriptors."""
+class GalleryMatcher:
+    """Holds the enrolled gallery descriptors; matches with the given descriptor and
+    similarity (this module's LBP histograms, or another system's)."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        name: str,
+        describe: Callable[[np.ndarray], np.ndarray],
+        similarity: Callable[[np.ndarray, np.ndarray], float],
+    ) -> None:
+        self.name = name
+        self.describe = describe
+        self.similarity = similarity
         self.gallery: dict[str, np.ndarray] = {}
 
     def setup(self, hello: dict[str, Any]) -> None:
@@ -116,23 +126,23 @@ class LbpMatcher:
         files = hello.get("files") or {}
         if not isinstance(files, dict):
             raise ValueError("hello 'files' is not an object")
-        self.gallery = {str(gid): describe(load_gray(path)) for gid, path in files.items()}
-        log(f"lbp_faces: enrolled {len(self.gallery)} gallery images")
+        self.gallery = {str(gid): self.describe(load_gray(path)) for gid, path in files.items()}
+        log(f"{self.name}: enrolled {len(self.gallery)} gallery images")
 
     def recognize(self, item_input: dict[str, Any]) -> dict[str, Any]:
         """Verify a pair or identify a probe, depending on the input's fields."""
         if "image_a" in item_input or "image_b" in item_input:
-            a = describe(load_gray(item_input.get("image_a")))
-            b = describe(load_gray(item_input.get("image_b")))
-            return {"score": round(similarity(a, b), 6)}
+            a = self.describe(load_gray(item_input.get("image_a")))
+            b = self.describe(load_gray(item_input.get("image_b")))
+            return {"score": round(self.similarity(a, b), 6)}
         if not self.gallery:
             raise ValueError("no gallery enrolled (hello carried no files)")
-        probe = describe(load_gray(item_input.get("image")))
-        scored = [(gid, round(similarity(probe, d), 6)) for gid, d in self.gallery.items()]
+        probe = self.describe(load_gray(item_input.get("image")))
+        scored = [(gid, round(self.similarity(probe, d), 6)) for gid, d in self.gallery.items()]
         scored.sort(key=lambda s: -s[1])
         return {"candidates": [[gid, s] for gid, s in scored[:MAX_CANDIDATES]]}
 
 
 if __name__ == "__main__":
-    matcher = LbpMatcher()
+    matcher = GalleryMatcher("lbp_faces", describe, similarity)
     sys.exit(main("lbp-faces", "1", matcher.recognize, matcher.setup))
