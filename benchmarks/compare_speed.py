@@ -186,8 +186,8 @@ def bench_cli(segments: int, systems: int, samples: int, rounds: int, seed: int)
 
 def bench_run_mode(segments: int, samples: int, ar: int, seed: int) -> None:
     """Run mode's resampling of the mt kind's statistics: generic against additive."""
-    from harness.cli.compare import additive_systems
     from harness.kinds.text import BLEU_STATISTICS
+    from harness.significance import additive_systems
     from scoring.mt import MtSegment
     from scoring.mt_batch import score_mt_batch
     from scoring.resampling import compare

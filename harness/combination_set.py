@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.errors import InputError, Problem
 from scoring.cwmt_write import TargetCandidate, TargetEntry, ranked, tgtset_xml
-from scoring.cwmt_xml import MtFile, load_mt_file
+from scoring.cwmt_xml import MtFile, combination_task_id, load_mt_file
 from scoring.errors import FormatError
 
 if TYPE_CHECKING:
@@ -43,6 +44,7 @@ class CombinationSet:
     key: Path
     systems: Mapping[str, str]  # sysNN -> the MT system's name in the run
     segments: int
+    setid: str  # the combination task's set id, in every XML file of the set
 
 
 def _problem(where: Path, key: str, message: str, fix: str) -> InputError:
@@ -68,6 +70,47 @@ def _entry(seg_place: tuple[str, str], record: Completed | None) -> TargetEntry:
     return TargetEntry(doc_id, seg_id, str(output["text"]), cands[0].score, cands)
 
 
+# The root element's start tag, and a setid attribute in it (quoted or not).
+_ROOT_TAG = re.compile(rb"<(srcset|refset|tgtset|tstset)\b([^>]*)>", re.IGNORECASE)
+_SETID = re.compile(rb"""\bsetid\s*=\s*("[^"]*"|'[^']*'|[^\s>]+)""", re.IGNORECASE)
+
+
+def _with_setid(data: bytes, setid: str) -> bytes | None:
+    """The XML file's bytes with the root's setid set to ``setid`` (None: no root found).
+
+    Only the attribute changes: encoding, declaration and every segment stay as written.
+    """
+    root = _ROOT_TAG.search(data)
+    if root is None:
+        return None
+    value = f'setid="{setid}"'.encode("ascii")
+    attrs = root.group(2)
+    if _SETID.search(attrs):
+        attrs = _SETID.sub(lambda _: value, attrs, count=1)
+    else:
+        attrs = b" " + value + attrs
+    start = root.start(2)
+    return data[:start] + attrs + data[root.end(2) :]
+
+
+def _copy_with_setid(path: Path, target: Path, setid: str, role: str) -> None:
+    """Copy a source or reference file, an XML one under the combination's set id."""
+    try:
+        loaded = load_mt_file(path, "source" if role == "source" else "reference")
+    except FormatError as exc:
+        raise InputError([Problem(Path(exc.path), "", exc.problem, exc.fix, exc.line)]) from exc
+    if loaded.kind != "xml":
+        # Plain text carries no set id: the combination task's name gives it (export).
+        shutil.copyfile(path, target)
+        return
+    data = _with_setid(path.read_bytes(), setid)
+    if data is None:
+        raise _problem(path, "setid", "no <srcset>/<refset> root element", "give CWMT XML")
+    target.write_bytes(data)
+    if load_mt_file(target, loaded.role).setid != setid:  # pragma: no cover - a regex slip
+        raise _problem(path, "setid", "could not set the combination set id", "report a bug")
+
+
 def _unfinished(
     model: RunModel, task: str, systems: Sequence[str], item_ids: Sequence[str]
 ) -> list[str]:
@@ -87,11 +130,13 @@ def build_combination_set(
     out_dir: Path,
     key_path: Path | None = None,
     seed: int | None = None,
+    setid: str | None = None,
 ) -> CombinationSet:
     """Write the combination test set of MT task `task` of a finished run to `out_dir`.
 
     `key_path` (default ``<out_dir>.key.json``) receives sysNN -> system name;
-    `seed` fixes the anonymous order (default: a fresh random one).
+    `seed` fixes the anonymous order (default: a fresh random one); `setid` is the
+    combination task's set id (default: the MT set's with ``_combi``, zh_en_news_combi).
     """
     from harness.store.run_model import RunModel
 
@@ -134,6 +179,15 @@ def build_combination_set(
         raise InputError([Problem(Path(exc.path), "", exc.problem, exc.fix, exc.line)]) from exc
     lang = str(testset.items[0].reference.lang)
     places = [(s.doc_id, s.seg_id) for s in source.segments]
+    srclang, tgtlang = source.srclang or "", source.tgtlang or lang
+    combi = setid or combination_task_id(source.setid or task, srclang, tgtlang)
+    if not re.fullmatch(r"[a-z]{2}_[a-z]{2}_[a-z]+_[a-z]+", combi):
+        raise _problem(
+            run_dir,
+            "--setid",
+            f"{combi!r} is not a CWMT task id",
+            "give src_tgt_domain_task in lower case, e.g. zh_en_news_combi",
+        )
 
     rng = random.Random(seed) if seed is not None else random.SystemRandom()
     order = list(systems)
@@ -144,25 +198,28 @@ def build_combination_set(
     (out_dir / "candidates").mkdir(parents=True, exist_ok=True)
     for path in root.iterdir():
         # The MT test set as the mt kind reads it: source, lang and the references.
-        wanted = path.name in (*_SOURCES, "lang") or (
-            path.name.startswith("ref") and path.suffix in (".txt", ".xml")
-        )
-        if path.is_file() and wanted:
+        if not path.is_file():
+            continue
+        if path.name == "lang":
             shutil.copyfile(path, out_dir / path.name)
+        elif path.name in _SOURCES:
+            _copy_with_setid(path, out_dir / path.name, combi, "source")
+        elif path.name.startswith("ref") and path.suffix in (".txt", ".xml"):
+            _copy_with_setid(path, out_dir / path.name, combi, "reference")
     for anon, system in names.items():
         done = model.state.completed.get((task, system), {})
         pairs = zip(places, item_ids, strict=True)
         entries = [_entry(place, done.get(item_id)) for place, item_id in pairs]
         xml = tgtset_xml(
             entries,
-            setid=source.setid or task,
-            srclang=source.srclang or "",
-            tgtlang=source.tgtlang or lang,
+            setid=combi,
+            srclang=srclang,
+            tgtlang=tgtlang,
             site=anon,
             sysid=anon,
             description=DESCRIPTION,
         )
         (out_dir / "candidates" / f"{anon}.xml").write_text(xml, encoding="utf-8")
-    key = {"run": str(run_dir.resolve()), "task": task, "systems": names}
+    key = {"run": str(run_dir.resolve()), "task": task, "setid": combi, "systems": names}
     key_path.write_text(json.dumps(key, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    return CombinationSet(out_dir, key_path, names, len(item_ids))
+    return CombinationSet(out_dir, key_path, names, len(item_ids), combi)

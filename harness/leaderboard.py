@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.collector import cycle_collector_held
+from harness.disputes import effective_completions
 from harness.engine.audits import audit_lines, resend_lines, whole_input_lines
 from harness.kinds.base import TaskKind
 from harness.kinds.registry import task_kind
@@ -47,7 +48,8 @@ class LeaderboardRow:
     invalid_outputs: int
     restarts: int  # the participant's: after its crashes, hangs or garbage
     setup_seconds: float | None
-    total_seconds: float
+    # None when no completion was timed (a file brought in by `onsite ingest`).
+    total_seconds: float | None
     total_budget_seconds: float | None
     budget_scope: str
     set_budget_met: bool | None
@@ -69,6 +71,40 @@ class LeaderboardRow:
     running_score: float | None = None
     # No job_finished after the job's last dispatch: still running, stopped or failed.
     in_progress: bool = False
+    # The headline's 95% paired-bootstrap interval and the rank range no test splits
+    # (harness/significance.py `with_intervals`): `onsite report` and the report fill
+    # them; the live views leave them None.
+    ci_low: float | None = None
+    ci_high: float | None = None
+    rank_low: int | None = None
+    rank_high: int | None = None
+    # Who entered it and how (the site file's systems.X keys): the team, the track
+    # ("closed", "open"), the run type ("primary", "contrast") and what it used beyond
+    # the allowed list.
+    participant: str = ""
+    track: str | None = None
+    run_type: str | None = None
+    declarations: str = ""
+    # Every completion came from a submitted file (`onsite ingest`): no timing, so the
+    # speed figures and total_seconds are None.
+    offline: bool = False
+
+    def entry_text(self) -> str:
+        """How the system entered, for a table: "closed, primary", "+ data" when it declared
+        something beyond the allowed list; "" when the site says nothing."""
+        parts = [p for p in (self.track, self.run_type) if p]
+        if self.declarations:
+            parts.append("+ declared")
+        return ", ".join(parts)
+
+    def rank_text(self) -> str:
+        """The rank range as tables show it: "2", or "1-2" where no test separates the
+        systems; "-" without one."""
+        if self.rank_low is None or self.rank_high is None:
+            return "-"
+        if self.rank_low == self.rank_high:
+            return str(self.rank_low)
+        return f"{self.rank_low}-{self.rank_high}"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready. The headline metric is also given under its own name (e.g. "wer"),
@@ -127,17 +163,22 @@ def scoring_inputs(
 
 
 def leaderboard(
-    run: Path | RunModel, testsets: dict[str, TestSet] | None = None
+    run: Path | RunModel,
+    testsets: dict[str, TestSet] | None = None,
+    track: str | None = None,
 ) -> list[LeaderboardRow]:
     """Score every job the run's journal shows, in the site file's order.
 
-    ``run`` is a run directory or the run's read model (which a report shares).
+    ``run`` is a run directory or the run's read model (which a report shares);
+    ``track`` keeps the systems that entered that track.
     """
     model = run if isinstance(run, RunModel) else RunModel.open(run, testsets=testsets)
+    systems = model.site.config.systems
     with cycle_collector_held():  # every item scored: lists of words, alignments, rows
         return [
             job_row(model.site, model.state, model.testset(task), task, system)
             for task, system in model.site.jobs()
+            if track is None or systems[system].track == track
         ]
 
 
@@ -152,7 +193,8 @@ def job_row(
     """One job's leaderboard row from a replayed state (the console's live view uses it too)."""
     cfg = site.config.tasks[task]
     kind = task_kind(cfg.kind)
-    completed = state.completed.get((task, system), {})
+    # Each item as it counts: its first completion, or what a dispute's decision made it.
+    completed = effective_completions(state, task, system)
     known = {item.id for item in testset.items}
     records: list[Completed] = [r for r in completed.values() if r.item in known]
     verdicts = [r.verdict for r in records]
@@ -161,26 +203,32 @@ def job_row(
     scored = kind.evaluate(attempted, cfg, outputs, seconds) if records else None
     scores = scored.figures if scored else {}
     items = {i.id: i for i in testset.items}
-    speeds = [s for r in answered if (s := kind.speed(items[r.item], r.seconds)) is not None]
-    speed_mean = kind.unit.mean(speeds, [r.seconds for r in answered])
+    # A submitted file's outputs (`onsite ingest`) carry no timing: no speed, not zero.
+    timed = [r for r in answered if not r.offline]
+    speeds = [s for r in timed if (s := kind.speed(items[r.item], r.seconds)) is not None]
+    speed_mean = kind.unit.mean(speeds, [r.seconds for r in timed])
     # A frame with no answer (timeout, crash) counts as late; its latency is unknown.
-    timed = [r for r in records if r.late is not None]
+    streamed = [r for r in records if r.late is not None]
     latencies = [
-        r.latency_seconds for r in timed if r.verdict in _ANSWERED and r.latency_seconds is not None
+        r.latency_seconds
+        for r in streamed
+        if r.verdict in _ANSWERED and r.latency_seconds is not None
     ]
-    lates = sum(1 for r in timed if r.late or r.verdict not in _ANSWERED)
+    lates = sum(1 for r in streamed if r.late or r.verdict not in _ANSWERED)
     summary = state.jobs.get((task, system)) or JobSummary()
     starts = summary.starts
     budgets = [r.budget_seconds for r in records]
     total_budget = (
         sum(b for b in budgets if b is not None) if records and None not in budgets else None
     )
-    total_seconds = sum(r.seconds for r in records)
+    clocked = [r.seconds for r in records if not r.offline]
+    total_seconds: float | None = sum(clocked) if clocked or not records else None
     # Imported here: harness.report imports this module.
     from harness.engine.running_score import running_score
 
     restarts = sum(1 for r in starts if r.restart and r.cause != "venue")
     weights = site.config.site.running_score.model_dump()
+    entry = site.config.systems[system]
     running = running_score(records, restarts, weights).score if records else None
     return LeaderboardRow(
         task=task,
@@ -203,13 +251,18 @@ def job_row(
         restarts=restarts,
         running_score=running,
         in_progress=summary.in_progress,
+        offline=bool(records) and not clocked,
         venue_failures=summary.link_lost,
         unsealed=_unsealed(site, system),
         setup_seconds=starts[0].setup_seconds if starts else None,
         total_seconds=total_seconds,
         total_budget_seconds=total_budget,
         budget_scope=cfg.budget.scope,
-        set_budget_met=(total_seconds <= total_budget) if total_budget is not None else None,
+        set_budget_met=(
+            (total_seconds <= total_budget)
+            if total_budget is not None and total_seconds is not None
+            else None
+        ),
         scores=scores,
         audits=tuple(
             asdict(line)
@@ -221,6 +274,10 @@ def job_row(
         ),
         latency_p50=percentile(latencies, 0.5),
         latency_p95=percentile(latencies, 0.95),
-        late_rate=(lates / len(timed)) if timed else None,
+        late_rate=(lates / len(streamed)) if streamed else None,
         detail=scored.detail if scored else "",
+        participant=site.participant(system),
+        track=entry.track,
+        run_type=entry.run_type,
+        declarations=entry.declarations,
     )

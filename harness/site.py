@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import json
 import re
@@ -83,6 +84,9 @@ class SiteSection(_Strict):
     # Where the run's records go: absent, the run directory's journal; a
     # postgresql:// DSN, a database that several operator stations share (docs/scale.md).
     store: str | None = None
+    # The embargo on the test data: `onsite package` gives participants the references
+    # and test inputs only after this day (docs/publishing.md). "2026-12-31" or a TOML date.
+    release_after: datetime.date | None = None
 
     @field_validator("store")
     @classmethod
@@ -141,6 +145,22 @@ class TaskBase(_Strict):
     # The largest answer per item, in bytes; larger is invalid_output. Default: the kind's.
     max_output_bytes: Annotated[int, Field(ge=64)] | None = None
     description: str = ""
+    # The tracks a system may enter for this task (e.g. ["closed", "open"]): when given,
+    # every system on the task names one of them as its `track`.
+    tracks: list[str] = []
+    # The encoding of the test set's text files and references (scoring.charsets):
+    # gbk, big5, utf-16le ...; None reads UTF-8 (and a CWMT XML file's declaration).
+    encoding: str | None = None
+
+    @field_validator("encoding")
+    @classmethod
+    def _known_encoding(cls, value: str | None) -> str | None:
+        from scoring.charsets import codec_of
+
+        if value is not None:
+            codec_of(value)  # ValueError naming the accepted encodings
+            value = value.strip().lower()
+        return value
 
 
 # --- task kinds: the site's task model is derived from the kind registry ---------------
@@ -183,6 +203,16 @@ class System(_Strict):
     env: dict[str, str] = {}
     max_restarts: Annotated[int, Field(ge=0)] = 20
     description: str = ""
+    # Who entered the system (the team): one participant's systems are grouped, and
+    # CWMT's rule of one primary and at most two contrastive runs is checked per team.
+    # Left out, the system is its own participant.
+    participant: Annotated[str, Field(min_length=1)] | None = None
+    # The track it entered (one of each of its tasks' `tracks`), e.g. "closed" or "open".
+    track: Annotated[str, Field(min_length=1)] | None = None
+    # CWMT's run type: one primary run per participant and task, at most two contrastive.
+    run_type: Literal["primary", "contrast"] | None = None
+    # What the system used beyond the allowed list (data, tools): shown beside its results.
+    declarations: str = ""
 
     @model_validator(mode="after")
     def _placeholders(self) -> System:
@@ -208,6 +238,37 @@ class SiteFile(_Strict):
     devices: dict[str, Any]
     tasks: dict[str, Task]
     systems: dict[str, System]
+
+    @model_validator(mode="after")
+    def _tracks_and_run_types(self) -> SiteFile:
+        for name, system in self.systems.items():
+            for task in system.tasks:
+                cfg = self.tasks.get(task)
+                if cfg is None or not cfg.tracks:
+                    continue
+                if system.track not in cfg.tracks:
+                    given = f"track {system.track!r}" if system.track else "no track"
+                    raise ValueError(
+                        f"systems.{name}: {given}, but task {task!r} has tracks "
+                        f"{cfg.tracks}: set track = one of them"
+                    )
+        # CWMT: per participant and task, one primary run and at most two contrastive.
+        for task in self.tasks:
+            runs: dict[str, dict[str, list[str]]] = {}
+            for name, system in self.systems.items():
+                if task in system.tasks and system.run_type is not None:
+                    team = runs.setdefault(system.participant or name, {})
+                    team.setdefault(system.run_type, []).append(name)
+            for team_name, kinds in runs.items():
+                primary, contrast = kinds.get("primary", []), kinds.get("contrast", [])
+                if len(primary) > 1 or len(contrast) > 2:
+                    raise ValueError(
+                        f"participant {team_name!r} on task {task!r}: {len(primary)} primary "
+                        f"run(s) ({', '.join(primary) or '-'}) and {len(contrast)} contrastive "
+                        f"({', '.join(contrast) or '-'}); CWMT allows one primary and at most "
+                        "two contrastive runs per participant and task: change run_type"
+                    )
+        return self
 
     @field_validator("devices", "tasks", "systems")
     @classmethod
@@ -263,6 +324,10 @@ class Site:
         """A device's resolved settings as plain values (paths as strings), for people and
         JSON; runners take :meth:`device`."""
         return self.device(name).model_dump(mode="json")
+
+    def participant(self, system: str) -> str:
+        """Who entered the system: its `participant`, or its own name when none is given."""
+        return self.config.systems[system].participant or system
 
     def jobs(self) -> list[tuple[str, str]]:
         """Every (task, system) pair to run, in the order the site file lists them."""
@@ -584,6 +649,13 @@ def _writes_files(kind: str) -> bool:
     return bool(task_kind(kind).output_files)
 
 
+def _reads_encodings(kind: str) -> bool:
+    """The kind's loader reads its test set in the task's ``encoding``."""
+    from harness.kinds.registry import task_kind
+
+    return task_kind(kind).text_encodings
+
+
 def _cross_check(site: Site, text: str) -> list[Problem]:
     """References between tables, and files that must exist."""
     cfg = site.config
@@ -650,6 +722,16 @@ def _cross_check(site: Site, text: str) -> list[Problem]:
                 ("tasks", name, "testset"),
                 f"test-set directory {testset} does not exist",
                 "correct the path; it is relative to the site file",
+            )
+        if cfg.tasks[name].encoding is not None and not _reads_encodings(cfg.tasks[name].kind):
+            from harness.kinds.registry import task_kinds
+
+            reading = [k for k in sorted(task_kinds()) if _reads_encodings(k)]
+            add(
+                ("tasks", name, "encoding"),
+                f"a {cfg.tasks[name].kind} test set is read as UTF-8 only (JSON and lists)",
+                f"remove the key and re-save the files as UTF-8; the kinds that read "
+                f"other encodings: {', '.join(reading)}",
             )
     for name in cfg.devices:
         for problem in site.device(name).problems():

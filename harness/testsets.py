@@ -65,31 +65,29 @@ class TestSet:
         return {i.id: i.condition for i in self.items if i.condition is not None}
 
 
-def _read_utf8_lines(path: Path) -> list[str]:
-    raw = path.read_bytes()
+def read_text_lines(path: Path, encoding: str | None = None) -> list[str]:
+    """A test-set file's lines in ``encoding`` (the task's ``encoding``; None: UTF-8).
+
+    TestSetError naming the file, the first line that does not decode and the encoding
+    the file reads as (scoring.charsets).
+    """
+    from scoring.charsets import read_text
+    from scoring.errors import FormatError
+
     try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise TestSetError(
-            [
-                Problem(
-                    path,
-                    "",
-                    f"not UTF-8 (byte {exc.start} on this line)",
-                    "convert it, e.g. iconv -f GB18030 -t UTF-8",
-                    line,
-                )
-            ]
-        ) from exc
+        text = read_text(path, encoding)
+    except FormatError as exc:
+        raise TestSetError([Problem(path, "", exc.problem, exc.fix, exc.line)]) from exc
     return text.splitlines()
 
 
-def _read_id_table(path: Path, separator: str | None, what: str) -> dict[str, str]:
+def _read_id_table(
+    path: Path, separator: str | None, what: str, encoding: str | None = None
+) -> dict[str, str]:
     """Lines of '<id><sep><value>'; blank lines and '#' comments are skipped."""
     table: dict[str, str] = {}
     problems: list[Problem] = []
-    for number, line in enumerate(_read_utf8_lines(path), 1):
+    for number, line in enumerate(read_text_lines(path, encoding), 1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         parts = line.split(separator, 1) if separator else line.strip().split(None, 1)
@@ -284,7 +282,9 @@ def audio_testset(
     return TestSet(root, tuple(items), tuple(invalid), tuple(warnings))
 
 
-def _text_and_conditions(root: Path, what: str) -> tuple[dict[str, str], dict[str, str], Path]:
+def _text_and_conditions(
+    root: Path, what: str, encoding: str | None = None
+) -> tuple[dict[str, str], dict[str, str], Path]:
     text_path = root / "text"
     if not text_path.is_file():
         raise TestSetError(
@@ -297,9 +297,13 @@ def _text_and_conditions(root: Path, what: str) -> tuple[dict[str, str], dict[st
                 )
             ]
         )
-    references = _read_id_table(text_path, None, what)
+    references = _read_id_table(text_path, None, what, encoding)
     conditions_path = root / "conditions.tsv"
-    conditions = _read_id_table(conditions_path, "\t", "label") if conditions_path.is_file() else {}
+    conditions = (
+        _read_id_table(conditions_path, "\t", "label", encoding)
+        if conditions_path.is_file()
+        else {}
+    )
     unknown = [k for k in conditions if k not in references]
     if unknown:
         raise TestSetError(
@@ -315,23 +319,28 @@ def _text_and_conditions(root: Path, what: str) -> tuple[dict[str, str], dict[st
     return references, conditions, text_path
 
 
-def load_asr_testset(root: Path, sample_rates: Sequence[int] = (16000,)) -> TestSet:
+def load_asr_testset(
+    root: Path, sample_rates: Sequence[int] = (16000,), encoding: str | None = None
+) -> TestSet:
     """An ASR test set: audio files, a `text` file of '<utt-id> <transcript>' lines,
-    and optionally `conditions.tsv` of '<utt-id>\\t<label>' lines.
+    and optionally `conditions.tsv` of '<utt-id>\\t<label>' lines, in ``encoding``
+    (the task's; None: UTF-8).
 
     A whole-set problem (no `text` file, wrong encoding, duplicate ids) raises
     TestSetError. An item that cannot be used is returned in ``invalid`` so the
     run can go on without it.
     """
-    references, conditions, text_path = _text_and_conditions(root, "reference transcript")
+    references, conditions, text_path = _text_and_conditions(root, "reference transcript", encoding)
     return audio_testset(root, references, sample_rates, conditions, text_path)
 
 
-def load_command_testset(root: Path, sample_rates: Sequence[int] = (8000,)) -> TestSet:
+def load_command_testset(
+    root: Path, sample_rates: Sequence[int] = (8000,), encoding: str | None = None
+) -> TestSet:
     """Command recognition: the ASR layout, `text` holding each recording's command word,
     and optionally `vocabulary.txt` (one command per line), handed to the system at setup
     (in hello's files; over a serial line as the SETUP transfer)."""
-    references, conditions, text_path = _text_and_conditions(root, "command")
+    references, conditions, text_path = _text_and_conditions(root, "command", encoding)
     testset = audio_testset(root, references, sample_rates, conditions, text_path)
     vocabulary = root / "vocabulary.txt"
     if vocabulary.is_file():

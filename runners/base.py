@@ -39,7 +39,7 @@ class Sandbox:
     ``max_processes`` are the system's own limits, kept by a control group of its own
     where the controller can make one (else RLIMIT_AS and RLIMIT_NPROC);
     ``scratch_bytes`` is the size of each of its writable RAM file systems (HOME, TMPDIR
-    and /onsite/out share one, /tmp is the other).
+    and /onsite/out share one, /tmp and /dev/shm are the others).
     """
 
     enabled: bool = True

@@ -189,7 +189,11 @@ class _LocalRunner(Runner):
     def env(self) -> dict[str, str]:
         """The system's whole environment."""
         if self.sealed:
-            return clean_env(self.spec.env, HOME_DIR, TMP_DIR)
+            env = clean_env(self.spec.env, HOME_DIR, TMP_DIR)
+            if self._sandbox is not None:
+                # The workdir is at a neutral path inside (runners/sandbox.py, WORK_DIR).
+                env = {name: self._sandbox.inside(value) for name, value in env.items()}
+            return env
         return clean_env(self.spec.env, self.scratch.home, self.scratch.tmp)
 
     def _prepare(self) -> None:
@@ -635,9 +639,16 @@ class LocalExecRunner(_LocalRunner):
         output = self._output_place(f"{request.anon_id}-output")
         output_path = output.host
         staged.append(output_path)
+        # Sealed, the workdir and program files are at neutral paths inside
+        # (runners/sandbox.py): the template's host paths name them there.
+        template = (
+            [self._sandbox.inside(arg) for arg in self.spec.command]
+            if self._sandbox is not None
+            else self.spec.command
+        )
         command = [
             arg.replace("{input}", self._seen(input_path)).replace("{output}", output.seen)
-            for arg in self.spec.command
+            for arg in template
         ]
         stage_seconds = time.monotonic() - t_stage
         try:

@@ -32,6 +32,7 @@ from .remote_parts import (
     LINK_ERRORS,
     ExecStream,
     FetchRefused,
+    FileServiceHung,
     LocalWriteError,
     PrepareError,
     RemoteHost,
@@ -200,7 +201,13 @@ class RemoteServeRunner(StreamServeRunner):
         except LINK_ERRORS as exc:
             now = time.monotonic()
             lost = self._lost_reason(wait=0.0)
-            loss = self._whose_loss(lost) if lost else {"message": f"staging failed: {exc}"}
+            if lost:
+                loss = self._whose_loss(lost)
+            elif isinstance(exc, FileServiceHung):
+                # The machine's file service hung, not the system: the venue's, sent again.
+                loss = {"message": f"staging failed: {exc}", "link_lost": True}
+            else:
+                loss = {"message": f"staging failed: {exc or type(exc).__name__}"}
             self._unstage(staged)
             self.kill()
             return ItemAttempt(

@@ -44,6 +44,11 @@ class LinkError(OSError):
 LINK_ERRORS: tuple[type[BaseException], ...] = (OSError, EOFError)
 
 
+class FileServiceHung(LinkError):
+    """The device's file service (its SFTP server) stopped answering while its sessions
+    still do: the venue's failure, not the system's (the item is sent again)."""
+
+
 class FetchRefused(Exception):
     """A file the system wrote is not one the controller takes: the item is invalid_output."""
 

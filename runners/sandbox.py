@@ -1,11 +1,12 @@
 """The bubblewrap sandbox a local system runs in (docs/security.md).
 
-Inside, the system sees the operating system read-only, its own workdir read-only, its
-current inputs read-only at :data:`IN_DIR`, a private writable HOME, TMPDIR, /onsite/out
-and /tmp in RAM file systems of bounded size (never the run directory's disk), a fresh
-/proc of its own PID namespace, and nothing of the run: the run directory, the site file,
-the test sets and other systems' files are either never mounted or hidden under an empty
-tmpfs (``Sandbox.hidden``).
+Inside, the system sees the operating system read-only, its own workdir read-only at
+:data:`WORK_DIR`, its current inputs read-only at :data:`IN_DIR`, a private writable HOME,
+TMPDIR, /onsite/out, /tmp and /dev/shm in RAM file systems of bounded size (never the
+run directory's disk), a fresh /proc of its own PID namespace, and nothing of the run:
+the run directory, the site file, the test sets and other systems' files are either never
+mounted or hidden under an empty tmpfs (``Sandbox.hidden``). No host path that names the
+site, the run or the system is visible, /proc/self/mountinfo included.
 
 The namespace's first process is a small supervisor of ours (:data:`SUPERVISOR`), which
 starts the system and holds the namespace: when it dies, the kernel kills every process
@@ -21,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import os
 import pwd
+import re
 import shutil
 import stat
 import subprocess
@@ -38,11 +40,46 @@ OUT_DIR = ONSITE_DIR / "out"
 HOME_DIR = ONSITE_DIR / "home"
 TMP_DIR = ONSITE_DIR / "tmp"
 TOOLS_DIR = ONSITE_DIR / "tools"
+# The system's workdir, read-only: never at its host path, which names the site and the
+# system. A root controller's sandbox shows it as an overlay of a bind made at
+# _WORK_BIND and then detached, so that not even /proc/self/mountinfo's root field, the
+# bound directory's path within its file system, names it (_OVERLAY_SETUP).
+WORK_DIR = ONSITE_DIR / "work"
+# Program files the command names outside the workdir, as copies bound from the
+# system's private stage (their host paths would name the site and the system).
+PROGRAM_DIR = ONSITE_DIR / "program"
+_WORK_BIND = ONSITE_DIR / ".w"
+_WORK_TOP = ONSITE_DIR / ".top"
 # Users of their own for sealed systems of a root controller: numbers no account uses, a
 # block of them per run directory (docs/security.md).
 AUTO_UID_BASE = 1_600_000_000
 _AUTO_UID_BLOCKS = 4096
 _AUTO_UID_BLOCK = 4096
+
+# Run first by a root controller's supervisor, which holds CAP_SYS_ADMIN until the
+# system below it drops every capability. Arguments: how many hidden paths, each
+# relative to the workdir, then the supervisor's own. The overlay's upper layer is an
+# empty directory of the workdir's owner and mode (an overlay needs two layers without a
+# writable one); a bind's submounts (the tmpfs hiding paths at _WORK_BIND) do not show
+# through an overlay, so the hidden paths are hidden again in it. Where the kernel
+# makes no overlay, the bind itself is moved to WORK_DIR, hidden paths and all: the
+# system sees the same, and mountinfo names the workdir's path.
+_OVERLAY_SETUP = (
+    "{ mkdir /onsite/.top && mount -t tmpfs -o size=4k onsite /onsite/.top"
+    " && chown --reference=/onsite/.w /onsite/.top"
+    " && chmod --reference=/onsite/.w /onsite/.top || exit 125;"
+    " n=$1; shift;"
+    " if mount -t overlay onsite -o ro,nosuid,nodev,lowerdir=/onsite/.top:/onsite/.w"
+    " /onsite/work; then"
+    ' while [ "$n" -gt 0 ]; do'
+    ' if [ -d "/onsite/work/$1" ]; then'
+    ' mount -t tmpfs -o ro,size=4k,mode=0755 onsite "/onsite/work/$1" || exit 125;'
+    ' else mount --bind /dev/null "/onsite/work/$1" || exit 125; fi;'
+    " shift; n=$((n - 1)); done;"
+    ' else shift "$n"; mount --rbind /onsite/.w /onsite/work || exit 125; fi;'
+    " umount -l /onsite/.top /onsite/.w && rmdir /onsite/.top /onsite/.w || exit 125;"
+    " cd /onsite/work || exit 125; unset OLDPWD; } 1>&2; "
+)
 
 # The sandbox's first process (PID 1 in its namespace): starts the system with the
 # sandbox's stdin and stdout, lets go of its own copies (so that a system that closes
@@ -132,9 +169,16 @@ class ScratchDirs:
             return (self.inputs, self.outputs, self.home, self.tmp)
         return (self.inputs,)
 
+    @property
+    def programs(self) -> Path:
+        """Where a sealed system's program files outside its workdir are copied, beside
+        its inputs: emptied with them at every start."""
+        memory = self._memory()
+        return (memory if memory is not None else self.stage) / "program"
+
     def clear(self) -> None:
         """Remove them: nothing of the system stays in the run directory after it stops."""
-        for path in (self.inputs, self.outputs, self.home, self.tmp):
+        for path in (self.inputs, self.outputs, self.home, self.tmp, self.programs):
             if path.exists() or path.is_symlink():
                 _remove(path)
         memory = self._memory()
@@ -316,6 +360,11 @@ def clean_env(extra: Mapping[str, str], home: Path, tmp: Path) -> dict[str, str]
     return env
 
 
+def _path_in_text(path: Path) -> re.Pattern[str]:
+    # The path where it ends or goes on below it: not "/srv/a" in "/srv/ab".
+    return re.compile(re.escape(str(path)) + r"(?=/|$|[^\w.\-])")
+
+
 def _world_readable(path: Path) -> bool:
     try:
         mode = path.stat().st_mode
@@ -332,7 +381,7 @@ def _inside(path: Path, parent: Path) -> bool:
 @dataclass(frozen=True)
 class _Mount:
     kind: str  # "ro", "hide", "tmpfs", "symlink"
-    source: str
+    source: str  # for "hide": the host path hidden, where the target is elsewhere
     target: Path
 
 
@@ -364,7 +413,13 @@ class SandboxCommand:
         self.workdir = workdir.resolve()
         self.scratch = scratch
         self.user = user
-        self.program_files = tuple(Path(os.path.abspath(p)) for p in program_files)
+        self.named_files = tuple(Path(os.path.abspath(p)) for p in program_files)
+        # Those outside every tree the sandbox shows at its own path (the interpreter
+        # and the system directories are there) are copied in (_program_copies).
+        shown = [*self._readonly_sources(), *(Path(d).resolve() for d in _SYSTEM_DIRS)]
+        self.program_files = tuple(
+            p for p in self.named_files if not any(_inside(p.resolve(), s) for s in shown)
+        )
         self.tools = tuple(tools)
         if user is not None:
             self._check_readable()
@@ -373,7 +428,6 @@ class SandboxCommand:
         """Directories and files bound read-only at their own paths, outermost only."""
         wanted = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix)}
         wanted.add(Path(sys.executable).resolve().parent.parent)
-        wanted.add(self.workdir)
         system = {Path(d) for d in _SYSTEM_DIRS}
         resolved = sorted(
             {p.resolve() for p in wanted if p.exists()} - system, key=lambda p: len(p.parts)
@@ -385,19 +439,61 @@ class SandboxCommand:
             if any(_inside(path, Path(d)) for d in _SYSTEM_DIRS if not Path(d).is_symlink()):
                 continue
             outermost.append(path)
-        for path in self.program_files:
-            if not any(_inside(path.resolve(), kept) for kept in outermost):
-                outermost.append(path)
         return outermost
 
     def _check_readable(self) -> None:
         assert self.user is not None
-        for path in [self.workdir, *self.program_files]:
+        for path in [self.workdir, *self.named_files]:
             if not _world_readable(path):
                 raise StartError(
                     f"{path} is not readable by the sandbox user {self.user.name!r}; "
                     f"make it readable by others (chmod o+rX) or set user on the device"
                 )
+
+    @property
+    def _overlay(self) -> bool:
+        # Mounting an overlay takes capabilities only a root controller's supervisor has.
+        return self.user is not None
+
+    def _program_target(self, index: int) -> Path:
+        return PROGRAM_DIR / f"p{index}{self.program_files[index].suffix}"
+
+    def inside(self, text: str) -> str:
+        """``text`` (an argument, an environment value) with the host paths of the
+        workdir and of the program files replaced by where the system finds them."""
+        for index, path in enumerate(self.program_files):
+            text = _path_in_text(path).sub(str(self._program_target(index)), text)
+        return _path_in_text(self.workdir).sub(str(WORK_DIR), text)
+
+    def _program_copies(self) -> list[tuple[Path, Path]]:
+        """(copy, target) of each program file: copied at the first start after a reset,
+        so that the bind's source (which mountinfo shows) is a neutral path."""
+        place = self.scratch.programs
+        pairs = []
+        for index, path in enumerate(self.program_files):
+            target = self._program_target(index)
+            copy = place / target.name
+            if not copy.exists():
+                place.mkdir(mode=0o755, parents=True, exist_ok=True)
+                shutil.copy2(path, copy)
+                copy.chmod(0o755 if os.access(path, os.X_OK) else 0o644)
+            pairs.append((copy, target))
+        return pairs
+
+    def _hidden_in_workdir(self) -> list[str]:
+        """The hidden paths under the workdir, relative to it."""
+        found = []
+        for path in self.sandbox.hidden:
+            real = Path(path).resolve()
+            if real != self.workdir and _inside(real, self.workdir) and real.exists():
+                found.append(real.relative_to(self.workdir))
+        # Outermost only: what lies inside a hidden directory is gone with it.
+        found.sort(key=lambda p: len(p.parts))
+        outermost: list[Path] = []
+        for path in found:
+            if not any(_inside(path, kept) for kept in outermost):
+                outermost.append(path)
+        return sorted(str(p) for p in outermost)
 
     def _mounts(self) -> list[_Mount]:
         mounts: list[_Mount] = []
@@ -417,6 +513,11 @@ class SandboxCommand:
                 hidden.append(real)
         for path in hidden:
             mounts.append(_Mount("hide", "", path))
+        # The workdir at a neutral place, its hidden paths hidden there too.
+        work = _WORK_BIND if self._overlay else WORK_DIR
+        mounts.append(_Mount("ro", str(self.workdir), work))
+        for relative in self._hidden_in_workdir():
+            mounts.append(_Mount("hide", str(self.workdir / relative), work / relative))
         mounts.append(_Mount("tmpfs", "", Path("/tmp")))
         # Parents before children, so a bind inside a hidden tree lands on the tmpfs.
         mounts.sort(key=lambda m: len(m.target.parts))
@@ -442,7 +543,59 @@ class SandboxCommand:
             args.append("--unshare-net")
         made: set[Path] = {Path("/")}
         bound: list[Path] = []
-        for mount in self._mounts():
+        mounts = self._mounts()
+        # What lands under /onsite is mounted after the RAM file system made there.
+        later = [m for m in mounts if _inside(m.target, ONSITE_DIR)]
+        args += self._mount_args([m for m in mounts if m not in later], made, bound)
+        args += ["--proc", "/proc", "--dev", "/dev"]
+        # POSIX semaphores and shared memory (multiprocessing.Lock, a Queue, torch's
+        # DataLoader) live in /dev/shm: a private RAM file system of the same bounded size,
+        # charged to the system's memory like the others.
+        args += ["--perms", "1777", "--size", str(self.sandbox.scratch_bytes)]
+        args += ["--tmpfs", "/dev/shm"]
+        # One RAM file system of bounded size for everything the system writes under
+        # /onsite; its inputs, its workdir and our tools are bound read-only into it.
+        args += ["--perms", "0755", "--size", str(self.sandbox.scratch_bytes)]
+        args += ["--tmpfs", str(ONSITE_DIR)]
+        for writable in (OUT_DIR, HOME_DIR, TMP_DIR):
+            args += ["--perms", "1777", "--dir", str(writable)]
+        args += ["--ro-bind", str(self.scratch.inputs), str(IN_DIR)]
+        if self.tools:
+            args += ["--perms", "0755", "--dir", str(TOOLS_DIR)]
+            for tool in self.tools:
+                args += ["--ro-bind", str(tool), str(TOOLS_DIR / tool.name)]
+        if self.program_files:
+            args += ["--perms", "0755", "--dir", str(PROGRAM_DIR)]
+            for copy, target in self._program_copies():
+                args += ["--ro-bind", str(copy), str(target)]
+        made.add(ONSITE_DIR)
+        args += ["--perms", "0755", "--dir", str(WORK_DIR)]
+        made.add(WORK_DIR)
+        args += self._mount_args(later, made, bound)
+        if self.user is not None:
+            # The supervisor keeps only what it needs to show the workdir (_OVERLAY_SETUP)
+            # and to become the system's user.
+            args += ["--cap-drop", "ALL"]
+            for cap in ("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", "CAP_SYS_ADMIN"):
+                args += ["--cap-add", cap]
+        if chdir is not None:
+            args += ["--chdir", str(chdir)]
+        else:
+            args += ["--chdir", str(ONSITE_DIR if self._overlay else WORK_DIR)]
+        args.append("--")
+        args += ["/bin/sh", "-c"]
+        if self._overlay:
+            hidden = self._hidden_in_workdir()
+            args += [_OVERLAY_SETUP + SUPERVISOR, "onsite-init", str(len(hidden)), *hidden]
+        else:
+            args += [SUPERVISOR, "onsite-init"]
+        args += self._drop([self.inside(arg) for arg in command])
+        return args
+
+    def _mount_args(self, mounts: list[_Mount], made: set[Path], bound: list[Path]) -> list[str]:
+        """bwrap's arguments for ``mounts``, making the parents they need."""
+        args: list[str] = []
+        for mount in mounts:
             target = mount.target
             if mount.kind == "symlink":
                 args += ["--symlink", mount.source, str(target)]
@@ -462,31 +615,10 @@ class SandboxCommand:
             elif mount.kind == "tmpfs":
                 size = str(self.sandbox.scratch_bytes)
                 args += ["--perms", "1777", "--size", size, "--tmpfs", str(target)]
-            elif os.path.isdir(target):
+            elif os.path.isdir(mount.source or target):
                 args += ["--perms", "0755", "--tmpfs", str(target)]
             else:
                 args += ["--ro-bind", "/dev/null", str(target)]
-        args += ["--proc", "/proc", "--dev", "/dev"]
-        # One RAM file system of bounded size for everything the system writes under
-        # /onsite; its inputs and our tools are bound read-only into it.
-        args += ["--perms", "0755", "--size", str(self.sandbox.scratch_bytes)]
-        args += ["--tmpfs", str(ONSITE_DIR)]
-        for writable in (OUT_DIR, HOME_DIR, TMP_DIR):
-            args += ["--perms", "1777", "--dir", str(writable)]
-        args += ["--ro-bind", str(self.scratch.inputs), str(IN_DIR)]
-        if self.tools:
-            args += ["--perms", "0755", "--dir", str(TOOLS_DIR)]
-            for tool in self.tools:
-                args += ["--ro-bind", str(tool), str(TOOLS_DIR / tool.name)]
-        if self.user is not None:
-            # The supervisor keeps only what it needs to become the system's user.
-            args += ["--cap-drop", "ALL"]
-            for cap in ("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP"):
-                args += ["--cap-add", cap]
-        args += ["--chdir", str(chdir or self.workdir)]
-        args.append("--")
-        args += ["/bin/sh", "-c", SUPERVISOR, "onsite-init"]
-        args += self._drop(command)
         return args
 
     def _drop(self, command: Sequence[str]) -> list[str]:
@@ -509,6 +641,27 @@ class SandboxCommand:
             "--",
             *limited,
         ]
+
+
+def unreadable_for_sandbox(sandbox: Sandbox, workdir: Path, command: Sequence[str]) -> list[Path]:
+    """What a sealed system's own user could not read: its workdir, and the files its
+    command names (by absolute path, or relative to the workdir).
+
+    Empty where the system runs as the controller's user (an unsealed system, or a
+    controller that is not root). A start would fail on these every time, so the
+    controller refuses the site before any system starts rather than retry.
+    """
+    if not sandbox.enabled or os.geteuid() != 0:
+        return []
+    workdir = workdir.resolve()
+    named = [workdir, *program_files(command, workdir)]
+    for arg in command:
+        if arg and not arg.startswith(("/", "-")) and "{" not in arg:
+            path = workdir / arg
+            if path.is_file():
+                named.append(path)
+    # A missing path is not this check's: the start names it.
+    return [path for path in named if path.exists() and not _world_readable(path)]
 
 
 def program_files(command: Sequence[str], workdir: Path) -> list[Path]:

@@ -31,6 +31,7 @@ from .remote import RemoteServeRunner
 from .remote_parts import (
     AnswerLines,
     Evidence,
+    FileServiceHung,
     FileTransfer,
     LinkError,
 )
@@ -209,16 +210,26 @@ class SftpFiles:
         transport: paramiko.Transport,
         fetcher: FetchSession,
         timeout: float,
+        on_hung: Callable[[], str] = lambda: "",
     ) -> None:
         self._sftp = sftp
         self._transport = transport
         self._fetcher = fetcher
         self._timeout = timeout
+        self._on_hung = on_hung
 
     def put(self, local: Path, remote: str) -> None:
-        """Copy one input to the machine; never writes ``local``."""
-        with link_errors():
-            self._sftp.put(str(local), remote, confirm=False)
+        """Copy one input to the machine; never writes ``local``.
+
+        Confirmed by the file's size: paramiko's close ignores a server that never
+        answers, and the system would be handed a truncated input. A server that does
+        not answer within the timeout raises FileServiceHung.
+        """
+        try:
+            with link_errors():
+                self._sftp.put(str(local), remote, confirm=True)
+        except TimeoutError:
+            raise FileServiceHung(self._on_hung()) from None
 
     def get(self, remote: str, local: Path, limit: int) -> bool:
         """Fetch a file the system wrote, under the hostile-file rules."""
@@ -235,10 +246,27 @@ class SftpFiles:
                 self._sftp.remove(path)
             except FileNotFoundError:
                 pass
+            except TimeoutError:
+                # A hung server answers no other removal either.
+                self._on_hung()
+                break
             except (OSError, EOFError, paramiko.SSHException):
                 continue
             gone.append(path)
         return gone
+
+
+def _open_sftp(transport: paramiko.Transport) -> paramiko.SFTPClient:
+    """An SFTP session whose every request, its version handshake first, times out after
+    _REMOTE_OP_SECONDS: a hung server is then an error, never a start that waits forever."""
+    channel = transport.open_session(timeout=_REMOTE_OP_SECONDS)
+    try:
+        channel.settimeout(_REMOTE_OP_SECONDS)
+        channel.invoke_subsystem("sftp")
+        return paramiko.SFTPClient(channel)
+    except BaseException:
+        channel.close()
+        raise
 
 
 class SshHost(ShellHost):
@@ -294,10 +322,13 @@ class SshHost(ShellHost):
         self._meter = RemoteMeter(self._transport)
         self._sftp = None
         try:
-            self._sftp = client.open_sftp()
-            channel = self._sftp.get_channel()
-            if channel is not None:
-                channel.settimeout(_REMOTE_OP_SECONDS)
+            self._sftp = _open_sftp(self._transport)
+        except TimeoutError:
+            # Not remembered: the next connection's server may answer again.
+            notes.append(
+                f"the SFTP server at {opts.address} did not answer its handshake within "
+                f"{_REMOTE_OP_SECONDS:.0f} s; inputs are staged through the exec channel"
+            )
         except (OSError, EOFError, paramiko.SSHException) as exc:
             if self._has_sftp:
                 notes.append(
@@ -377,8 +408,24 @@ class SshHost(ShellHost):
     def files(self) -> FileTransfer:
         """SFTP where the server has it, else ``cat`` over exec channels."""
         if self._sftp is not None and self._transport is not None:
-            return SftpFiles(self._sftp, self._transport, self._fetcher, _REMOTE_OP_SECONDS)
+            return SftpFiles(
+                self._sftp, self._transport, self._fetcher, _REMOTE_OP_SECONDS, self._sftp_hung
+            )
         return ShellFiles(self.open, _REMOTE_OP_SECONDS)
+
+    def _sftp_hung(self) -> str:
+        """Give up this connection's SFTP session (its server stopped answering) and say
+        so: inputs then go through exec channels, as for a server without SFTP."""
+        sftp, self._sftp = self._sftp, None
+        if sftp is not None:
+            with contextlib.suppress(Exception):
+                # The channel, not a request that would wait on the hung server again.
+                sftp.sock.close()
+        return (
+            f"the SFTP server at {self.opts.address} did not answer within "
+            f"{_REMOTE_OP_SECONDS:.0f} s while its SSH sessions did: a hung file service on "
+            "the machine, not the system; inputs go through exec channels from now on"
+        )
 
 
 class SshServeRunner(RemoteServeRunner):

@@ -76,7 +76,7 @@ __all__ = [
     "tokenize",
 ]
 
-Unit = Literal["word", "char"]
+Unit = Literal["word", "char", "syllable"]
 Op = Literal["C", "S", "D", "I"]
 
 CORRECT_COST = 0
@@ -121,13 +121,17 @@ _CHAR_TOKEN = re.compile(f"(?!\\s)[{_CJK_CLASS}]|[^\\s{_CJK_CLASS}]+")
 _NOT_CJK_TOKEN = re.compile(f"[^{_CJK_CLASS}]|\\s")
 
 
-# sclite's word splitting and `-c NOASCII` character splitting: only space
-# and tab separate words (and line breaks, which a sclite line cannot
-# hold); every non-ASCII character is a token of its own (U+3000 and NBSP
-# included), and runs of other ASCII stay whole.
-_SCLITE_SPACE = re.compile("[ \t\n\r]+")
-_SCLITE_CHAR_TOKEN = re.compile("[^\x00-\x7f]|[\x00-\x08\x0b\x0c\x0e-\x1f\x21-\x7f]+")
+# sclite's word splitting and `-c NOASCII` character splitting: C's isspace
+# separates words (space, tab, vertical tab, form feed, carriage return, and
+# LF, which a sclite line cannot hold); every non-ASCII character is a token of its
+# own (U+3000 and NBSP included), and runs of other ASCII stay whole (\x1c
+# to \x1f too: isspace is false there, though str.split splits at them).
+_SCLITE_SPACE = re.compile("[ \t\n\v\f\r]+")
+_SCLITE_CHAR_TOKEN = re.compile("[^\x00-\x7f]|[\x00-\x08\x0e-\x1f\x21-\x7f]+")
 _ASCII = re.compile("[\x00-\x7f]")
+# `syllable` (Chinese pinyin): a word splits after each tone digit and at apostrophes,
+# so "ni3hao3" and "xi'an1" are two syllables each, as "ni3 hao3" and "xi an1" are.
+_SYLLABLE = re.compile("[^'0-9]+[0-9]?|[0-9]+")
 _ASCII_UPPER = re.compile("[A-Z]")
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
@@ -138,11 +142,17 @@ def tokenize(
     """Split `text` into scoring tokens.
 
     Default (sclite ``-e utf-8``, with ``-c NOASCII`` for ``char``): words
-    are split at spaces and tabs only; ``char`` also makes every non-ASCII
+    are split where C's isspace is true (space, tab, vertical tab, form feed,
+    CR, LF) and nowhere else; ``char`` also makes every non-ASCII
     character its own token while runs of other ASCII characters stay
     whole (``café`` is ``caf`` + ``é``); unless `case_sensitive`, ASCII
     letters only are lowercased; a token longer than one character loses
     one trailing ``*`` (sclite's ``new_WORD``), so ``foo*`` equals ``foo``.
+
+    ``syllable`` (Chinese pinyin syllable recognition): the words as above, each then
+    split after every digit (the tone, ``ni3hao3`` -> ``ni3`` ``hao3``) and at
+    apostrophes (``xi'an1`` -> ``xi`` ``an1``); each syllable is then scored as sclite
+    scores a word, so the figures are sclite's on a file with one syllable per word.
 
     `unicode`: the Unicode-aware alternative (not sclite's numbers): split
     at any Unicode whitespace (``str.split``), lowercase with
@@ -180,8 +190,11 @@ def _tokens(text: str, unit: Unit, case_sensitive: bool, unicode: bool = False) 
     Chinese/Japanese case this skips making a list and a string object per
     character, which is most of the cost of scoring a large corpus.
     """
-    if unit not in ("word", "char"):
-        raise ValueError(f"unknown unit {unit!r}; expected 'word' or 'char'")
+    if unit not in ("word", "char", "syllable"):
+        raise ValueError(f"unknown unit {unit!r}; expected 'word', 'char' or 'syllable'")
+    if unit == "syllable":
+        words = _tokens(text, "word", case_sensitive, unicode)
+        return [syllable for word in words for syllable in _SYLLABLE.findall(word)]
     if unicode:
         if not case_sensitive:
             text = text.lower()

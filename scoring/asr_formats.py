@@ -17,18 +17,21 @@ read by `read_ctm` and `read_stm`, chosen by the file's suffix in
 `read_any_transcripts`.
 
 Blank lines and sclite comment lines (starting with ``;;``) are skipped.
-Files must be UTF-8 (a leading byte-order mark is allowed); ``\\r\\n`` line
-ends are accepted. Texts are returned as written: case folding and
-tokenisation are the scorer's job.
+Files are UTF-8 (a leading byte-order mark is allowed) unless an ``encoding`` is
+given (GBK, Big5, UTF-16 ...: scoring.charsets); ``\\r\\n`` line ends are
+accepted. Texts are returned as written: case folding and tokenisation are the
+scorer's job.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Mapping
 from itertools import repeat
 from typing import Literal
 
+from .charsets import codec_of, decode_text, iter_lines
 from .errors import FormatError
 
 __all__ = [
@@ -39,6 +42,7 @@ __all__ = [
     "read_ctm",
     "read_stm",
     "read_transcripts",
+    "transcript_lines",
 ]
 
 TranscriptFormat = Literal["trn", "kaldi"]
@@ -47,13 +51,15 @@ _BOM = "\ufeff"
 _SHOWN_IDS = 10
 
 
-def _decoded_lines(path: str | os.PathLike[str]) -> list[tuple[int, str]]:
+def _decoded_lines(
+    path: str | os.PathLike[str], encoding: str | None = None
+) -> list[tuple[int, str]]:
     """(line number, text) for every transcript line, skipping blanks and comments."""
     try:
-        lines = _streamed_lines(path)
+        lines = _streamed_lines(path, encoding)
     except UnicodeDecodeError:
-        # Read again as bytes, line by line, to name the line and byte.
-        lines = _bytewise_lines(path)
+        # Read again as bytes to name the line and byte.
+        lines = _bytewise_lines(path, encoding)
     if not lines:
         raise FormatError(
             path,
@@ -74,39 +80,33 @@ def _kept(lineno: int, text: str) -> str | None:
     return text
 
 
-def _streamed_lines(path: str | os.PathLike[str]) -> list[tuple[int, str]]:
+def _streamed_lines(
+    path: str | os.PathLike[str], encoding: str | None = None
+) -> list[tuple[int, str]]:
     """`_decoded_lines` read as a text stream: no copy of the whole file is held.
 
-    Lines end at "\n" alone, as in `_bytewise_lines`; UnicodeDecodeError
-    (a ValueError) when the file is not UTF-8.
+    Lines end at "\n" alone, as in `_bytewise_lines`; a FormatError naming the
+    line and the file's likely encoding when it does not decode (scoring.charsets).
     """
     lines: list[tuple[int, str]] = []
-    with open(path, encoding="utf-8", newline="\n") as fh:
-        for lineno, text in enumerate(fh, start=1):
-            kept = _kept(lineno, text[:-1] if text.endswith("\n") else text)
-            if kept is not None:
-                lines.append((lineno, kept))
+    for lineno, text in enumerate(iter_lines(path, encoding), start=1):
+        kept = _kept(lineno, text)
+        if kept is not None:
+            lines.append((lineno, kept))
     return lines
 
 
-def _bytewise_lines(path: str | os.PathLike[str]) -> list[tuple[int, str]]:
-    """`_decoded_lines` from the file's bytes, naming the first line that is not UTF-8."""
+def _bytewise_lines(
+    path: str | os.PathLike[str], encoding: str | None = None
+) -> list[tuple[int, str]]:
+    """`_decoded_lines` from the file's bytes: FormatError naming the first line that
+    does not decode and the encoding the file reads as (scoring.charsets)."""
     with open(path, "rb") as fh:
         data = fh.read()
     lines: list[tuple[int, str]] = []
-    # Split on b"\n" only: str.splitlines would also break on \x0b, \x1c,
+    # Split on "\n" only: str.splitlines would also break on \x0b, \x1c,
     # U+2028 and others, shifting line numbers and splitting transcripts.
-    for lineno, raw in enumerate(data.split(b"\n"), start=1):
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise FormatError(
-                path,
-                lineno,
-                f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at byte {exc.start + 1} "
-                "of the line)",
-                "re-save the file as UTF-8, e.g. `iconv -f LATIN1 -t UTF-8`",
-            ) from None
+    for lineno, text in enumerate(decode_text(path, data, encoding).split("\n"), start=1):
         kept = _kept(lineno, text)
         if kept is not None:
             lines.append((lineno, kept))
@@ -153,7 +153,9 @@ def _parse_kaldi(text: str) -> tuple[str, str]:
     return fields[0], fields[1] if len(fields) > 1 else ""
 
 
-def _quick_kaldi(path: str | os.PathLike[str]) -> dict[str, str] | None:
+def _quick_kaldi(
+    path: str | os.PathLike[str], encoding: str | None = None
+) -> dict[str, str] | None:
     """`read_transcripts` of a well-formed Kaldi file, or None for anything else.
 
     The usual case with every per-line step a C-level call over the whole
@@ -164,10 +166,12 @@ def _quick_kaldi(path: str | os.PathLike[str]) -> dict[str, str] | None:
     used stripped, and `_parse_kaldi` is ``strip().split(maxsplit=1)``.
     """
     try:
-        with open(path, encoding="utf-8", newline="\n") as fh:
+        with open(path, encoding=codec_of(encoding), newline="\n") as fh:
             data = fh.read()
     except UnicodeDecodeError:
         return None
+    if "\x00" in data:
+        return None  # UTF-16 read as UTF-8, maybe: the line-by-line reader says
     lines = data.removeprefix(_BOM).split("\n")
     if lines[-1] == "":
         lines.pop()  # after the final line end
@@ -190,16 +194,17 @@ def _quick_kaldi(path: str | os.PathLike[str]) -> dict[str, str] | None:
     return out if len(out) == len(fields) else None
 
 
-def read_transcripts(path: str | os.PathLike[str]) -> dict[str, str]:
+def read_transcripts(path: str | os.PathLike[str], encoding: str | None = None) -> dict[str, str]:
     """Read a trn or Kaldi text file into ``{utt_id: text}`` in file order.
 
-    Raises FormatError (naming file and line) for undecodable text, a trn
-    line without an id, a duplicate id, or a file with no transcripts.
+    ``encoding`` is the file's (scoring.charsets; None: UTF-8). Raises FormatError
+    (naming file and line) for undecodable text, a trn line without an id, a
+    duplicate id, or a file with no transcripts.
     """
-    quick = _quick_kaldi(path)
+    quick = _quick_kaldi(path, encoding)
     if quick is not None:
         return quick
-    lines = _decoded_lines(path)
+    lines = _decoded_lines(path, encoding)
     texts = [text for _, text in lines]
     fmt = detect_format(texts)
     if fmt == "kaldi":
@@ -268,14 +273,16 @@ def check_ids(
     )
 
 
-def read_conditions(path: str | os.PathLike[str], refs: Mapping[str, str]) -> dict[str, str]:
+def read_conditions(
+    path: str | os.PathLike[str], refs: Mapping[str, str], encoding: str | None = None
+) -> dict[str, str]:
     """Read `<utt_id>\\t<label>` lines (an SNR bucket, a speaker group) for every reference id.
 
     References the file does not label get "unlabelled", so none drops out of
     the per-condition breakdown; an id that is not a reference is an error.
     """
     labels: dict[str, str] = {}
-    for lineno, text in _decoded_lines(path):
+    for lineno, text in _decoded_lines(path, encoding):
         fields = text.split("\t")
         if len(fields) != 2 or not fields[0].strip() or not fields[1].strip():
             raise FormatError(
@@ -308,7 +315,12 @@ def _number(path: str | os.PathLike[str], lineno: int, text: str, what: str, exa
     return value
 
 
-def read_ctm(path: str | os.PathLike[str]) -> dict[str, str]:
+# sclite splits a CTM line into fields at spaces and tabs only: a word keeps an NBSP,
+# \x1c or a vertical tab, where str.split would cut it.
+_CTM_FIELD = re.compile("[ \t]+")
+
+
+def read_ctm(path: str | os.PathLike[str], encoding: str | None = None) -> dict[str, str]:
     """Read a sclite CTM file into ``{file: words}``, each file's words in time order.
 
     A line is ``<F> <C> <BT> <DUR> word [<CONF>]``; the words of one waveform
@@ -317,8 +329,8 @@ def read_ctm(path: str | os.PathLike[str]) -> dict[str, str]:
     the caller counts it as an empty hypothesis, as sclite does against an STM.
     """
     words: dict[str, list[tuple[float, int, str]]] = {}
-    for lineno, text in _decoded_lines(path):
-        fields = text.split()
+    for lineno, text in _decoded_lines(path, encoding):
+        fields = _CTM_FIELD.split(text.strip(" \t"))
         if len(fields) not in (5, 6):
             raise FormatError(
                 path, lineno, f"{len(fields)} fields, expected 5 or 6", f"write {_CTM_EXAMPLE}"
@@ -329,7 +341,7 @@ def read_ctm(path: str | os.PathLike[str]) -> dict[str, str]:
     return {f: " ".join(w for _, _, w in sorted(ws)) for f, ws in words.items()}
 
 
-def read_stm(path: str | os.PathLike[str]) -> dict[str, str]:
+def read_stm(path: str | os.PathLike[str], encoding: str | None = None) -> dict[str, str]:
     """Read a sclite STM reference into ``{file: words}``.
 
     A line is ``<F> <C> <S> <BT> <ET> [<LABEL>] transcript``; an optional
@@ -340,7 +352,7 @@ def read_stm(path: str | os.PathLike[str]) -> dict[str, str]:
     (as `onsite export --format ctm` writes them).
     """
     segments: dict[str, list[tuple[float, int, str]]] = {}
-    for lineno, text in _decoded_lines(path):
+    for lineno, text in _decoded_lines(path, encoding):
         fields = text.split(maxsplit=5)
         if len(fields) < 5:
             raise FormatError(
@@ -358,11 +370,29 @@ def read_stm(path: str | os.PathLike[str]) -> dict[str, str]:
     return {f: " ".join(w for _, _, w in sorted(s) if w) for f, s in segments.items()}
 
 
-def read_any_transcripts(path: str | os.PathLike[str]) -> dict[str, str]:
-    """`read_ctm` for a ``.ctm`` file, `read_stm` for ``.stm``, else `read_transcripts`."""
+def read_any_transcripts(
+    path: str | os.PathLike[str], encoding: str | None = None
+) -> dict[str, str]:
+    """`read_ctm` for a ``.ctm`` file, `read_stm` for ``.stm``, else `read_transcripts`
+    (in ``encoding``, scoring.charsets; None: UTF-8)."""
     suffix = os.fspath(path).lower().rsplit(".", 1)[-1]
     if suffix == "ctm":
-        return read_ctm(path)
+        return read_ctm(path, encoding)
     if suffix == "stm":
-        return read_stm(path)
-    return read_transcripts(path)
+        return read_stm(path, encoding)
+    return read_transcripts(path, encoding)
+
+
+def transcript_lines(
+    path: str | os.PathLike[str], encoding: str | None = None
+) -> tuple[TranscriptFormat, list[tuple[int, str, str]]]:
+    """The file's format (detected as `read_transcripts` detects it) and every transcript
+    line as (line number, utt_id, words), repeats kept: for a caller that lists every
+    repeated id with its lines instead of stopping at the first."""
+    lines = _decoded_lines(path, encoding)
+    fmt = detect_format(text for _, text in lines)
+    out = []
+    for lineno, text in lines:
+        utt_id, words = _parse_trn(path, lineno, text) if fmt == "trn" else _parse_kaldi(text)
+        out.append((lineno, utt_id, words))
+    return fmt, out

@@ -96,19 +96,20 @@ class CommandReport:
         }
 
 
-def read_command_file(path: str | Path) -> dict[str, str]:
+def read_command_file(path: str | Path, encoding: str | None = None) -> dict[str, str]:
     """Read JSONL lines ``{"id", "text"}`` (references or outputs) into id -> text.
 
     A file whose first non-blank character is not ``{`` is a transcript file
     (sclite ``trn`` or Kaldi ``text``, `scoring.asr_formats.read_transcripts`),
-    as a command test set's ``text`` file is.
+    as a command test set's ``text`` file is, read in ``encoding`` (None: UTF-8);
+    JSON lines are UTF-8.
     """
-    with open(path, encoding="utf-8-sig") as fh:
+    with open(path, encoding="utf-8-sig", errors="replace") as fh:
         head = fh.read(4096).lstrip()
     if head and not head.startswith("{"):
         from .asr_formats import read_transcripts
 
-        return read_transcripts(path)
+        return read_transcripts(path, encoding)
     out: dict[str, str] = {}
     seen: dict[str, int] = {}
     for lineno, obj in read_jsonl(path):

@@ -16,13 +16,18 @@ into LF). A control character XML 1.0 cannot hold even as a reference is an
 
 from __future__ import annotations
 
+import codecs
 import math
+import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from .charsets import codec_of, encode_text, xml_name
+
 __all__ = [
     "TargetCandidate",
+    "xml_bytes",
     "TargetEntry",
     "UnwritableText",
     "ranked",
@@ -47,6 +52,25 @@ _ATTR_ESCAPES = (
     ("\r", "&#13;"),
     ("\t", "&#9;"),
 )
+
+
+def xml_bytes(text: str, encoding: str | None, where: str | os.PathLike[str]) -> bytes:
+    """A CWMT XML text written by this module as a file in ``encoding`` (None: UTF-8).
+
+    The declaration names the encoding (``encoding="GBK"``), so the reader and any XML
+    parser read the file back without being told; UTF-16 gets the byte-order mark XML
+    requires of it. ValueError naming ``where`` and the first character the encoding
+    lacks (scoring.charsets.encode_text).
+    """
+    if text.startswith(_HEAD):
+        text = f'<?xml version="1.0" encoding="{xml_name(encoding)}"?>\n' + text[len(_HEAD) :]
+    data = encode_text(text, encoding, where)
+    codec = codec_of(encoding)
+    if codec == "utf-16-le":
+        data = codecs.BOM_UTF16_LE + data
+    elif codec == "utf-16-be":
+        data = codecs.BOM_UTF16_BE + data
+    return data
 
 
 def quoteattr(data: str) -> str:

@@ -20,6 +20,7 @@ builder does not keep.
 
 from __future__ import annotations
 
+import codecs
 import re
 import xml.parsers.expat
 from collections import Counter
@@ -28,6 +29,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from .charsets import codec_of, decode_text
 from .errors import FormatError
 
 __all__ = [
@@ -153,7 +155,9 @@ class MtFile:
 # --------------------------------------------------------------------------- reading
 
 
-def _decode(path: Path) -> str:
+def _decode(path: Path, encoding: str | None = None) -> str:
+    """The text of ``path`` in ``encoding``; with none named, in the encoding its XML
+    declaration names (``<?xml ... encoding="GBK"?>``), else UTF-8 (scoring.charsets)."""
     try:
         data = path.read_bytes()
     except IsADirectoryError as exc:
@@ -166,14 +170,38 @@ def _decode(path: Path) -> str:
         raise FormatError(
             path, None, f"cannot read file ({exc.strerror})", "check the path"
         ) from exc
+    if encoding is None:
+        encoding = _declared_encoding(path, data)
+    return decode_text(path, data, encoding)
+
+
+_DECLARATION = re.compile(
+    rb"\A(?:\xef\xbb\xbf)?\s*<\?xml[^>]*?\bencoding\s*=\s*[\"']([^\"']+)[\"']"
+)
+
+
+def _declared_encoding(path: Path, data: bytes) -> str | None:
+    """The encoding an XML file declares, as XML reads it: a UTF-16 byte-order mark, or
+    the declaration's ``encoding`` (None for UTF-8 or no declaration)."""
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) and is_xml(
+        data.decode("utf-16", errors="replace")[:200]
+    ):
+        return "utf-16"
+    found = _DECLARATION.match(data[:200])
+    if found is None:
+        return None
+    name = found.group(1).decode("ascii", errors="replace")
     try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
+        codec = codec_of(name)
+    except ValueError as exc:
         raise FormatError(
-            path, line, f"not UTF-8 (byte 0x{data[exc.start]:02x})", "save the file as UTF-8"
-        ) from exc
-    return text.removeprefix("\ufeff")
+            path,
+            1,
+            f"the XML declaration names {name!r}, which onsite does not read",
+            f're-save the file as UTF-8 with encoding="UTF-8" declared ({exc})',
+        ) from None
+    # A declaration of UTF-16 in bytes that read as ASCII is wrong: XML reads UTF-8 then.
+    return None if codec in ("utf-8", "utf-16", "utf-16-le", "utf-16-be") else name
 
 
 _XML_START = re.compile(r"\s*<(\?xml|!--|(srcset|tgtset|tstset|refset|mteval)\b)", re.IGNORECASE)
@@ -184,10 +212,11 @@ def is_xml(text: str) -> bool:
     return _XML_START.match(text.removeprefix("\ufeff")) is not None
 
 
-def read_plain(path: str | Path, role: Role = "target") -> MtFile:
-    """One segment per line (``\\n`` ends a line; a trailing ``\\r`` is dropped)."""
+def read_plain(path: str | Path, role: Role = "target", encoding: str | None = None) -> MtFile:
+    """One segment per line (``\\n`` ends a line; a trailing ``\\r`` is dropped), in
+    ``encoding`` (None: UTF-8; scoring.charsets)."""
     path = Path(path)
-    text = _decode(path)
+    text = _decode(path, encoding)
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
@@ -203,26 +232,27 @@ def read_plain(path: str | Path, role: Role = "target") -> MtFile:
 _SEG_TAG = re.compile(r"<seg\b", re.IGNORECASE)
 
 
-def load_mt_file(path: str | Path, role: Role = "target") -> MtFile:
+def load_mt_file(path: str | Path, role: Role = "target", encoding: str | None = None) -> MtFile:
     """Read ``path`` as CWMT XML if its content looks like XML, else as plain text.
 
     A file that starts like XML (``<!--``, ``<tstset`` ...) but has no
     ``<?xml`` declaration and no ``<seg`` element anywhere is plain text
     that happens to start with markup (a translated comment, say) and is
     read as such when it does not parse; malformed XML with segments is
-    still an error.
+    still an error. ``encoding`` (scoring.charsets) is the file's; left out, an XML
+    file's declaration names it, and UTF-8 is read otherwise.
     """
     path = Path(path)
-    text = _decode(path)
+    text = _decode(path, encoding)
     if not is_xml(text):
-        return read_plain(path, role)
+        return read_plain(path, role, encoding)
     try:
         return read_xml(path, role, text)
     except FormatError:
         declared = text.lstrip("\ufeff \t\r\n").startswith("<?xml")
         if declared or _SEG_TAG.search(text):
             raise
-        return read_plain(path, role)
+        return read_plain(path, role, encoding)
 
 
 @dataclass
@@ -341,11 +371,14 @@ def _segments_of(node: _Node) -> Iterable[_Node]:
             yield from _segments_of(child)  # through <p> and similar wrappers
 
 
-def read_xml(path: str | Path, role: Role = "target", text: str | None = None) -> MtFile:
-    """Parse a CWMT (or mteval) XML file of the given role."""
+def read_xml(
+    path: str | Path, role: Role = "target", text: str | None = None, encoding: str | None = None
+) -> MtFile:
+    """Parse a CWMT (or mteval) XML file of the given role (its text in ``encoding``, or
+    in what its declaration names)."""
     path = Path(path)
     if text is None:
-        text = _decode(path)
+        text = _decode(path, encoding)
     root, repaired = _parse_tree(path, text)
     wanted = _SET_TAGS[role]
     sets = [root] if root.tag in wanted else [c for c in root.children if c.tag in wanted]
@@ -608,15 +641,27 @@ def result_file_name(
     return f"{task}-{name_part(site)}-{kind}-{name_part(system)}.xml"
 
 
-def task_id(setid: str, srclang: str | None = None, tgtlang: str | None = None) -> str:
+def task_id(
+    setid: str, srclang: str | None = None, tgtlang: str | None = None, task: str = "trans"
+) -> str:
     """``setid`` when it has the naming rule's task form (zh_en_news_trans), else one made
-    from it: ``src_tgt_<its letters>_trans``, ``xx`` for a language not given."""
-    task = setid.lower()
-    if _TASK.fullmatch(task):
-        return task
+    from it: ``src_tgt_<its letters>_<task>``, ``xx`` for a language not given. ``task``
+    is the rule's last part: ``trans`` (translation) or ``combi`` (system combination)."""
+    lowered = setid.lower()
+    if _TASK.fullmatch(lowered):
+        return lowered
     src, tgt = (_lang_part(lang) for lang in (srclang, tgtlang))
-    domain = re.sub(r"[^a-z]", "", task) or "onsite"
-    return f"{src}_{tgt}_{domain}_trans"
+    domain = re.sub(r"[^a-z]", "", lowered) or "onsite"
+    return f"{src}_{tgt}_{domain}_{task}"
+
+
+def combination_task_id(
+    setid: str, srclang: str | None = None, tgtlang: str | None = None
+) -> str:
+    """The system-combination task's id for an MT set: its ``task_id`` with the last part
+    ``combi`` (zh_en_news_trans -> zh_en_news_combi, CWMT 2008's ZH-EN-NEWS-COMBI)."""
+    src, tgt, domain, _ = task_id(setid, srclang, tgtlang).split("_")
+    return f"{src}_{tgt}_{domain}_combi"
 
 
 def parse_result_name(path: str | Path) -> ResultName:

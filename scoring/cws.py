@@ -31,7 +31,6 @@ docs/scoring-cws-ner-pos.md.
 
 from __future__ import annotations
 
-import codecs
 import os
 import re
 from collections import Counter
@@ -40,6 +39,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import charsets
+from .charsets import codec_of
 from .errors import FormatError
 from .gnu_diff import render_sdiff_row, sdiff_rows
 
@@ -57,6 +58,7 @@ __all__ = [
     "read_word_list",
     "score_cws",
     "score_cws_files",
+    "script_encoding",
     "split_words",
     "write_cws_review",
 ]
@@ -107,73 +109,30 @@ def read_lines(path: str | os.PathLike[str], encoding: str = "utf-8") -> list[st
     """All lines of a text file, decoded line by line so errors name the line.
 
     A UTF-8 BOM on line 1 and a trailing CR are dropped; a final newline does
-    not start an extra line.
+    not start an extra line. ``encoding`` is any scoring.charsets reads (gbk,
+    big5, utf-16le ...); a file that does not decode is a FormatError naming the
+    line and the encoding the file reads as.
     """
-    if codecs.lookup(encoding).name in _STREAMED_CODECS:
+    codec = codec_of(encoding)
+    if codec in _STREAMED_CODECS:
         try:
-            return _streamed_lines(path, encoding)
+            return _streamed_lines(path, codec)
         except UnicodeDecodeError:
-            pass  # read again as bytes, line by line, to name the line and byte
+            pass  # read again as bytes, to name the line, the byte and the encoding
     return _bytewise_lines(path, encoding)
 
 
 def _bytewise_lines(path: str | os.PathLike[str], encoding: str) -> list[str]:
-    """`read_lines` from the file's bytes, naming the first line that does not decode."""
-    with open(path, "rb") as fh:
-        data = fh.read()
-    raw_lines = data.split(b"\n")
-    # Split on b"\n" only: str.splitlines would also break on \x0b, \x1c,
-    # U+2028 and others, shifting line numbers against the other file.
-    if raw_lines and raw_lines[-1] == b"":
-        raw_lines.pop()
-    out: list[str] = []
-    for lineno, raw in enumerate(raw_lines, start=1):
-        try:
-            text = raw.decode(encoding)
-        except UnicodeDecodeError as exc:
-            raise FormatError(
-                path,
-                lineno,
-                f"not valid {encoding} (byte 0x{raw[exc.start]:02x} at byte {exc.start + 1} "
-                "of the line)",
-                f"re-save the file as {encoding}, e.g. "
-                f"`iconv -f {likely_encoding(data)} -t {encoding.upper()}`",
-            ) from None
-        if lineno == 1 and text.startswith(_BOM):
-            text = text[len(_BOM) :]
-        out.append(text.rstrip("\r"))
-    return out
+    """`read_lines` from the file's bytes (scoring.charsets), naming the first line
+    that does not decode and the encoding the file reads as."""
+    return [line.rstrip("\r") for line in charsets.read_lines(path, encoding)]
 
 
-def likely_encoding(data: bytes) -> str:
-    """The iconv name of the encoding `data` most likely is in, for a hint.
-
-    GB18030/GBK text is mostly byte pairs with both bytes at 0xA1 or above
-    (the GB2312 rows); Latin-1 text has single high bytes between ASCII
-    letters. Only meant to pick the example in an error message.
-    """
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        return "UTF-16"
-    high = paired = 0
-    k = 0
-    while k < len(data):
-        if data[k] < 0x80:
-            k += 1
-            continue
-        if k + 1 < len(data) and data[k] >= 0x81 and data[k + 1] >= 0xA1:
-            high += 2
-            paired += 2
-            k += 2
-        else:
-            high += 1
-            k += 1
-    if high and paired >= 0.8 * high:
-        try:
-            data.decode("gb18030")
-        except UnicodeDecodeError:
-            return "LATIN1"
-        return "GB18030"
-    return "LATIN1"
+def script_encoding(encoding: str) -> str:
+    """The encoding the script's byte-level rules see a file in: its own, but UTF-8
+    for UTF-16, which the Perl script cannot read (it would be converted first)."""
+    codec = codec_of(encoding)
+    return "utf-8" if codec.startswith("utf-16") else codec
 
 
 def split_words(line: str, script_quirks: bool = False) -> list[str]:
@@ -207,10 +166,11 @@ def read_segmentation(
     empty first word the script sees when a line starts with such a space.
     """
     out = []
+    script = script_encoding(encoding)
     for line in read_lines(path, encoding):
-        raw = line.encode(encoding, "surrogateescape").strip(_ASCII_BYTES)
+        raw = line.encode(script, "surrogateescape").strip(_ASCII_BYTES)
         spaced = _SCRIPT_SPACE.sub(b" ", raw)
-        words = [w.decode(encoding, "surrogateescape") for w in spaced.split()]
+        words = [w.decode(script, "surrogateescape") for w in spaced.split()]
         if script_quirks and spaced[:1] == b" ":
             words.insert(0, "")
         out.append(words)
@@ -222,7 +182,7 @@ _SCRIPT_SPACE = re.compile(rb"\xe3\x80\x80|\xa1\x40")
 
 
 def _script_phantom(line: str, encoding: str) -> bool:
-    raw = line.encode(encoding, "surrogateescape").strip(_ASCII_BYTES)
+    raw = line.encode(script_encoding(encoding), "surrogateescape").strip(_ASCII_BYTES)
     return _SCRIPT_SPACE.match(raw) is not None
 
 
@@ -239,8 +199,9 @@ def read_word_list(
     words: set[str] = set()
     lines = read_lines(path, encoding)
     if script_quirks and lines and _last_byte(path) not in (b"", b"\n", b"\r"):
-        raw = lines[-1].encode(encoding, "surrogateescape")[:-1]
-        lines[-1] = raw.decode(encoding, "surrogateescape")
+        script = script_encoding(encoding)
+        raw = lines[-1].encode(script, "surrogateescape")[:-1]
+        lines[-1] = raw.decode(script, "surrogateescape")
     for lineno, line in enumerate(lines, start=1):
         word = line.strip(_ASCII_SPACE)
         if not word:
@@ -752,7 +713,9 @@ def score_cws_files(
                 "would cut its last byte (--sighan-quirks reproduces that)"
             )
     pieces = frozenset() if accepted is None else read_accepted_pieces(accepted)
-    out = score_cws(gold_lines, test_lines, word_list, pieces, lcs=lcs, encoding=encoding)
+    out = score_cws(
+        gold_lines, test_lines, word_list, pieces, lcs=lcs, encoding=script_encoding(encoding)
+    )
     out_dict = out.to_dict()
     out_dict["warnings"] = notes + out_dict["warnings"]
     out_dict["matching"] = "lcs" if lcs else "gnu-diff"

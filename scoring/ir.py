@@ -18,6 +18,13 @@ R-precision and P@10 as TREC does, so every rule here follows trec_eval
   ``-c``) they run over every qrels topic, a topic missing from the run
   counting 0.
 * Duplicate docnos within a topic are an error, as in trec_eval.
+* trec_eval stops ("Can't calculate measure 'num_ret'", exit 4) when the
+  first topic it scores (the smallest topic id, in byte order, that is in
+  both files) has only negative judgements (-1, "in the pool, unjudged"):
+  it asks for room for no relevance level, gets none, and takes that for
+  an error. A later topic with only negative judgements scores 0 there.
+  Here every such topic scores 0 (a topic with no relevant document), and
+  ``warnings`` names the one trec_eval would stop at.
 """
 
 from __future__ import annotations
@@ -95,6 +102,8 @@ class IrReport:
     """Qrels topics absent from the run (count 0 only with ``complete``)."""
     topics_without_relevant: tuple[str, ...]
     """Scored topics whose qrels hold no relevant document (they score 0)."""
+    warnings: tuple[str, ...] = ()
+    """Where trec_eval would not give these figures (module docstring)."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready report; ``per_topic`` maps topic id to its scores."""
@@ -108,6 +117,7 @@ class IrReport:
             "ignored_run_topics": list(self.ignored_run_topics),
             "missing_topics": list(self.missing_topics),
             "topics_without_relevant": list(self.topics_without_relevant),
+            "warnings": list(self.warnings),
             "per_topic": {t.topic: t.to_dict() for t in self.per_topic},
         }
 
@@ -206,6 +216,24 @@ def _report(
         ignored_run_topics=tuple(sorted(t for t in run_topics if t not in qrels)),
         missing_topics=tuple(sorted(t for t in qrels if t not in run_topics)),
         topics_without_relevant=tuple(s.topic for s in per if s.num_rel == 0),
+        warnings=_trec_eval_stops(qrels, per),
+    )
+
+
+def _trec_eval_stops(qrels: Mapping[str, Any], per: tuple[TopicScore, ...]) -> tuple[str, ...]:
+    """The warning for input trec_eval aborts on: its first topic judged only negatively."""
+    if not per:
+        return ()
+    # trec_eval scores the run's topics in strcmp order: code point order is UTF-8 byte order.
+    first = min(per, key=lambda s: s.topic.encode()).topic
+    judgements = qrels[first].values()
+    if not judgements or any(j >= 0 for j in judgements):
+        return ()
+    return (
+        f"topic {first}: every judgement is negative (-1, unjudged); trec_eval scores this "
+        "topic first and stops with \"Can't calculate measure 'num_ret'\" (exit 4); onsite "
+        "scores it 0, as a topic with no relevant document. To compare with trec_eval, "
+        "judge one of its documents 0 or more, or drop the topic from the qrels",
     )
 
 

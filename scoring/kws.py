@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .charsets import utf8_only_fix
 from .det import equal_error_rate
 from .errors import FormatError
 from .ocr import read_jsonl
@@ -102,7 +103,7 @@ def _records(path: str | Path, what: str) -> list[_Record]:
         rows = read_jsonl(path)
     except UnicodeDecodeError as exc:
         raise FormatError(
-            path, None, f"not UTF-8 text ({exc.reason})", "save it as UTF-8"
+            path, None, f"not UTF-8 text ({exc.reason})", utf8_only_fix(path)
         ) from None
     except ValueError as exc:
         # read_jsonl already names file:line and the problem; add the fix.

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .charsets import utf8_only_fix
 from .errors import FormatError
 
 __all__ = [
@@ -138,7 +139,7 @@ def read_language_table(
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except UnicodeDecodeError:
-        raise FormatError(path, None, "not UTF-8", "save the file as UTF-8") from None
+        raise FormatError(path, None, "not UTF-8", utf8_only_fix(path)) from None
     table: dict[str, str] = {}
     for number, line in enumerate(lines, 1):
         if not line.strip() or line.lstrip().startswith("#"):

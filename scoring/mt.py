@@ -1,4 +1,5 @@
-"""Machine-translation scoring: BLEU, NIST, GTM, mWER, mPER (CWMT/HTRDP).
+"""Machine-translation scoring: BLEU, NIST, GTM, mWER, mPER (CWMT/HTRDP; not ICT or
+Woodpecker, whose definitions and data are not public).
 
 BLEU and NIST follow NIST ``mteval-v13a.pl`` run with ``-c`` (case
 preserved), reading its source rather than a paper:

@@ -42,7 +42,13 @@ from .cwmt_xml import (
 )
 from .errors import FormatError
 
-__all__ = ["DESCRIPTION_ITEMS", "MtCheckReport", "check_description", "check_results"]
+__all__ = [
+    "DESCRIPTION_ITEMS",
+    "MtCheckReport",
+    "check_description",
+    "check_results",
+    "name_problems",
+]
 
 # Appendix C's five items, each with the words (lower case) that show it is covered.
 DESCRIPTION_ITEMS: dict[str, tuple[str, ...]] = {
@@ -194,14 +200,19 @@ class MtCheckReport:
         }
 
 
-def check_results(source_path: str | Path, paths: Sequence[str | Path]) -> MtCheckReport:
+def check_results(
+    source_path: str | Path, paths: Sequence[str | Path], encoding: str | None = None
+) -> MtCheckReport:
     """Check result files against their source and the CWMT submission rules.
+
+    ``encoding`` is the files' (scoring.charsets; None: UTF-8, or what an XML file's
+    declaration names).
 
     A source file that cannot be read raises `FormatError` (nothing can be
     checked); a result file that cannot be read is one problem and the
     other files are still checked.
     """
-    source = load_mt_file(source_path, "source")
+    source = load_mt_file(source_path, "source", encoding)
     problems: list[Mismatch] = []
     files: list[dict[str, Any]] = []
     named: list[str | Path] = []
@@ -215,7 +226,7 @@ def check_results(source_path: str | Path, paths: Sequence[str | Path]) -> MtChe
             problems.append(Mismatch(str(path), None, f"{exc.problem}; {exc.fix}"))
             name = None
         try:
-            target = load_mt_file(path, "target")
+            target = load_mt_file(path, "target", encoding)
         except FormatError as exc:
             problems.append(Mismatch(exc.path, exc.line, f"{exc.problem}; {exc.fix}"))
             continue
@@ -229,3 +240,10 @@ def check_results(source_path: str | Path, paths: Sequence[str | Path]) -> MtChe
     # Only files whose names parse are grouped: a bad name was reported above.
     problems += check_submissions(named)
     return MtCheckReport(tuple(files), tuple(dict.fromkeys(problems)))
+
+
+def name_problems(path: str | Path, target: MtFile) -> list[Mismatch]:
+    """The naming rule as `check_results` checks one file: the name's form (FormatError
+    when it breaks the rule) and its parts against the content (task and ``setid``, site
+    and system against the ``<system>`` element). For a reader that takes one file."""
+    return _name_against_content(Path(path), parse_result_name(path), target)

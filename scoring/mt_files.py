@@ -29,6 +29,7 @@ def score_mt_files(
     gtm_exponent: float = 1.0,
     metrics: Collection[str] | None = None,
     with_segments: bool = True,
+    encoding: str | None = None,
 ) -> dict[str, Any]:
     """Score a hypothesis file against reference files (CWMT XML or plain text).
 
@@ -41,16 +42,17 @@ def score_mt_files(
     `metrics` (names of `scoring.mt_batch.METRICS`, default all) limits what
     is computed and reported; `with_segments=False` leaves out the
     per-segment scores. The numbers are `score_mt`'s, computed for the whole
-    set at once (`scoring.mt_batch`).
+    set at once (`scoring.mt_batch`). ``encoding`` is the files' (scoring.charsets;
+    None: UTF-8, or what an XML file declares).
     """
     chosen = tuple(METRICS if metrics is None else metrics)
     hyp = Path(hyp)
     if not refs:
         raise FormatError(hyp, None, "no reference file given", "pass at least one reference")
-    hyp_file = load_mt_file(hyp, role="target")
+    hyp_file = load_mt_file(hyp, role="target", encoding=encoding)
     ref_sets = []
     for path in refs:
-        ref_file = load_mt_file(Path(path), role="reference")
+        ref_file = load_mt_file(Path(path), role="reference", encoding=encoding)
         ref_sets.extend(ref_file.split_references())
     lang = lang.lower()
     declared = hyp_file.tgtlang
@@ -70,10 +72,12 @@ def score_mt_files(
         "format": hyp_file.kind,
     }
     if report.system.ngrams.totals[0] == 0:
-        # mteval dies on log(0) here; onsite reports BLEU 0 and NIST 0.
+        # Moses's mteval-v13a.pl dies on log(0) here (its "length ratio" line); NIST's does not.
         info["warnings"] = [
-            "every hypothesis segment is empty: mteval stops with 'Can't take log of 0'; "
-            "onsite reports BLEU 0 and NIST 0 (no n-gram matched)"
+            "every hypothesis segment is empty: NIST's mteval-v13a.pl reports BLEU 0 and "
+            "NIST 0, as onsite does (no n-gram matched); the copy Moses distributes "
+            "(scripts/generic/mteval-v13a.pl, which prints the length ratio) stops with "
+            "'Can't take log of 0' instead"
         ]
     if hyp_file.system is not None:
         info["system"] = hyp_file.system.to_dict()

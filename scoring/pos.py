@@ -44,6 +44,7 @@ __all__ = [
     "PosScore",
     "PosTraining",
     "baseline_tagger",
+    "read_pos_files",
     "read_tagged",
     "score_pos",
     "score_pos_files",
@@ -259,8 +260,20 @@ def score_pos_files(
     encoding: str = "utf-8",
 ) -> dict[str, Any]:
     """Score a word/TAG test file against the gold file (`PosScore.to_dict`)."""
+    return score_pos(*read_pos_files(gold, test, train, encoding=encoding)).to_dict()
+
+
+def read_pos_files(
+    gold: Path | str,
+    test: Path | str,
+    train: Path | str | None = None,
+    *,
+    encoding: str = "utf-8",
+) -> tuple[list[list[Token]], list[list[Token]], PosTraining | None]:
+    """The gold and test word/TAG files (the same number of lines) and the training
+    file's lexicon, as `onsite score pos` reads them."""
     gold_s = read_tagged(gold, encoding)
     test_s = read_tagged(test, encoding)
     check_line_counts(gold, test, len(gold_s), len(test_s))
     training = None if train is None else PosTraining.from_sentences(read_tagged(train, encoding))
-    return score_pos(gold_s, test_s, training).to_dict()
+    return gold_s, test_s, training

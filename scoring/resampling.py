@@ -11,13 +11,17 @@ number of samples give sacrebleu's p-values:
   matrix of resampled item indices, ``numpy.random.default_rng(seed).choice(n,
   size=(samples, n))``, shared by every system; the p-value of a pair is
   ``(c + 1) / (samples + 1)`` where ``c`` counts the resamples whose centred
-  absolute difference ``|b* - a*| - mean|b* - a*|`` exceeds the observed
-  ``|b - a|``;
+  absolute difference ``|b* - a*| - mean|b* - a*|`` reaches the observed
+  ``|b - a|`` (sacrebleu: exceeds it; ``strict=True``);
 * paired approximate randomization (Riezler and Maxwell 2005, sacrebleu
   ``--paired-ar``): ``default_rng(seed).integers(2, size=(samples, n))`` says, per
   trial and item, whether the two systems' statistics of that item are swapped;
   ``p = (c + 1) / (samples + 1)`` with ``c`` the trials whose ``|a' - b'|``
-  exceeds the observed ``|a - b|``.
+  reaches the observed ``|a - b|`` (sacrebleu: exceeds it; ``strict=True``).
+
+Counting ties is Noreen's definition and the correct one: two identical systems
+then get p = 1, where sacrebleu's strict count gives p = 1 / (samples + 1). The two
+differ only where a resampled difference equals the observed one to the last bit.
 
 The 95% interval of a system is sacrebleu's percentile interval of its bootstrap
 scores: the sorted scores' entries ``samples // 40`` and ``samples - samples // 40
@@ -228,23 +232,36 @@ def _swapped_scores(
     return np.array(first_g), np.array(second_g)
 
 
-def _p_value(null: np.ndarray, observed: float) -> float:
-    # sacrebleu (after multeval): strictly greater, and +1 on both sides so that the
-    # chance of a false rejection is at most alpha even with few samples.
-    return (int(np.sum(null > observed)) + 1) / (len(null) + 1)
+def _p_value(null: np.ndarray, observed: float, strict: bool = False) -> float:
+    # +1 on both sides (Noreen; multeval; sacrebleu) so that the chance of a false
+    # rejection is at most alpha even with few samples. A resampled difference equal
+    # to the observed one is as extreme as it, so it counts (Noreen's ">="); sacrebleu
+    # counts only strictly greater ones (``strict``), which gives two identical systems
+    # p = 1 / (samples + 1), "significant", instead of 1.
+    extreme = null > observed if strict else null >= observed
+    return (int(np.sum(extreme)) + 1) / (len(null) + 1)
 
 
-def bootstrap_p(score_a: float, score_b: float, boot_a: np.ndarray, boot_b: np.ndarray) -> float:
-    """sacrebleu's paired bootstrap p-value of ``|a - b|`` from the two systems'
-    scores on the same resamples: the centred resampled differences exceeding it."""
+def bootstrap_p(
+    score_a: float,
+    score_b: float,
+    boot_a: np.ndarray,
+    boot_b: np.ndarray,
+    strict: bool = False,
+) -> float:
+    """The paired bootstrap p-value of ``|a - b|`` from the two systems' scores on the
+    same resamples: the centred resampled differences at least as large (``strict``:
+    larger, as sacrebleu counts them)."""
     diffs = np.abs(boot_b - boot_a)
-    return _p_value(diffs - np.nanmean(diffs), abs(score_a - score_b))
+    return _p_value(diffs - np.nanmean(diffs), abs(score_a - score_b), strict)
 
 
-def ar_p(score_a: float, score_b: float, first: np.ndarray, second: np.ndarray) -> float:
-    """sacrebleu's approximate randomization p-value of ``|a - b|`` from the trials'
-    pseudo-system scores."""
-    return _p_value(np.abs(first - second), abs(score_a - score_b))
+def ar_p(
+    score_a: float, score_b: float, first: np.ndarray, second: np.ndarray, strict: bool = False
+) -> float:
+    """The approximate randomization p-value of ``|a - b|`` from the trials'
+    pseudo-system scores (``strict``: only larger differences count, as sacrebleu's)."""
+    return _p_value(np.abs(first - second), abs(score_a - score_b), strict)
 
 
 def percentile_interval(scores: np.ndarray) -> tuple[float, float] | None:
@@ -299,6 +316,7 @@ def compare(
     seed: int = DEFAULT_SEED,
     alpha: float = 0.05,
     higher_is_better: bool = True,
+    strict: bool = False,
 ) -> Comparison:
     """Every system's interval and every pair's tests, all on the same items.
 
@@ -308,6 +326,8 @@ def compare(
     ``samples["bootstrap"]``); each test of ``tests`` is run on every pair in the
     order given, the first system being the first of each pair as sacrebleu's
     baseline is. Ranks come from the pairs' verdicts (:func:`rank_ranges`).
+    ``strict`` counts only resampled differences larger than the observed one, as
+    sacrebleu does (its p-values exactly); by default equal ones count too.
     """
     names = list(systems)
     if len(names) < 2:
@@ -340,11 +360,11 @@ def compare(
                 if score_a is None or score_b is None:
                     p = 1.0
                 elif test == "bootstrap":
-                    p = bootstrap_p(score_a, score_b, boot[a], boot[b])
+                    p = bootstrap_p(score_a, score_b, boot[a], boot[b], strict)
                 else:
                     assert keep is not None
                     first, second = _swapped_scores(systems[a], systems[b], aggregate, keep)
-                    p = ar_p(score_a, score_b, first, second)
+                    p = ar_p(score_a, score_b, first, second, strict)
                 statistic = (
                     (score_a - score_b) if score_a is not None and score_b is not None else math.nan
                 )
@@ -358,6 +378,23 @@ def compare(
         low, high = interval if interval is not None else (None, None)
         results.append(SystemResult(s, full[s], low, high, *ranks[s]))
     return Comparison(seed, used, n, tuple(results), tuple(pairs))
+
+
+def interval(
+    system: System,
+    aggregate: Aggregate,
+    samples: int = DEFAULT_SAMPLES["bootstrap"],
+    seed: int = DEFAULT_SEED,
+) -> tuple[float, float] | None:
+    """One system's 95% percentile interval from ``samples`` bootstrap resamples of its
+    items: the interval :func:`compare` gives it among systems on the same items (the
+    resampled indices depend only on the item count, the samples and the seed)."""
+    n = _n_items(system)
+    if n == 0 or samples < 1:
+        return None
+    return percentile_interval(
+        resampled_scores(system, aggregate, bootstrap_indices(n, samples, seed))
+    )
 
 
 def _n_items(system: System) -> int:

@@ -4,9 +4,12 @@ What ROUGE-1.5.5 (Lin 2004) does by default (``ROUGE-1.5.5.pl -n 2 -a``), and
 so what is done here:
 
 * **Tokens (English)**: the text is lower-cased (ASCII letters), every ``-``
-  becomes a token of its own, every other character outside ``A-Za-z0-9-``
-  becomes a space, and tokens are split on spaces. No stemming and no stop
-  words (ROUGE's ``-m`` and ``-s``; not offered here).
+  is set apart by spaces, every other character outside ``A-Za-z0-9-``
+  becomes a space, the text is split on spaces, and only the tokens that
+  start with ``[a-z0-9$]`` are kept: the ``-`` tokens are dropped, so
+  ``well-known`` is ``well known`` (ROUGE-1.5.5's readText and createNGram;
+  Google's ``rouge-score`` gives the same). No stemming and no stop words
+  (ROUGE's ``-m`` and ``-s``; not offered here).
 * **Tokens (Chinese, ``lang="zh"``)**: ROUGE-1.5.5 deletes every non-ASCII
   character, so Chinese has to be tokenized before it: here every character
   that is a letter or a digit outside ASCII (CJK ideographs, kana, full-width
@@ -17,7 +20,9 @@ so what is done here:
 * **ROUGE-N** (N = 1, 2): clipped n-gram matches. For one reference,
   recall = hits / reference n-grams, precision = hits / summary n-grams.
 * **ROUGE-L**: summary-level LCS. The summary and the reference are split
-  into sentences at line breaks (ROUGE's one-sentence-per-line input); for
+  into sentences at ``\\n`` only (ROUGE's one-sentence-per-line input, read
+  by Perl line by line: ``\\r``, U+2028, U+0085 and the like do not end a
+  sentence; ``\\r`` is a space, the others are deleted as non-ASCII); for
   each reference sentence the union of its tokens matched by an LCS with any
   summary sentence counts, each token at most as often as it occurs in both
   texts (ROUGE-1.5.5's clipping since 1.4.1). Recall divides by the
@@ -30,12 +35,22 @@ so what is done here:
   summed over the references before dividing. Formula "B" (``-f B``) keeps
   the reference that gives the highest recall. ROUGE-1.5.5 has done no
   jackknifing since version 1.4, and neither is it done here.
-* **Averages**: the system score is the mean over documents of each
+* **Averages**: the system score is the exact mean over documents of each
   document's R, P and F (ROUGE's default ``-t 0``), not pooled counts.
-* **Length limit** (optional, ROUGE's ``-l`` for words): a summary is cut
-  after its `limit`-th unit before scoring; the units are words
-  (whitespace-separated) or characters (non-space characters, for Chinese,
-  where ``-b`` bytes would cut characters in half).
+  ROUGE-1.5.5 prints per-document figures rounded to 5 decimals (F from the
+  rounded R and P) and, as the system figure, the mean of 1,000 bootstrap
+  resamples of those rounded values (``-r 1000``): the two differ in the 3rd
+  to 5th decimal.
+* **Length limit** (optional, ROUGE's ``-l N``, `cut_to_limit`): the summary
+  *and every reference* are cut to their first N words before scoring, as
+  ROUGE-1.5.5's readText does: sentences are taken whole while they fit and
+  the one that reaches the limit is cut; words are what Perl's
+  ``split(/\\s+/)`` gives on a line (ASCII whitespace; a line that starts with
+  whitespace counts one empty word more, a ROUGE-1.5.5 quirk kept here). A
+  limit of 0 means no limit, as ``-l 0`` does. The unit ``char`` (non-space
+  characters, for Chinese, where ROUGE's ``-b`` bytes would cut characters in
+  half and ROUGE deletes non-ASCII text anyway) is onsite's own and cuts the
+  same way.
 """
 
 from __future__ import annotations
@@ -56,8 +71,10 @@ __all__ = [
     "ROUGE_METRICS",
     "RougeCounts",
     "RougeScore",
+    "cut_to_limit",
     "read_summaries",
     "rouge_document",
+    "rouge_length",
     "score_rouge",
     "score_rouge_files",
     "summary_length",
@@ -97,7 +114,8 @@ def tokenize(text: str, lang: Lang = "en") -> list[str]:
         return _zh_tokens(text)
     # ASCII lower case only, as Perl's tr/A-Z/a-z/: non-ASCII text is deleted below anyway.
     lowered = text.translate(_ASCII_LOWER).replace("-", " - ")
-    return _NOT_ROUGE.sub(" ", lowered).split()
+    # What is left is [a-z0-9-]: of ROUGE's "starts with [a-z0-9$]" only the "-" tokens fail.
+    return [t for t in _NOT_ROUGE.sub(" ", lowered).split() if t != "-"]
 
 
 def summary_length(text: str, unit: LengthUnit = "char") -> int:
@@ -107,29 +125,74 @@ def summary_length(text: str, unit: LengthUnit = "char") -> int:
     return sum(1 for ch in text if not ch.isspace())
 
 
-def truncate_summary(text: str, limit: int, unit: LengthUnit = "char") -> str:
-    """The text up to and including its `limit`-th unit (line breaks before it kept)."""
+# Perl's \s on a byte string: the ASCII whitespace ROUGE-1.5.5 splits words at.
+_PERL_SPACE = re.compile(r"[ \t\n\r\f\v]+")
+
+
+def _perl_words(line: str) -> list[str]:
+    """``split(/\\s+/, $line)`` as Perl does it: a leading empty field, no trailing ones."""
+    words = _PERL_SPACE.split(line)
+    while words and words[-1] == "":
+        words.pop()
+    return words
+
+
+def _cut_line(line: str, room: int, unit: LengthUnit) -> tuple[str, int]:
+    """`line` cut to `room` units, and the units it has (whole)."""
+    if unit == "word":
+        words = _perl_words(line)
+        return " ".join(words[:room]), len(words)
     counted = 0
-    in_word = False
-    for i, ch in enumerate(text):
+    for i, ch in enumerate(line):
         if ch.isspace():
-            in_word = False
             continue
-        if unit == "word":
-            if in_word:
-                continue
-            in_word = True
         counted += 1
-        if counted > limit:
-            return text[:i].rstrip()
-    return text
+        if counted > room:
+            return line[:i].rstrip(), sum(1 for c in line if not c.isspace())
+    return line, counted
+
+
+def cut_to_limit(text: str, limit: int, unit: LengthUnit = "word") -> str:
+    """The text cut to its first `limit` units as ROUGE-1.5.5's ``-l`` cuts (docstring).
+
+    Sentences (lines) are kept whole while the units so far stay under the
+    limit; the sentence that reaches it is cut, and the rest dropped. Empty
+    lines are skipped, as ROUGE skips them. A limit of 0 cuts nothing.
+    """
+    if limit <= 0:
+        return text
+    kept: list[str] = []
+    used = 0
+    for line in text.split("\n"):
+        if line == "":
+            continue
+        cut, size = _cut_line(line, limit - used, unit)
+        if used + size < limit:
+            kept.append(line)
+            used += size
+            continue
+        kept.append(cut)
+        break
+    return "\n".join(kept)
+
+
+def rouge_length(text: str, unit: LengthUnit = "word") -> int:
+    """A text's length as `cut_to_limit` counts it (words: Perl's split, line by line)."""
+    lines = [line for line in text.split("\n") if line]
+    return sum(_cut_line(line, 0, unit)[1] for line in lines)
+
+
+def truncate_summary(text: str, limit: int, unit: LengthUnit = "char") -> str:
+    """The summary as scored under a length limit: `cut_to_limit` (ROUGE-1.5.5's ``-l``)."""
+    return cut_to_limit(text, limit, unit)
 
 
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
 def _sentences(text: str, lang: Lang) -> list[list[str]]:
-    return [t for line in text.splitlines() if (t := tokenize(line, lang))]
+    # Lines end at "\n" only, as Perl reads them (str.splitlines would end one at U+2028).
+    return [t for line in text.split("\n") if (t := tokenize(line, lang))]
 
 
 def _ngrams(tokens: Sequence[str], n: int) -> Counter[tuple[str, ...]]:
@@ -267,21 +330,30 @@ def score_rouge(
     metrics: Sequence[str] = ROUGE_METRICS,
     formula: Formula = "A",
     alpha: float = 0.5,
+    length_limit: int | None = None,
+    length_unit: LengthUnit = "word",
 ) -> dict[str, Any]:
     """Score every document; the system figures are means over the reference documents.
 
     A document with references but no summary scores 0 and is listed under
     `missing`; a summary of a document without references is a ValueError.
+    With `length_limit` (not 0) the summaries and the references are cut to it
+    first, as ROUGE-1.5.5's ``-l`` does (`cut_to_limit`).
     """
     extra = [d for d in summaries if d not in references]
     if extra:
         raise ValueError(f"summary for document {extra[0]!r}, which has no reference")
+    if length_limit is not None and length_limit < 0:
+        raise ValueError(f"length limit {length_limit}: give 0 (no limit) or more")
+    limit = length_limit or 0
     documents: list[dict[str, Any]] = []
     missing: list[str] = []
     for doc, refs in references.items():
         if doc not in summaries:
             missing.append(doc)
-        scores = rouge_document(summaries.get(doc, ""), refs, lang, metrics, formula, alpha)
+        summary = cut_to_limit(summaries.get(doc, ""), limit, length_unit)
+        cut_refs = [cut_to_limit(r, limit, length_unit) for r in refs]
+        scores = rouge_document(summary, cut_refs, lang, metrics, formula, alpha)
         documents.append(
             {"document": doc, "references": len(refs)}
             | {f"{m}_{k}": v for m, s in scores.items() for k, v in s.to_dict().items()}
@@ -346,20 +418,28 @@ def score_rouge_files(
 ) -> dict[str, Any]:
     """`onsite score rouge`: a system's summaries against one or more reference files.
 
-    With `length_limit` each summary is cut at the limit first (`truncate_summary`).
+    With `length_limit` (0: none) the summaries and the references are cut to it
+    first, as ROUGE-1.5.5's ``-l`` does (`cut_to_limit`).
     """
+    if length_limit is not None and length_limit < 0:
+        raise ValueError(f"--length-limit {length_limit}: give 0 (no limit) or more")
     summaries = {d: texts[0] for d, texts in read_summaries(hyp).items()}
-    if length_limit is not None:
-        summaries = {
-            d: truncate_summary(t, length_limit, length_unit) for d, t in summaries.items()
-        }
     references: dict[str, list[str]] = {}
     for path in ref:
         for doc, texts in read_summaries(path, several=True).items():
             references.setdefault(doc, []).extend(texts)
     try:
-        return score_rouge(summaries, references, lang, formula=formula, alpha=alpha)
+        result = score_rouge(
+            summaries,
+            references,
+            lang,
+            formula=formula,
+            alpha=alpha,
+            length_limit=length_limit,
+            length_unit=length_unit,
+        )
     except ValueError as exc:
         raise FormatError(
             hyp, None, str(exc), "give summaries only for reference documents"
         ) from None
+    return result

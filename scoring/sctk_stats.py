@@ -165,13 +165,16 @@ def unit_errors(
 
 
 def unit_errors_from_trn(
-    ref_path: str | os.PathLike[str], hyp_path: str | os.PathLike[str]
+    ref_path: str | os.PathLike[str],
+    hyp_path: str | os.PathLike[str],
+    encoding: str | None = None,
 ) -> list[UnitErrors]:
     """`unit_errors` of a trn (or Kaldi text) reference and hypothesis file, speakers as
-    ``sclite -i spu_id`` takes them from the ids. Raises FormatError naming the
-    file and line for a malformed file, ValueError for hypothesis ids not in the
-    reference."""
-    refs, hyps = read_transcripts(ref_path), read_transcripts(hyp_path)
+    ``sclite -i spu_id`` takes them from the ids; both files in ``encoding``
+    (scoring.charsets; None: UTF-8). Raises FormatError naming the file and line for a
+    malformed file, ValueError for hypothesis ids not in the reference."""
+    refs = read_transcripts(ref_path, encoding)
+    hyps = read_transcripts(hyp_path, encoding)
     # sclite reads speakers and utterances in the hypothesis file's order, and the
     # order of speakers matters to sc_stats's Wilcoxon (near-zero differences alternate).
     order = list(hyps) + [utt_id for utt_id in refs if utt_id not in hyps]

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from .charsets import utf8_only_fix
 from .errors import FormatError
 
 __all__ = [
@@ -283,7 +284,7 @@ def _lines(path: str | Path) -> list[str]:
             out.append(raw.decode("utf-8-sig" if lineno == 1 else "utf-8"))
         except UnicodeDecodeError as exc:
             raise FormatError(
-                path, lineno, f"not UTF-8 ({exc.reason})", "save the file as UTF-8"
+                path, lineno, f"not UTF-8 ({exc.reason})", utf8_only_fix(path)
             ) from None
     return out
 

@@ -41,6 +41,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from .charsets import utf8_only_fix
 from .commands import normalize_command
 from .errors import FormatError
 from .kws import _records
@@ -583,7 +584,7 @@ def read_sentence_ids(path: str | Path) -> list[str]:
         lines = Path(path).read_text(encoding="utf-8").split("\n")
     except UnicodeDecodeError as exc:
         raise FormatError(
-            path, None, f"not UTF-8 text ({exc.reason})", "save it as UTF-8"
+            path, None, f"not UTF-8 text ({exc.reason})", utf8_only_fix(path)
         ) from None
     for lineno, line in enumerate(lines, start=1):
         sid = line.strip()

@@ -1,7 +1,7 @@
 """The kinds' additive statistics (``ItemStatistics.additive``) equal their ``aggregate``.
 
 `onsite compare` resamples a kind that declares the additive form with matrix
-products (harness/cli/compare.py ``additive_systems``, scoring/resampling.py) instead
+products (harness/significance.py ``additive_systems``, scoring/resampling.py) instead
 of one ``aggregate`` call per resample. For every such kind, on a real job (the
 demo-style jobs of tests/test_kind_conformance.py):
 
@@ -27,10 +27,10 @@ import numpy as np
 import pytest
 
 from harness import leaderboard, task_kind
-from harness.cli.compare import additive_systems
 from harness.export import read_run
 from harness.kinds.base import RATE_ADDITIVE
 from harness.kinds.registry import task_kinds
+from harness.significance import additive_systems
 from scoring.resampling import bootstrap_indices, compare, resampled_scores
 from tests.kind_examples import Builder, run_example
 from tests.test_kind_conformance import _all_examples

@@ -146,7 +146,9 @@ def test_text_file_in_wrong_encoding_names_the_line(tmp_path: Path) -> None:
     with pytest.raises(TestSetError) as info:
         load_asr_testset(root)
     [problem] = info.value.problems
-    assert problem.line == 2 and "not UTF-8" in str(problem) and "iconv" in str(problem)
+    assert problem.line == 2 and "not valid UTF-8" in str(problem)
+    assert "it reads as gbk. Fix: read it with `--encoding gbk`" in str(problem)
+    assert 'the task\'s `encoding = "gbk"`' in str(problem)
 
 
 def test_duplicate_ids_and_missing_text(tmp_path: Path) -> None:

@@ -90,9 +90,12 @@ def test_combination_set_then_a_combination_run_scored_by_bleu(
     assert sorted(key["systems"]) == ["sys01", "sys02", "sys03"]
     assert sorted(key["systems"].values()) == ["acme-good", "brokenco", "plainco"]
     assert not (combo / "combo.key.json").exists()
-    # The MT test set's source and references, unchanged, apart from the candidates.
+    # The MT test set's source and references, unchanged but for the combination's set
+    # id (the MT set's "t1" has no CWMT form: zh_en_t_combi), apart from the candidates.
     for name in ("source.xml", "ref1.xml"):
-        assert (combo / name).read_bytes() == (mt_run.parent.parent / "set" / name).read_bytes()
+        original = (mt_run.parent.parent / "set" / name).read_text("utf-8")
+        copied = (combo / name).read_text("utf-8")
+        assert copied == original.replace('setid="t1"', 'setid="zh_en_t_combi"')
     anon = {real: a for a, real in key["systems"].items()}
     for path in sorted((combo / "candidates").iterdir()):
         text = path.read_text("utf-8")
@@ -166,7 +169,7 @@ def test_combination_set_then_a_combination_run_scored_by_bleu(
             TargetEntry(s.doc_id, s.seg_id, outputs[f"{s.doc_id}:{s.seg_id}"]["output"]["text"])
             for s in source.segments
         ],
-        setid="t1",
+        setid="zh_en_t_combi",
         srclang="zh",
         tgtlang="en",
         site="consensus",

@@ -97,7 +97,7 @@ def test_p_values_are_sacrebleus_with_its_seed(
     ref, hyps = mt_files
     count = "--paired-bs-n" if ours_test == "bootstrap" else "--paired-ar-n"
     sacre = sacrebleu_json(ref, hyps, theirs, count, str(samples))
-    ours = onsite_json(ref, hyps, "--test", ours_test, "--samples", str(samples))
+    ours = onsite_json(ref, hyps, "--test", ours_test, "--samples", str(samples), "--sacrebleu")
     assert ours["seed"] == 12345 and ours["samples"][ours_test] == samples
     theirs_p = {row["system"]: row["BLEU"]["p_value"] for row in sacre[1:]}
     ours_p = _p_with_baseline(ours, ours_test)
@@ -112,6 +112,30 @@ def test_p_values_are_sacrebleus_with_its_seed(
     # A close pair is not separated, a far one is: the verdicts and the tied ranks.
     assert ours_p["B.txt"] > 0.05 and ours_p["C.txt"] < 0.01
     assert [(s["rank_low"], s["rank_high"]) for s in ours["systems"]] == [(1, 2), (1, 2), (3, 3)]
+
+
+@pytest.mark.parametrize(
+    ("ours_test", "theirs", "count"),
+    [("bootstrap", "--paired-bs", "--paired-bs-n"), ("ar", "--paired-ar", "--paired-ar-n")],
+)
+def test_identical_systems_are_never_significant(
+    mt_files: tuple[Path, list[Path]], ours_test: str, theirs: str, count: str
+) -> None:
+    # sacrebleu counts only resampled differences larger than the observed one: for two
+    # identical systems (observed 0, every resampled difference 0) p = 1 / (samples + 1),
+    # "significant" at any alpha. onsite counts ties too (Noreen's test): p = 1.
+    ref, hyps = mt_files
+    copy = ref.parent / "A-copy.txt"  # beside the others: both tools run in that directory
+    copy.write_bytes(hyps[0].read_bytes())
+    samples = 200
+    sacre = sacrebleu_json(ref, [hyps[0], copy], theirs, count, str(samples))
+    assert sacre[1]["BLEU"]["p_value"] == pytest.approx(1 / (samples + 1))
+    for extra, expected in (((), 1.0), (("--sacrebleu",), 1 / (samples + 1))):
+        ours = onsite_json(ref, [hyps[0], copy], "--test", ours_test, "--samples", str(samples),
+                           *extra)  # fmt: skip
+        [pair] = ours["pairs"]
+        assert pair["p"] == pytest.approx(expected) and pair["better"] is None, extra
+        assert [(s["rank_low"], s["rank_high"]) for s in ours["systems"]] == [(1, 2), (1, 2)]
 
 
 def test_bootstrap_intervals_contain_sacrebleus_score(mt_files: tuple[Path, list[Path]]) -> None:

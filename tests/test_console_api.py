@@ -11,6 +11,8 @@ from collections import Counter
 from pathlib import Path
 
 from harness.console.view import RunView
+from harness.significance import job_interval
+from harness.store.run_model import RunModel
 from tests.console_run import (
     ITEM_FRAMES,
     TOKEN,
@@ -120,6 +122,13 @@ def test_status_pause_resume_during_a_run_and_after(tmp_path: Path, plan_env) ->
         assert job["state"] == "done" and job["completed"] == job["total"] == items
         assert job["in_flight"] is None and job["eta_seconds"] == 0
         assert job["quality"]["value"] == 1 / (2 * items)  # one word of 2 * items dropped
+        # Beside it, the report's 95% interval of the same items (harness/significance.py).
+        found = job_interval(RunModel.open(run.run_dir), "asr", "alpha")
+        assert (job["quality"]["ci_low"], job["quality"]["ci_high"]) == (
+            found.ci_low,
+            found.ci_high,
+        )
+        assert found.ci_low is not None and found.ci_low <= job["quality"]["value"]
         code, detail = call(url + "/api/jobs/asr/alpha")
         assert code == 200 and len(detail["rows"]) == items
         assert {"item", "verdict", "seconds", "budget_seconds"} <= set(detail["rows"][0])

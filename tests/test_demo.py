@@ -10,6 +10,7 @@ import pytest
 
 from harness import load_site, task_kind
 from tests.helpers import REPO, onsite, read_outputs
+from tests.test_publish import publish_names_nothing
 
 DEMO = REPO / "site_config" / "demo.toml"
 
@@ -27,7 +28,9 @@ def test_demo_site_is_valid_and_its_data_is_complete() -> None:
         ("face-detect", "cascade"),
         ("face-video", "cascade"),
         ("face-identify", "lbp"),
+        ("face-identify", "pixels"),
         ("face-verify", "lbp"),
+        ("face-verify", "pixels"),
         ("mt", "word-mt"),
         ("cws", "fmm"),
         ("pos", "rule-tagger"),
@@ -36,7 +39,7 @@ def test_demo_site_is_valid_and_its_data_is_complete() -> None:
         ("ir", "tfidf"),
         ("summarization", "lead"),
         ("tts", "espeak"),
-        ("tts", "espeak-slow"),
+        ("tts", "festival"),
         ("kws", "sphinx-kws"),
     ]
     for task in site.config.tasks:
@@ -87,6 +90,33 @@ def test_demo_runs_with_real_pocketsphinx(tmp_path: Path) -> None:
     sphinx = next(r for r in report if r["system"] == "sphinx" and r["task"] == "asr-2x")
     assert 0 <= sphinx["wer"] < 1 and sphinx["setup_seconds"] > 0
     live_equals_score_run(run_dir, report)
+    intervals_and_ranks_shown(run_dir, report, tmp_path / "report.html")
+    # Published, the demo's results hold none of its site file's names (docs/publishing.md).
+    publish_names_nothing(run_dir, tmp_path / "published")
+
+
+def intervals_and_ranks_shown(run_dir: Path, report: list[dict[str, Any]], html: Path) -> None:
+    """Every demo row with a score has its interval and rank range; they are `onsite
+    compare`'s for asr-2x's three systems, and the HTML report shows them."""
+    for row in report:
+        if row["score"] is None:
+            continue
+        assert row["ci_low"] <= row["score"] <= row["ci_high"], row
+        assert 1 <= row["rank_low"] <= row["rank_high"], row
+    proc = onsite("compare", str(run_dir), "--task", "asr-2x", "--json")
+    assert proc.returncode == 0, proc.stderr
+    compared = json.loads(proc.stdout)
+    asr = {r["system"]: r for r in report if r["task"] == "asr-2x"}
+    assert [s["system"] for s in compared["systems"]] == list(asr)
+    keys = ("score", "ci_low", "ci_high", "rank_low", "rank_high")
+    for s in compared["systems"]:
+        assert {k: s[k] for k in keys} == {k: asr[s["system"]][k] for k in keys}
+    made = onsite("report", str(run_dir), "--html", str(html))
+    assert made.returncode == 0, made.stderr
+    text = html.read_text("utf-8")
+    for row in asr.values():
+        assert f'<span class="ci">[{100 * row["ci_low"]:.2f}, {100 * row["ci_high"]:.2f}]' in text
+    assert 'section id="task-asr-2x"' in text and "does not separate the systems" in text
 
 
 # The `onsite score` family giving each kind's headline from a run (tts has none: its

@@ -47,3 +47,20 @@ def test_demo_command_task_on_the_emulated_pda(tmp_path: Path) -> None:
     assert all(r["stage_seconds"] > 0 for r in rows), "transfer time is recorded apart"
     vocabulary = (REPO / "site_config/data/demo-command/vocabulary.txt").read_text().split("\n")
     assert all(r["output"]["text"] in vocabulary for r in rows if r["output"]["text"])
+
+
+def test_devices_listing_with_a_silent_builtin_uart_exits_0() -> None:
+    # Every PC lists a built-in UART (here /dev/ttyS0 when the machine has one) with
+    # nothing attached: listing it is no failure.
+    proc = onsite("devices", "--timeout", "0.3")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Serial devices" in proc.stdout or "no serial ports found" in proc.stdout
+
+
+def test_devices_fails_only_for_the_named_port_that_is_silent(tmp_path: Path) -> None:
+    with Emulator("examples.devices.checksum", baud=115200) as emulator:
+        both = onsite(
+            "devices", "--port", emulator.path, "--port", str(tmp_path / "none"), "--timeout", "2"
+        )
+    assert both.returncode == 1, both.stdout + both.stderr
+    assert "checksum" in both.stdout and "no answer" in both.stdout

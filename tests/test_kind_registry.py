@@ -8,7 +8,17 @@ from harness import task_kind, task_kinds
 from harness.kinds import metric_label, score_families, speed_unit, speed_units
 from harness.site import TASK_MODELS
 
-COMMON = {"kind", "testset", "budget", "audit", "rules", "max_output_bytes", "description"}
+COMMON = {
+    "kind",
+    "testset",
+    "budget",
+    "audit",
+    "rules",
+    "max_output_bytes",
+    "description",
+    "encoding",
+    "tracks",
+}
 
 
 def test_every_kind_has_a_site_model_with_only_its_own_options() -> None:

@@ -130,8 +130,22 @@ def test_profile_by_hand(files, capsys) -> None:
     # NIST on 0..15: mean 23.5/4 = 5.875 -> 0.391667; spread 3 -> 0.2.
     assert rows["nist"]["difficulty"] == pytest.approx(5.875 / 15)
     assert rows["nist"]["discriminability"] == pytest.approx(0.2)
-    # An error rate: the best system is the lowest.
+    # An error rate: the best system is the lowest, and the difficulty is read from the
+    # best end of 0..1: mean WER 2.05/4 = 0.5125 -> 1 - 0.5125 = 0.4875.
     assert (rows["wer"]["best"], rows["wer"]["worst"]) == (0.40, 0.70)
+    assert rows["wer"]["difficulty"] == pytest.approx(0.4875)
+    assert rows["wer"]["higher_is_better"] is False and rows["bleu"]["higher_is_better"]
+
+
+def test_profile_error_rate_difficulty_reads_hard(tmp_path: Path, capsys) -> None:
+    # The case: systems at mWER 0.70 on average found the set hard, so its
+    # difficulty (higher = easier) is 0.30, not 0.70; unflagged it would read "easy".
+    scores = tmp_path / "mwer.csv"
+    scores.write_text("system,mwer\nA,0.65\nB,0.75\n")
+    flagged = meta(capsys, "profile", "--scores", str(scores), "--lower-is-better", "mwer")
+    assert flagged["metrics"][0]["difficulty"] == pytest.approx(0.30)
+    plain = meta(capsys, "profile", "--scores", str(scores))
+    assert plain["metrics"][0]["difficulty"] == pytest.approx(0.70)
 
 
 def test_profile_bad_range_is_a_usage_error(files, capsys) -> None:

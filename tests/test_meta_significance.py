@@ -75,6 +75,8 @@ def test_identical_systems_are_never_separated(mt, capsys, test: str) -> None:
     assert row["statistic"] == "bleu pooled from per-item statistics"
     (pair,) = out["comparisons"]
     assert pair["difference"] == 0.0 and pair["better"] is None
+    # Every resampled difference ties the observed 0, and ties count: p = 1.
+    assert pair["p"] == 1.0
     assert (out["test"], out["seed"], out["samples"], out["alpha"]) == (test, 12345, 200, 0.05)
 
 

@@ -413,7 +413,7 @@ def test_quick_transcript_reader_equals_the_line_by_line_one(
         return {"ORDER": " ".join(out), **out}
 
     quick = read()
-    monkeypatch.setattr(asr_formats, "_quick_kaldi", lambda path: None)
+    monkeypatch.setattr(asr_formats, "_quick_kaldi", lambda path, encoding=None: None)
     assert quick == read()
 
 

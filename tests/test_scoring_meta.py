@@ -148,6 +148,10 @@ def test_difficulty_and_discriminability_hand_worked() -> None:
     # An error rate: best is the lowest, the spread is the same.
     err = test_set_profile({"a": 0.2, "b": 0.4}, high=1, low=0, higher_is_better=False)
     assert (err.best, err.worst, err.discriminability) == pytest.approx((0.2, 0.4, 0.2))
+    # ... and its difficulty is read from the best end: mean 0.3 -> 1 - 0.3 = 0.7.
+    assert err.difficulty == pytest.approx(0.7) and not err.higher_is_better
+    assert difficulty([0.70], high=1, low=0, higher_is_better=False) == pytest.approx(0.30)
+    assert difficulty([60.0, 80.0], high=100, low=0, higher_is_better=False) == pytest.approx(0.3)
     with pytest.raises(ValueError, match="must exceed"):
         difficulty([1.0], high=0, low=1)
 

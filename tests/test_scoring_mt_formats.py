@@ -281,7 +281,7 @@ def test_bad_score_attribute(tmp_path: Path) -> None:
 
 def test_not_utf8_names_line(tmp_path: Path) -> None:
     path = write(tmp_path, "h.txt", b"ok\nbad \xff byte\n")
-    with pytest.raises(FormatError, match="not UTF-8") as exc:
+    with pytest.raises(FormatError, match="not valid UTF-8") as exc:
         load_mt_file(path)
     assert exc.value.line == 2
 

@@ -9,6 +9,7 @@ alignment of the same files.
 
 from __future__ import annotations
 
+import json
 import math
 import random
 import re
@@ -26,6 +27,7 @@ from scoring.sctk_stats import (
     sclite_speakers,
     unit_errors_from_trn,
 )
+from tests.helpers import onsite
 
 SCTK_BIN = Path("/usr/lib/sctk/bin")
 _ABBREV = {"MP": "mapsswe", "SI": "sign", "WI": "wilcoxon", "MN": "mcnemar"}
@@ -149,6 +151,20 @@ def _check(
     n = len(hyps)
     assert len(expected) == 4 * n * (n - 1) // 2, expected
     assert got == expected
+    # The same as a user runs it: `onsite compare asr ... --sc-stats --json`.
+    args = ["compare", "asr", "--ref", "ref.trn", *(a for h in hyps for a in ("--hyp", f"{h}.trn"))]
+    tests = ["--test", "mapsswe", "sign", "wilcoxon", "mcnemar"]
+    proc = onsite(*args, *tests, "--sc-stats", "--json", cwd=tmp)
+    assert proc.returncode == 0, proc.stderr
+    name = {f"{h}.trn": h for h in hyps}
+    cli = {
+        (name[p["a"]], name[p["b"]], p["test"]): (
+            None if p["better"] is None else name[p["better"]],
+            p_text(p["p"]),
+        )
+        for p in json.loads(proc.stdout)["pairs"]
+    }
+    assert cli == expected
     if not z_too:
         return
     # The statistics behind the printed p-values, at sc_stats's -v precision. The

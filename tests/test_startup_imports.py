@@ -169,9 +169,16 @@ def test_status_of_a_run_loads_nothing_heavy(tmp_path: Path, run_dir: Path) -> N
 
 
 def test_report_as_json_loads_no_report_builder(tmp_path: Path, run_dir: Path) -> None:
-    proc = assert_light(tmp_path, "report", str(run_dir), "--json")
+    # Intervals and ranks resample with numpy (harness/significance.py); without them the
+    # leaderboard loads nothing heavy.
+    proc = assert_light(tmp_path, "report", str(run_dir), "--json", "--no-intervals")
     [row] = json.loads(proc.stdout)
-    assert row["completed"] == 4 and row["metric"] == "wer"
+    assert row["completed"] == 4 and row["metric"] == "wer" and row["ci_low"] is None
+    heavy, with_intervals = loaded_by(tmp_path, "report", str(run_dir), "--json")
+    assert with_intervals.returncode == 0, with_intervals.stderr[-2000:]
+    assert set(heavy) <= {"numpy", "scipy"}, heavy  # no report builder, no matplotlib
+    [row] = json.loads(with_intervals.stdout)
+    assert row["ci_low"] <= row["score"] <= row["ci_high"] and row["rank_low"] == 1
 
 
 def test_status_and_report_say_what_the_full_load_says(tmp_path: Path, run_dir: Path) -> None:
@@ -180,11 +187,11 @@ def test_status_and_report_say_what_the_full_load_says(tmp_path: Path, run_dir: 
     code = (
         "import json, sys, numpy, soundfile, runners.ssh, runners.serial_runner\n"
         "from harness.cli.main import main\n"
-        f"main(['report', {str(run_dir)!r}, '--json', '--full'])\n"
+        f"main(['report', {str(run_dir)!r}, '--json', '--full', '--no-intervals'])\n"
     )
     heavy, full = loaded_by(tmp_path, "-c", code)
     assert "numpy" in heavy and "paramiko" in heavy
-    light = assert_light(tmp_path, "report", str(run_dir), "--json", "--full")
+    light = assert_light(tmp_path, "report", str(run_dir), "--json", "--full", "--no-intervals")
     assert json.loads(light.stdout) == json.loads(full.stdout)
 
 

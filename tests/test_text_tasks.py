@@ -153,7 +153,9 @@ def test_cws_gold_not_utf8_names_the_line(tmp_path: Path) -> None:
         load("cws", root)
     problem = problem_of(excinfo)
     assert (problem.file, problem.line) == (root / "gold.txt", 3)
-    assert "iconv" in problem.fix
+    # One GB18030 character after UTF-8 lines: the line reads as GBK, the file as nothing.
+    assert "this line reads as gbk, but not the whole file" in problem.message
+    assert "iconv -f gbk -t UTF-8" in problem.fix
 
 
 def test_ner_bad_gold_tag_names_the_line(tmp_path: Path) -> None:

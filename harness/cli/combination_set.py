@@ -27,6 +27,11 @@ def add_combination_set_parser(sub: Any) -> None:
         "--key", help="where the sysNN -> system key goes (default: OUTPUT.key.json beside it)"
     )
     parser.add_argument("--seed", type=int, help="fix the anonymous order (default: random)")
+    parser.add_argument(
+        "--setid",
+        help="the combination task's CWMT set id (default: the MT set's with _combi, "
+        "e.g. zh_en_news_combi)",
+    )
     parser.set_defaults(handler=cmd_combination_set)
 
 
@@ -40,10 +45,12 @@ def cmd_combination_set(args: argparse.Namespace, console: Console) -> int:
         Path(args.output),
         Path(args.key) if args.key else None,
         args.seed,
+        args.setid,
     )
     console.print(
         f"wrote {made.directory.resolve()}: {made.segments} segments, "
-        f"{len(made.systems)} systems' candidate lists ({', '.join(made.systems)})",
+        f"{len(made.systems)} systems' candidate lists ({', '.join(made.systems)}), "
+        f"set id {made.setid}",
         markup=False,
     )
     console.print(f"key (keep it apart): {made.key.resolve()}", markup=False)

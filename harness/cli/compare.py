@@ -11,7 +11,7 @@ randomization (``ar``), sacrebleu's tests with sacrebleu's seed. The error-rate 
 scoring/sctk_stats.py, on sclite's alignments: offline for the ``asr`` family, and on a
 run for a task whose kind the ``asr`` family reads (``from_run``). A kind whose
 statistics have an additive form (``ItemStatistics.additive``: BLEU, WER, rates, pooled
-F) is resampled with matrix products (:func:`additive_systems`), to the same figures as
+F) is resampled with matrix products (harness/significance.py), to the same figures as
 one ``aggregate`` call per resample and far faster; the others call ``aggregate``.
 
 Registering the command loads nothing of the run store, the kinds, numpy or the scorers.
@@ -23,16 +23,17 @@ import argparse
 import json
 import math
 import sys
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from harness.cli.shared import text_encoding
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from harness.kinds.base import AdditiveStatistics, TaskConfig
-    from scoring.resampling import Additive, Comparison, System
+    from harness.significance import Compared
+    from scoring.resampling import Comparison
 
 RESAMPLING_TESTS = ("bootstrap", "ar")
 # SCTK sc_stats's tests on alignments of error-rate kinds (scoring/sctk_stats.py).
@@ -71,6 +72,12 @@ def add_compare_parser(sub: Any) -> None:
         "--lang", choices=("en", "zh", "ja"), default="en", help="offline mt: target language"
     )
     parser.add_argument(
+        "--encoding",
+        type=text_encoding,
+        help="offline: the files' encoding (utf-8 by default; gb2312, gbk, gb18030, big5, "
+        "utf-16 with a BOM, utf-16le); a CWMT XML file's declaration is read when left out",
+    )
+    parser.add_argument(
         "--test",
         nargs="+",
         default=["bootstrap"],
@@ -95,23 +102,15 @@ def add_compare_parser(sub: Any) -> None:
         help="error-rate tests: reproduce SCTK sc_stats exactly, its normal-approximation "
         "bug included",
     )
+    parser.add_argument(
+        "--sacrebleu",
+        action="store_true",
+        help="bootstrap and ar: count only resampled differences larger than the observed "
+        "one, as sacrebleu does (its p-values exactly; two identical systems then get "
+        "p = 1/(samples+1) instead of 1)",
+    )
     parser.add_argument("--json", action="store_true", help="print the comparison as JSON")
     parser.set_defaults(handler=cmd_compare)
-
-
-@dataclass(frozen=True)
-class Compared:
-    """What is compared: the task (or family), its metric and each system's statistics."""
-
-    task: str
-    metric: str
-    higher_is_better: bool
-    systems: Mapping[str, System]
-    aggregate: Callable[[Sequence[Any]], float | None]
-    notes: tuple[str, ...] = ()
-    # Each system's sclite alignments (scoring.sctk_stats.UnitErrors) for the error-rate
-    # tests, read when one is asked; None where there are none (not an alignment metric).
-    units: Callable[[], Mapping[str, Sequence[Any]]] | None = None
 
 
 def _problem(where: Path | str, key: str, message: str, fix: str) -> Exception:
@@ -191,6 +190,7 @@ def cmd_compare(args: argparse.Namespace, console: Console) -> int:
         seed=seed,
         alpha=args.alpha,
         higher_is_better=compared.higher_is_better,
+        strict=args.sacrebleu,
     )
     if len(resampling) < len(tests):
         result = _with_error_rate_tests(args, compared, result, tests)
@@ -325,154 +325,13 @@ def _print_table(compared: Compared, result: Comparison, alpha: float, console: 
 
 
 def systems_from_run(args: argparse.Namespace) -> Compared:
-    """Every chosen system's item statistics on the items all of them completed."""
-    from harness.kinds.registry import task_kind
-    from harness.leaderboard import scoring_inputs
+    """Every chosen system's item statistics on the items all of them completed
+    (harness/significance.py, which the report's intervals use too)."""
+    from harness.significance import run_systems
     from harness.store.run_model import RunModel
 
-    model = RunModel.open(args.target)
-    where = model.where
-    tasks = list(model.site.config.tasks)
-    if args.task not in tasks:
-        raise _problem(where, "--task", f"no task {args.task!r}", f"use one of: {', '.join(tasks)}")
-    task = args.task
-    cfg = model.site.config.tasks[task]
-    on_task = [s for s, c in model.site.config.systems.items() if task in c.tasks]
-    names = on_task
-    if args.systems:
-        names = list(dict.fromkeys(n.strip() for n in args.systems.split(",") if n.strip()))
-        unknown = [n for n in names if n not in on_task]
-        if unknown:
-            raise _problem(
-                where,
-                "--systems",
-                f"no system {unknown[0]!r} on task {task!r}",
-                f"use some of: {', '.join(on_task)}",
-            )
-    if len(names) < 2:
-        raise _problem(
-            where,
-            "--systems",
-            f"task {task!r}: only {', '.join(names) or 'no system'} to compare",
-            "compare two or more systems"
-            + (f" (the task has: {', '.join(on_task)})" if len(on_task) > len(names) else ""),
-        )
-    kind = task_kind(cfg.kind)
-    testset = model.testset(task)
-    known = {item.id for item in testset.items}
-    stats: dict[str, Mapping[str, Any]] = {}
-    for name in names:
-        done = model.state.completed.get((task, name), {})
-        records = [r for r in done.values() if r.item in known]
-        attempted, outputs, seconds = scoring_inputs(testset, records)
-        stats[name] = kind.item_statistics(attempted, cfg, outputs, seconds) if records else {}
-    common = [i.id for i in testset.items if all(i.id in stats[n] for n in names)]
-    if not common:
-        raise _problem(
-            where,
-            "--task",
-            f"task {task!r}: no item completed by every one of {', '.join(names)}",
-            "compare systems that ran the task (--systems)",
-        )
-    notes = tuple(
-        f"{n}: {len(stats[n]) - len(common)} completed items left out (not completed by "
-        f"every compared system)"
-        for n in names
-        if len(stats[n]) > len(common)
-    )
-
-    def aggregate(items: Sequence[Any]) -> float | None:
-        return kind.aggregate(cfg, items)
-
-    def units() -> Mapping[str, Sequence[Any]]:
-        return _run_units(args.target, where, task, names, set(common))
-
-    chosen = {n: [stats[n][i] for i in common] for n in names}
-    additive = kind.statistics.additive
-    return Compared(
-        task=task,
-        metric=kind.metric(cfg),
-        higher_is_better=kind.higher_is_better,
-        systems=additive_systems(additive, cfg, chosen) if additive is not None else chosen,
-        aggregate=aggregate,
-        notes=notes,
-        # The error-rate tests read sclite's alignments of the files the asr family reads.
-        units=units if "asr" in kind.from_run else None,
-    )
-
-
-# Above this many columns an additive form's rows are a sparse matrix (OCR: two per
-# character of the test set, most of them 0 in any one item's row).
-_DENSE_COLUMNS = 64
-
-
-def additive_systems(
-    additive: AdditiveStatistics, task: TaskConfig, systems: Mapping[str, Sequence[Any]]
-) -> dict[str, Additive]:
-    """Each system's item statistics as rows of the kind's summed numbers, one column per
-    name any item of any system has (the same columns for all, so that approximate
-    randomization may swap rows), scored by the kind's ``headline`` of the sums."""
-    import numpy as np
-
-    from scoring.resampling import Additive
-
-    vectors = {n: [additive.vector(task, stat) for stat in stats] for n, stats in systems.items()}
-    columns: dict[Any, int] = {}
-    for rows in vectors.values():
-        for row in rows:
-            for key in row:
-                columns.setdefault(key, len(columns))
-    keys = list(columns)
-
-    def matrix(rows: Sequence[Mapping[Any, float]]) -> Any:
-        if len(keys) <= _DENSE_COLUMNS:
-            dense = np.zeros((len(rows), len(keys)))
-            for i, row in enumerate(rows):
-                for key, value in row.items():
-                    dense[i, columns[key]] = value
-            return dense
-        from scipy.sparse import csr_matrix
-
-        data = [float(v) for row in rows for v in row.values()]
-        cols = [columns[k] for row in rows for k in row]
-        starts = np.cumsum([0, *(len(row) for row in rows)])
-        return csr_matrix((data, cols, starts), shape=(len(rows), len(keys)))
-
-    def score(sums: np.ndarray) -> float:
-        value = additive.headline(task, dict(zip(keys, sums.tolist(), strict=True)))
-        return math.nan if value is None else value  # no value: left out of the interval
-
-    return {n: Additive(matrix(rows), score) for n, rows in vectors.items()}
-
-
-def _run_units(
-    run: str, where: Path, task: str, names: Sequence[str], common: set[str]
-) -> dict[str, list[Any]]:
-    """Each system's sclite alignments of the compared utterances, from the trn files
-    `onsite score asr --run` scores (words, case folded, as sclite and sc_stats)."""
-    import tempfile
-
-    from harness.export import read_run
-    from scoring.sctk_stats import unit_errors_from_trn
-
-    out: dict[str, list[Any]] = {}
-    with tempfile.TemporaryDirectory(prefix="onsite-compare-") as tmp:
-        for name in names:
-            job = read_run(run, task, name)
-            directory = Path(tmp) / f"system{len(out)}"
-            directory.mkdir()
-            values = job.kind.from_run["asr"].args(job, directory)
-            if values.get("unit", "word") != "word" or values.get("case_sensitive"):
-                raise _problem(
-                    where,
-                    f"tasks.{task}",
-                    "SCTK's tests here compare word error rates with case folded "
-                    "(sclite's defaults); this task scores characters or keeps case",
-                    "use --test bootstrap or ar for it",
-                )
-            units = unit_errors_from_trn(values["ref"], values["hyp"])
-            out[name] = [u for u in units if u.id in common]
-    return out
+    names = [n.strip() for n in args.systems.split(",") if n.strip()] if args.systems else None
+    return run_systems(RunModel.open(args.target), args.task, names)
 
 
 # --------------------------------------------------------------------------- files
@@ -480,7 +339,7 @@ def _run_units(
 
 def _offline(args: argparse.Namespace) -> Compared | None:
     """The systems of `onsite compare FAMILY --ref --hyp`, or None after the error line."""
-    from harness.cli.score import scored_or_reported
+    from harness.cli.shared import scored_or_reported
 
     if args.target not in OFFLINE_FAMILIES:
         raise _problem(
@@ -511,13 +370,30 @@ def _offline(args: argparse.Namespace) -> Compared | None:
     if args.target == "asr":
         if len(args.ref) > 1:
             raise _problem(args.target, "--ref", "asr takes one reference file", "give --ref once")
-        return scored_or_reported(lambda: asr_systems_from_files(hyps, args.ref[0]))
-    return scored_or_reported(lambda: mt_systems_from_files(hyps, args.ref, args.lang))
+        return scored_or_reported(lambda: asr_systems_from_files(hyps, args.ref[0], args.encoding))
+    return scored_or_reported(
+        lambda: mt_systems_from_files(hyps, args.ref, args.lang, args.encoding)
+    )
 
 
-def asr_systems_from_files(hyps: Sequence[str], ref: str) -> Compared:
+def systems_from_files(
+    family: str,
+    hyps: Sequence[str],
+    refs: Sequence[str],
+    lang: str = "en",
+    encoding: str | None = None,
+) -> Compared:
+    """The systems of one of OFFLINE_FAMILIES's files, read as `onsite score FAMILY`
+    reads them (`onsite score --ci` uses it for one file)."""
+    if family == "asr":
+        return asr_systems_from_files(hyps, refs[0], encoding)
+    return mt_systems_from_files(hyps, refs, lang, encoding)
+
+
+def asr_systems_from_files(hyps: Sequence[str], ref: str, encoding: str | None = None) -> Compared:
     """Each utterance's (C, S, D, I) of each hypothesis file from sclite's alignment
-    (trn or Kaldi text, words, case folded: sclite's defaults and sc_stats's input)."""
+    (trn or Kaldi text in ``encoding``, words, case folded: sclite's defaults and
+    sc_stats's input)."""
     import numpy as np
 
     from harness.kinds.base import refuse_outputs_file
@@ -527,7 +403,7 @@ def asr_systems_from_files(hyps: Sequence[str], ref: str) -> Compared:
     units = {}
     for hyp in hyps:
         refuse_outputs_file(hyp, "asr")
-        units[hyp] = unit_errors_from_trn(ref, hyp)
+        units[hyp] = unit_errors_from_trn(ref, hyp, encoding)
     first = [u.id for u in units[hyps[0]]]
     systems = {}
     for hyp, found in units.items():
@@ -546,6 +422,7 @@ def asr_systems_from_files(hyps: Sequence[str], ref: str) -> Compared:
     def aggregate(items: Sequence[Any]) -> float | None:
         return score(np.sum(np.asarray(items), axis=0)) if len(items) else None
 
+    from harness.significance import Compared
     from scoring.resampling import Additive
 
     return Compared(
@@ -558,9 +435,11 @@ def asr_systems_from_files(hyps: Sequence[str], ref: str) -> Compared:
     )
 
 
-def mt_systems_from_files(hyps: Sequence[str], refs: Sequence[str], lang: str) -> Compared:
+def mt_systems_from_files(
+    hyps: Sequence[str], refs: Sequence[str], lang: str, encoding: str | None = None
+) -> Compared:
     """BLEU's n-gram counts per segment of each hypothesis file, as `onsite score mt`
-    reads and scores them (mteval-v13a BLEU, the kind's headline)."""
+    reads and scores them (mteval-v13a BLEU, the kind's headline; files in ``encoding``)."""
     import numpy as np
 
     from harness.kinds.base import refuse_outputs_file
@@ -574,14 +453,16 @@ def mt_systems_from_files(hyps: Sequence[str], refs: Sequence[str], lang: str) -
 
     ref_sets = []
     for path in refs:
-        ref_sets.extend(load_mt_file(Path(path), role="reference").split_references())
+        ref_sets.extend(
+            load_mt_file(Path(path), role="reference", encoding=encoding).split_references()
+        )
     systems: dict[str, Any] = {}
     first: list[tuple[str, str]] | None = None
     order = 5  # the NgramStats orders (NIST's 5; BLEU reads the first 4)
     n_refs = 0
     for hyp in hyps:
         refuse_outputs_file(hyp, "mt")
-        hyp_file = load_mt_file(Path(hyp), role="target")
+        hyp_file = load_mt_file(Path(hyp), role="target", encoding=encoding)
         segments = _pair(hyp_file, ref_sets)
         _refuse_empty_references(segments, lang)
         # A plain-text file's document is its own name: segments are its lines.
@@ -620,6 +501,7 @@ def mt_systems_from_files(hyps: Sequence[str], refs: Sequence[str], lang: str) -
     def aggregate(items: Sequence[Any]) -> float | None:
         return score(np.sum(np.asarray(items), axis=0)) if len(items) else None
 
+    from harness.significance import Compared
     from scoring.resampling import Additive
 
     return Compared(

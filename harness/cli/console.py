@@ -86,5 +86,11 @@ def announce(console: Console, address: Any, tokens: Any, link_host: str | None)
     console.print(f"console: http://{shown}:{port}{query}", markup=False)
     if tokens.operator and not os.environ.get(OPERATOR_TOKEN_ENV):
         console.print(f"operator token: {tokens.operator}", markup=False)
+        # In the fragment: a browser never sends it, and the page moves it out of the
+        # address bar into the tab's session storage at once.
+        console.print(
+            f"operator link: http://{shown}:{port}{query}#operator={tokens.operator}",
+            markup=False,
+        )
     if tokens.viewer and not os.environ.get(VIEWER_TOKEN_ENV):
         console.print(f"viewer token: {tokens.viewer}", markup=False)

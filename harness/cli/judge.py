@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 def add_judge_parser(sub: Any) -> None:
     """Register `onsite judge` on the CLI's subparsers."""
     judge = sub.add_parser(
-        "judge", help="judging panel: listening tests, MT and summary scores, CWS review"
+        "judge", help="judging panel: listening tests, MT and summary scores, CWS review, relevance"
     )
     add_arguments(judge)
     judge.set_defaults(handler=cmd_judge)

@@ -14,10 +14,11 @@ from rich.console import Console
 from harness.cli.terminal import table
 from harness.judge.panel import PanelServer, open_panel
 from harness.judge.plan import PlanError
-from harness.judge.report import judging_results, result_cell
+from harness.judge.report import interval_note, judging_results, pool_line, result_cell
 from harness.judge.results import agreement, panel_warnings, write_export
 from harness.judge.scores import panel_scores
 from harness.judge.store import JudgeStore, PanelError
+from harness.judge.subset import Subset, SubsetError, describe, stored_subset
 
 
 def _listen(text: str) -> tuple[str, int]:
@@ -47,10 +48,21 @@ def cmd_judge(args: argparse.Namespace, console: Console) -> int:
     """Open (or build) the panel of a run's task and test; then serve, report or export."""
     run_dir = Path(args.run_dir)
     try:
+        subset = None
+        if args.subset is not None or args.items is not None:
+            items = Path(args.items) if args.items is not None else None
+            subset = Subset(args.subset, args.seed or 0, items)
         store, warnings = open_panel(
-            run_dir, args.task, args.test, args.judges, args.seed, args.category
+            run_dir,
+            args.task,
+            args.test,
+            args.judges,
+            args.seed,
+            args.category,
+            subset,
+            args.pool_depth,
         )
-    except (PanelError, PlanError, ValueError) as exc:
+    except (PanelError, PlanError, SubsetError, ValueError) as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 2
     try:
@@ -83,6 +95,9 @@ def cmd_judge(args: argparse.Namespace, console: Console) -> int:
             f"{meta['test']} test of task {meta['task']}: {len(rows)} judges, seed {meta['seed']}",
             markup=False,
         )
+        held = stored_subset(meta)
+        if held:
+            console.print(describe(held), markup=False)
         for judge, link in _links(store, link_host, port):
             console.print(f"{judge}  {link}", markup=False)
         console.print(
@@ -110,6 +125,12 @@ __all__ = ["cmd_judge"]
 def print_results(result: dict[str, Any], console: Console) -> None:
     """One panel's tables, agreement lines and warnings."""
     head = f"{result['task']} / {result['test']}"
+    if result.get("category"):
+        console.print(f"{head}: items of category {result['category']}", markup=False)
+    if result.get("subset"):
+        console.print(f"{head}: {describe(result['subset'])}", markup=False)
+    if result.get("pool"):
+        console.print(f"{head}: {pool_line(result['pool'])}", markup=False)
     if not result["judgements"]:
         judges = len(result.get("progress", []))
         console.print(f"{head}: no judgements yet ({judges} judges)", markup=False)
@@ -118,7 +139,7 @@ def print_results(result: dict[str, Any], console: Console) -> None:
         if rows:
             columns = list(rows[0])
             cells = [[result_cell(r[c]) for c in columns] for r in rows]
-            console.print(table(f"{head}: {name} (95% intervals)", columns, cells))
+            console.print(table(f"{head}: {name}{interval_note(columns)}", columns, cells))
     if result.get("error"):
         console.print(f"error: {result['error']}", markup=False)
     for a in result["agreement"]:

@@ -5,6 +5,7 @@ whose ``add_<command>_parser(sub)`` registers the command and the handler it run
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -17,9 +18,13 @@ from harness.cli.compare import add_compare_parser
 from harness.cli.console import add_console_parser
 from harness.cli.copy_run import OLD_COMMAND_NAMES, add_copy_run_parser
 from harness.cli.devices import add_devices_parser
+from harness.cli.dispute import add_dispute_parser
 from harness.cli.export import add_export_parser
+from harness.cli.ingest import add_ingest_parser
 from harness.cli.judge import add_judge_parser
 from harness.cli.meta import add_meta_parser
+from harness.cli.package import add_package_parser
+from harness.cli.publish import add_publish_parser
 from harness.cli.report import add_report_parser
 from harness.cli.run import add_run_parser
 from harness.cli.score import add_score_parser
@@ -34,6 +39,7 @@ from harness.errors import InputError
 
 __all__ = [
     "EXIT_BAD_INPUT",
+    "EXIT_BROKEN_PIPE",
     "EXIT_FAILED",
     "EXIT_INTERRUPTED",
     "EXIT_OK",
@@ -93,13 +99,46 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     add_compare_parser(sub)
     add_copy_run_parser(sub)
     add_combination_set_parser(sub)
+    add_publish_parser(sub)
+    add_package_parser(sub)
+    add_dispute_parser(sub)
+    add_ingest_parser(sub)
     # Old command names (export-store) work but are not offered in the list of commands.
     sub.metavar = "{" + ",".join(n for n in sub.choices if n not in OLD_COMMAND_NAMES) + "}"
     return parser
 
 
+# A reader of our output went away (`onsite score tts-plan | head`): 128 + SIGPIPE, as a
+# shell reports a command that a closed pipe ended.
+EXIT_BROKEN_PIPE = 141
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the `onsite` command."""
+    """Entry point of the `onsite` command.
+
+    Every command ends quietly when the reader of its output closes the pipe
+    (`onsite ... | head`): no traceback, exit status 141.
+    """
+    try:
+        status = _main(argv)
+        # Output still buffered meets the closed pipe here, not in the interpreter's exit.
+        sys.stdout.flush()
+        return status
+    except BrokenPipeError:
+        # The interpreter flushes stdout once more at exit, and that write would fail
+        # again ("Exception ignored ... BrokenPipeError"): send what is left nowhere.
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (BrokenPipeError, ValueError):
+                try:
+                    os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+                except (OSError, ValueError):
+                    pass
+        return EXIT_BROKEN_PIPE
+
+
+def _main(argv: Sequence[str] | None) -> int:
     # SIGTERM ends a run as Ctrl-C does: journaled, resumable, no traceback.
     signal.signal(signal.SIGTERM, _interrupt)
     try:

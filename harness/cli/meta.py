@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from harness.cli.compare import Compared
+    from harness.significance import Compared
     from scoring.meta_files import ScoreTable
 
 __all__ = ["add_meta_parser", "cmd_meta"]
@@ -560,7 +560,11 @@ def add_meta_parser(sub: Any) -> None:
         help="lowest and highest possible score (default 0:1), e.g. nist=0:15",
     )
     p.add_argument(
-        "--lower-is-better", action="append", default=[], metavar="METRIC", help="an error rate"
+        "--lower-is-better",
+        action="append",
+        default=[],
+        metavar="METRIC",
+        help="an error rate: best is lowest, difficulty (H - mean) / (H - L), higher = easier",
     )
 
     s = commands.add_parser(
@@ -609,8 +613,8 @@ def add_meta_parser(sub: Any) -> None:
 
 def cmd_meta(args: argparse.Namespace, console: Console) -> int:
     """Run one `onsite meta` command and print its tables (or JSON)."""
-    from harness.cli.score import scored_or_reported
     from harness.cli.score_tables import print_result
+    from harness.cli.shared import scored_or_reported
 
     result = scored_or_reported(lambda: _COMMANDS[args.meta_command](args))
     if result is None:

@@ -13,7 +13,7 @@ from rich.console import Console, Group
 from rich.table import Column, Table
 from rich.text import Text
 
-from harness.cli.terminal import is_plain
+from harness.cli.terminal import is_plain, printable
 from harness.store.events import (
     Completed,
     Dispatched,
@@ -166,8 +166,11 @@ class ProgressListener:
         return out
 
     def _say(self, text: str) -> None:
+        # A line may carry what a participant wrote (its ready name, stderr, messages):
+        # never markup, and no control character reaches the terminal.
+        text = printable(text)
         if self._progress is not None:
-            self._progress.console.print(text)
+            self._progress.console.print(text, markup=False, highlight=False)
         else:
             self.console.print(text, markup=False)
 
@@ -297,6 +300,7 @@ def _unit_name(unit: str) -> str:
 
 LEADERBOARD_COLUMNS = (
     "task",
+    "rank",
     "system",
     "items",
     "scored",
@@ -321,8 +325,9 @@ LEADERBOARD_COLUMNS = (
 WIDE_COLUMNS = 170
 
 _CAPTION = (
-    "quality: the task's headline metric over completed items (a failed item "
-    "counts as wrong; for WER its words count as deletions). speed: mean, p95, max per "
+    "rank: 1-2 where the paired test does not separate the systems (docs/significance.md). "
+    "quality: the task's headline metric over completed items (a failed item counts as "
+    "wrong; for WER its words count as deletions) [its 95% interval]. speed: mean, p95, max per "
     "item in the unit shown (rtf = processing / audio seconds; chars/second over the "
     "set). over: answers past the item budget; t/o: timeouts; err: error answers; "
     "inval: invalid outputs; restart: the participant's (+Nv: the venue's lost links, "
@@ -331,7 +336,7 @@ _CAPTION = (
 
 
 def _set_budget(row: LeaderboardRow) -> str:
-    if row.total_budget_seconds is None:
+    if row.total_budget_seconds is None or row.total_seconds is None:
         return "-"
     used = f"{row.total_seconds:.1f}/{row.total_budget_seconds:.1f}"
     if row.budget_scope != "set":
@@ -357,8 +362,16 @@ def _restarts(row: LeaderboardRow) -> str:
     return str(row.restarts) + (f" +{row.venue_failures}v" if row.venue_failures else "")
 
 
+def _system_cell(row: LeaderboardRow) -> str:
+    entry = row.entry_text()
+    return row.system + (f" ({entry})" if entry else "") + (" (unsealed)" if row.unsealed else "")
+
+
 def _quality(row: LeaderboardRow) -> str:
-    return f"{_metric_name(row.metric)} {_pct(row.score)}"
+    figure = f"{_metric_name(row.metric)} {_pct(row.score)}"
+    if row.ci_low is None or row.ci_high is None:
+        return figure
+    return f"{figure} [{100 * row.ci_low:.1f}, {100 * row.ci_high:.1f}]"
 
 
 def leaderboard_table(rows: Sequence[LeaderboardRow], width: int | None = None) -> Table | Group:
@@ -372,12 +385,16 @@ def leaderboard_table(rows: Sequence[LeaderboardRow], width: int | None = None) 
     out = Table(title="Leaderboard", caption=_CAPTION, box=box.SIMPLE_HEAD, pad_edge=False)
     for column in LEADERBOARD_COLUMNS:
         out.add_column(
-            column, justify="left" if column in ("task", "system") else "right", no_wrap=True
+            column,
+            justify="left" if column in ("task", "system") else "right",
+            no_wrap=True,
+            min_width=len(column) if column in ("rank", "quality") else None,
         )
     for row in rows:
         out.add_row(
             row.task,
-            row.system + (" (unsealed)" if row.unsealed else ""),
+            row.rank_text(),
+            _system_cell(row),
             f"{row.completed}/{row.items}",
             str(row.scored),
             _quality(row),
@@ -407,7 +424,17 @@ def _compact_leaderboard(rows: Sequence[LeaderboardRow]) -> Group:
         out = Table(
             title=f"Leaderboard: {task}", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True
         )
-        for column in ("system", "items", "quality", "speed", "fails", "rst", "score", "set"):
+        for column in (
+            "rank",
+            "system",
+            "items",
+            "quality",
+            "speed",
+            "fails",
+            "rst",
+            "score",
+            "set",
+        ):
             out.add_column(
                 column,
                 justify="left" if column in ("system", "fails") else "right",
@@ -417,7 +444,8 @@ def _compact_leaderboard(rows: Sequence[LeaderboardRow]) -> Group:
             unit = _unit_name(row.speed_unit)
             speed = "-" if row.speed_mean is None else f"{row.speed_mean:.2f} {unit}"
             out.add_row(
-                row.system + (" (unsealed)" if row.unsealed else ""),
+                row.rank_text(),
+                _system_cell(row),
                 f"{row.completed}/{row.items}",
                 _quality(row),
                 speed,
@@ -429,7 +457,8 @@ def _compact_leaderboard(rows: Sequence[LeaderboardRow]) -> Group:
         parts.append(out)
     parts.append(
         Text(
-            "quality: headline metric over completed items; speed: mean per item; fails: "
+            "rank: 1-2 where no paired test separates the systems; quality: headline "
+            "metric over completed items [95% interval]; speed: mean per item; fails: "
             "over budget, t/o, crash, err, inval; rst: restarts (+Nv the venue's); score: "
             "running score 0..100; set: seconds used of the set's budget",
             style="dim italic",
@@ -456,7 +485,9 @@ def _device_wait(wait: dict[str, Any] | None) -> str:
     if not wait:
         return ""
     next_in = math.ceil(wait["next_try_in_seconds"])
-    return f" (next try in {next_in} s, tries {wait['tries']}: {wait['last_error']})"
+    # The device's own error text: shown on one line, without its control characters.
+    error = printable(str(wait["last_error"]))
+    return f" (next try in {next_in} s, tries {wait['tries']}: {error})"
 
 
 def status_table(status: Mapping[str, Any], width: int | None = None) -> Group:
@@ -497,10 +528,10 @@ def _status_rows(title: str, jobs: Sequence[Mapping[str, Any]], wide: bool) -> T
         speed = job["speed"]
         unit = _unit_name(speed["unit"])
         flight = job["in_flight"]
-        cells = [job["task"]] if wide else []
+        cells: list[str | Text] = [job["task"]] if wide else []
         cells += [
             job["system"],
-            job["state"] + _device_wait(job.get("device_wait")),
+            Text(job["state"] + _device_wait(job.get("device_wait"))),
             f"{job['completed']}/{job['total'] if job['total'] is not None else '?'}",
             _duration(job["eta_seconds"]),
             "-" if quality["value"] is None else f"{name} {_pct(quality['value'])}",

@@ -13,6 +13,9 @@ from harness.cli.shared import EXIT_OK, add_run_location
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from harness.significance import IntervalSettings
+    from harness.store.run_model import RunModel
+
 
 def add_report_parser(sub: Any) -> None:
     """Register `onsite report` on the CLI's subparsers."""
@@ -27,7 +30,53 @@ def add_report_parser(sub: Any) -> None:
     report.add_argument(
         "--json-file", metavar="FILE", help="write the whole report (verdicts, manifest) as JSON"
     )
+    report.add_argument(
+        "--track", help="only the systems that entered this track (the site's systems.X.track)"
+    )
+    intervals = report.add_argument_group(
+        "intervals and ranks",
+        'each headline\'s 95%% paired-bootstrap interval and its rank range ("1-2": no test '
+        "separates those systems); docs/significance.md",
+    )
+    intervals.add_argument(
+        "--samples", type=int, default=1000, help="bootstrap resamples (and ar trials): 1000"
+    )
+    intervals.add_argument("--seed", type=int, default=12345, help="the random seed: 12345")
+    intervals.add_argument(
+        "--alpha", type=float, default=0.05, help="significance level of the ranks: 0.05"
+    )
+    intervals.add_argument(
+        "--rank-test",
+        choices=("bootstrap", "ar"),
+        default="bootstrap",
+        help="the paired test that separates ranks (default bootstrap)",
+    )
+    intervals.add_argument(
+        "--no-intervals", action="store_true", help="leave intervals and ranks out (faster)"
+    )
     report.set_defaults(handler=cmd_report)
+
+
+def interval_settings(args: argparse.Namespace) -> IntervalSettings | None:
+    """The report's interval settings from its flags; None with --no-intervals."""
+    from harness.errors import InputError, Problem
+    from harness.significance import IntervalSettings
+
+    if args.no_intervals:
+        return None
+    if args.samples < 1:
+        raise InputError(
+            [Problem(Path(args.run_dir), "--samples", f"{args.samples} samples", "give 1 or more")]
+        )
+    if not 0 < args.alpha < 1:
+        raise InputError(
+            [
+                Problem(
+                    Path(args.run_dir), "--alpha", f"alpha {args.alpha}", "give a level in (0, 1)"
+                )
+            ]
+        )
+    return IntervalSettings(args.rank_test, args.samples, args.seed, args.alpha)
 
 
 def cmd_report(args: argparse.Namespace, console: Console) -> int:
@@ -38,6 +87,8 @@ def cmd_report(args: argparse.Namespace, console: Console) -> int:
 
     # Read once: the site, the records and the test sets serve the report and the table.
     run = RunModel.open(args.run_dir)
+    settings = interval_settings(args)
+    _check_track(run, args.track)
     if args.html or args.csv or args.json_file:
         from harness.report import build_report, write_csv, write_html, write_json
 
@@ -46,6 +97,8 @@ def cmd_report(args: argparse.Namespace, console: Console) -> int:
             run,
             limits={task: cfg.rules.model_dump() for task, cfg in site.config.tasks.items()},
             weights=site.config.site.running_score.model_dump(),
+            intervals=settings,
+            track=args.track,
         )
         for path, write in (
             (args.html, write_html),
@@ -57,7 +110,11 @@ def cmd_report(args: argparse.Namespace, console: Console) -> int:
                 console.print(f"wrote {Path(path).resolve()}", markup=False)
         if not args.json:
             return EXIT_OK
-    rows = leaderboard(run)
+    rows = leaderboard(run, track=args.track)
+    if settings is not None:
+        from harness.significance import with_intervals
+
+        rows = with_intervals(run, rows, settings)
     if args.json:
         found = []
         for row in rows:
@@ -71,6 +128,28 @@ def cmd_report(args: argparse.Namespace, console: Console) -> int:
     if run.run_dir is not None:
         _judging_section(run.run_dir, console)
     return EXIT_OK
+
+
+def _check_track(run: RunModel, track: str | None) -> None:
+    """--track names a track some system entered, or the error lists those there are."""
+    if track is None:
+        return
+    from harness.errors import InputError, Problem
+
+    tracks = sorted({s.track for s in run.site.config.systems.values() if s.track})
+    if track not in tracks:
+        raise InputError(
+            [
+                Problem(
+                    run.where,
+                    "--track",
+                    f"no system entered track {track!r}",
+                    f"use one of: {', '.join(tracks)}"
+                    if tracks
+                    else "give systems a track in the site file (systems.X.track)",
+                )
+            ]
+        )
 
 
 def _judging_section(run_dir: Path, console: Console) -> None:

@@ -87,6 +87,7 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
     """Run (or resume) every job of a site."""
     from harness.cli.render import ProgressListener, leaderboard_table
     from harness.engine.controller import DEVICE_DOWN, SKIPPED, Controller
+    from harness.engine.preflight import refuse_unstartable
     from harness.leaderboard import leaderboard
     from harness.site import load_site
     from harness.store.directory import RunStore, RunStoreError
@@ -112,8 +113,10 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
                 controller, location, bound, console, args.link_host
             ),
         )
-    lock_fd = _fresh_run_dir(run_dir, console) if args.fresh else None
     jobs = _selected_jobs(site, args.task, args.system)
+    # Before --fresh moves anything and before any system starts.
+    refuse_unstartable(site, jobs)
+    lock_fd = _fresh_run_dir(run_dir, console) if args.fresh else None
     # Bound before anything starts, so a port in use is refused with nothing changed.
     listen = listen_at(args.console) if args.console else None
     import secrets  # here: `onsite score` and the other short commands never need it

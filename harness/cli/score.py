@@ -13,18 +13,18 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from harness.kinds.base import ScoreFamily
 
+from harness.cli.compare import OFFLINE_FAMILIES
+from harness.cli.shared import scored_or_reported
 from harness.judge.args import add_panel_source
-
-T = TypeVar("T")
 
 
 def _families() -> Mapping[str, ScoreFamily]:
@@ -83,6 +83,17 @@ def _add_family(families: Any, name: str, family: ScoreFamily) -> None:
         parser.add_argument("--task", help="with --run: the task (if the run has several)")
         parser.add_argument("--system", help="with --run: the system (if several)")
     parser.set_defaults(needs=needs, from_run=from_run)
+    if from_run or name in OFFLINE_FAMILIES:
+        parser.add_argument(
+            "--ci",
+            action="store_true",
+            help="also the headline's 95%% bootstrap interval (with --run: any kind; "
+            f"from files: {', '.join(OFFLINE_FAMILIES)}); docs/significance.md",
+        )
+        parser.add_argument(
+            "--samples", type=int, default=1000, help="with --ci: bootstrap resamples (1000)"
+        )
+        parser.add_argument("--seed", type=int, default=12345, help="with --ci: the seed (12345)")
     if family.plot is not None:
         parser.add_argument(
             "--plot", metavar="STEM", help="also write the figure to STEM.png and STEM.svg"
@@ -92,35 +103,6 @@ def _add_family(families: Any, name: str, family: ScoreFamily) -> None:
     parser.set_defaults(handler=cmd_score, scorer=family.scorer)
     if family.panel is not None:
         add_panel_source(parser, family.panel)
-
-
-def scored_or_reported(compute: Callable[[], T]) -> T | None:
-    """``compute()``, or None after writing the input error it raised to stderr.
-
-    Shared by `onsite score` and `onsite meta`: the readers name the file and line, and
-    an unreadable path gets its fix.
-    """
-    from scoring.errors import FormatError
-
-    try:
-        return compute()
-    except (FormatError, ValueError) as exc:
-        sys.stderr.write(f"error: {exc}\n")
-    except OSError as exc:
-        sys.stderr.write(f"error: {_os_error(exc)}\n")
-    return None
-
-
-def _os_error(exc: OSError) -> str:
-    """An unreadable path, with the fix: the bare errno text names no remedy."""
-    where = exc.filename if exc.filename is not None else "?"
-    if isinstance(exc, FileNotFoundError):
-        return f"{where}: no such file; check the path (relative paths start at {Path.cwd()})"
-    if isinstance(exc, IsADirectoryError):
-        return f"{where}: is a directory; give the file inside it"
-    if isinstance(exc, PermissionError):
-        return f"{where}: permission denied; make the file readable (chmod a+r)"
-    return f"{where}: {exc.strerror or exc}; check that the path is a readable file"
 
 
 def _reads_run(args: argparse.Namespace, family: ScoreFamily) -> bool:
@@ -144,6 +126,9 @@ def _files_or_run(args: argparse.Namespace, family: ScoreFamily) -> str | None:
     if reads_run:
         if given:
             return f"give {files}, or --run, not both ({', '.join(given)} given with --run)"
+        if getattr(args, "encoding", None) is not None:
+            # onsite writes a run's files itself, in UTF-8: there is nothing to name.
+            return "--encoding goes with files; a run's outputs are read as onsite wrote them"
         return None
     # The judging panel's families take --run and --task of their own (not these).
     if getattr(args, "from_run", False) and (
@@ -178,6 +163,7 @@ def _score_run(args: argparse.Namespace, family: ScoreFamily, console: Console, 
     # A run directory or postgresql://HOST/DB?run=NAME: RunModel.open reads either.
     job, values = run_arguments(args.family, args.run, args.task, args.system, tmp)
     vars(args).update(values)
+    args.job = (job.task, job.system)  # as chosen when --task or --system was left out
     if not job.complete:
         sys.stderr.write(
             f"note: {job.task}/{job.system} completed {len(job.testset.items)} of "
@@ -199,6 +185,11 @@ def _score(args: argparse.Namespace, family: ScoreFamily, console: Console) -> i
     result = scored_or_reported(compute)
     if result is None:
         return 2
+    if getattr(args, "ci", False):
+        found = scored_or_reported(lambda: _interval(args, family))
+        if found is None:
+            return 2
+        result["interval"] = found
     # A checker (mt-check) reports "ok": false when it found problems: exit 1, as lint tools do.
     status = 1 if result.get("ok") is False else 0
     if args.json:
@@ -212,3 +203,30 @@ def _score(args: argparse.Namespace, family: ScoreFamily, console: Console) -> i
 
     print_result(console, args.family, result, family.tables)
     return status
+
+
+def _interval(args: argparse.Namespace, family: ScoreFamily) -> dict[str, Any]:
+    """`--ci`: the job's (or the file's) headline interval from per-item statistics."""
+    from harness.significance import system_interval
+
+    if args.samples < 1:
+        raise ValueError(f"--samples {args.samples}: give 1 or more")
+    if _reads_run(args, family):
+        from harness.significance import job_interval
+        from harness.store.run_model import RunModel
+
+        task, system = args.job
+        return job_interval(
+            RunModel.open(args.run), task, system, args.samples, args.seed
+        ).to_dict()
+    if args.family not in OFFLINE_FAMILIES:
+        raise ValueError(
+            f"--ci: {args.family} files have no per-item statistics here; give --run RUN "
+            f"--task T --system S (any kind), or use the {' or '.join(OFFLINE_FAMILIES)} family"
+        )
+    from harness.cli.compare import systems_from_files
+
+    refs = args.ref if isinstance(args.ref, list) else [args.ref]
+    lang, encoding = getattr(args, "lang", "en"), getattr(args, "encoding", None)
+    compared = systems_from_files(args.family, [args.hyp], refs, lang, encoding)
+    return system_interval(compared, args.hyp, args.samples, args.seed).to_dict()

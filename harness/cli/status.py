@@ -33,7 +33,7 @@ def cmd_status(args: argparse.Namespace, console: Console) -> int:
     from harness.cli.render import status_table
     from harness.console.view import RunView  # the read model only: no web stack
 
-    view = RunView(args.run_dir)
+    view = RunView(args.run_dir, intervals=False)  # light: no numpy for a glance
     if not args.watch:
         view.refresh()
         console.print(status_table(view.status(), console.width))

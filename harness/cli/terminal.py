@@ -8,7 +8,9 @@ needs the journal's event models and so pydantic: `onsite score` loads only this
 from __future__ import annotations
 
 import os
+import re
 import sys
+import unicodedata
 import warnings
 from collections.abc import Sequence
 from typing import Any, TextIO
@@ -16,6 +18,7 @@ from typing import Any, TextIO
 from rich import box
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 
 def make_console() -> Console:
@@ -31,13 +34,44 @@ def is_plain(console: Console) -> bool:
     return not console.is_terminal or console.no_color
 
 
+# A terminal escape sequence, dropped whole: a string (OSC: window titles, hyperlinks,
+# clipboard writes; DCS, SOS, PM, APC) up to its terminator, a CSI (colours, cursor moves,
+# screen clears), or ESC with its intermediate and final bytes (ESC c resets the terminal).
+_ESCAPE = re.compile(
+    r"(?:\x1b[\]P^_X]|[\x9d\x90\x98\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+    r"|(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"
+    r"|\x1b[ -/]*[0-~]?"
+)
+# Characters that reorder what follows on the line (bidirectional overrides and isolates).
+_BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def printable(text: str) -> str:
+    """`text` made safe to show on the operator's terminal, on one line.
+
+    A participant writes its ``ready`` name and version, its stderr and its
+    messages: ESC sequences could recolour or clear the screen, set the window
+    title or forge lines, CR could overwrite a line, BEL ring. Escape sequences
+    are dropped whole; every other control character (C0, DEL, C1) and each
+    line or paragraph separator becomes a space; bidirectional overrides are
+    dropped.
+    """
+    if text.isprintable():
+        return text
+    text = _ESCAPE.sub("", text)
+    return "".join(
+        " " if unicodedata.category(ch) in ("Cc", "Zl", "Zp") else "" if ch in _BIDI else ch
+        for ch in text
+    )
+
+
 def table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> Table:
-    """A plain rich table of strings."""
+    """A plain rich table of strings: each cell as written (no markup), made `printable`."""
     out = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False)
     for column in columns:
         out.add_column(column)
     for row in rows:
-        out.add_row(*("-" if v is None else str(v) for v in row))
+        out.add_row(*(Text("-" if v is None else printable(str(v))) for v in row))
     return out
 
 

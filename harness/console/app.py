@@ -78,6 +78,7 @@ class ConsoleApp:
             Route("/api/status", self.api_status),
             Route("/api/jobs/{task}/{system}", self.api_job),
             Route("/api/events", self.api_events),
+            Route("/api/operator", self.api_operator),
             Route("/api/jobs/{task}/{system}/{action}", self.control_job, methods=["POST"]),
             Route("/api/devices/{device}/{action}", self.control_device, methods=["POST"]),
             Route("/api/stop", self.control_stop, methods=["POST"]),
@@ -121,6 +122,15 @@ class ConsoleApp:
         if body is None:
             return _error(404, f"no job {task}/{system} in this run")
         return Response(body, media_type="application/json", headers={"Cache-Control": "no-store"})
+
+    async def api_operator(self, request: Request) -> Response:
+        """GET /api/operator: whether this console has controls, and whether the request
+        carries the operator's token; the overview shows its controls only when both hold."""
+        if not may_view(request, self.tokens):
+            return _error(401, "viewer token required")
+        controls = self.controls is not None and self.tokens.operator is not None
+        operator = controls and may_operate(request, self.tokens)
+        return _json({"controls": controls, "operator": operator})
 
     # Scoring the quality so far can take a moment (a large job, a first compile): it runs
     # in a worker thread so that the server keeps answering meanwhile.

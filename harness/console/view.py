@@ -21,6 +21,7 @@ from harness.collector import cycle_collector_held
 from harness.engine.audits import audit_of
 from harness.kinds.registry import task_kind
 from harness.leaderboard import job_row, percentile, quality_so_far
+from harness.significance import state_interval
 from harness.site import Site
 from harness.store.api import RunSource, open_source
 from harness.store.directory import RunState
@@ -94,6 +95,7 @@ class RunView:
         site: Site | None = None,
         controller: Callable[[], bool] | None = None,
         testsets: dict[str, TestSet] | None = None,
+        intervals: bool = True,
     ) -> None:
         self.source = open_source(run) if isinstance(run, Path | str) else run
         self.site = site or self.source.site()
@@ -101,6 +103,9 @@ class RunView:
         self._tail = self.source.tail()
         self._lock = threading.RLock()
         self._testsets: dict[str, TestSet | None] = dict(testsets or {})
+        # Each quality's 95% interval (numpy's resampling): the console's; `onsite status`
+        # stays light without it.
+        self._intervals = intervals
         self._cache: dict[JobKey, tuple[int, float, dict[str, Any]]] = {}
         self._series: dict[JobKey, tuple[int, float, dict[str, Any]]] = {}
         # Each row of a job's page data, encoded once: item -> (record, JSON).
@@ -406,9 +411,15 @@ class RunView:
         quality: float | None = None
         speed_mean: float | None = None
         speed_p95: float | None = None
+        ci: tuple[float | None, float | None] = (None, None)
         if testset is not None and completions:
             row = job_row(self.site, job.state, testset, task, system)
             quality, speed_mean, speed_p95 = row.score, row.speed_mean, row.speed_p95
+            if quality is not None and self._intervals:
+                # The report's interval (same seed and resamples) of the items so far; its
+                # cost counts in the figures' schedule like the scoring's.
+                found = state_interval(self.site, job.state, testset, task, system)
+                ci = (found.ci_low, found.ci_high)
         else:
             speeds = [
                 float(r["speed"])
@@ -434,6 +445,8 @@ class RunView:
                 "metric": kind.metric(cfg),
                 "label": kind.metric_label(kind.metric(cfg)),
                 "value": quality,
+                "ci_low": ci[0],
+                "ci_high": ci[1],
                 "higher_is_better": kind.higher_is_better,
             },
             "speed": {

@@ -35,6 +35,8 @@ from harness.kinds.registry import task_kind
 from harness.site import Site, System, Task
 from harness.store.api import RunWriter
 from harness.store.events import (
+    AppealCompleted,
+    AppealDispatched,
     AuditSeed,
     Completed,
     DeviceDown,
@@ -81,6 +83,10 @@ START_BACKOFF_SECONDS = (0.5, 2.0)
 # Waits between tries of a device that does not answer (the last one repeats), until
 # the site's device_wait_seconds have passed.
 DEVICE_BACKOFF_SECONDS = (1.0, 2.0, 4.0, 8.0, 16.0, 30.0)
+
+
+class AppealFailed(RuntimeError):
+    """An appeal attempt gave no result that could be the system's (docs/publishing.md)."""
 
 
 @dataclass(frozen=True)
@@ -654,6 +660,101 @@ class Controller:
             hidden.append(path)
         return tuple(hidden)
 
+    def appeal(self, task: str, system: str, item_id: str, dispute: int, attempt: int) -> Completed:
+        """Run one item of a job again on the organizer's `onsite dispute --rerun`.
+
+        The same path as any item: the test set and the job's settings checked against
+        what the run journaled (``SiteChanged`` otherwise), the system started as in a run
+        (sealed, the same spec), the item sent under its budget and hang limit, timed on
+        the runner's clock and judged by the kind. Journaled as ``appeal_dispatched`` and
+        ``appeal_completed`` (never a second ``completed``); returns the appeal attempt's
+        result. Raises AppealFailed when no result came that could be the system's (it
+        would not start, or the link was lost): no decision should follow.
+        """
+        job = self.job(task, system)
+        item = next((i for i in job.testset.items if i.id == item_id), None)
+        if item is None:
+            raise KeyError(f"no item {item_id!r} in the test set of task {task!r}")
+        self._check_unchanged(job)
+        device = self.site.device(job.device_name)
+        runner = open_runner(device.transport, device, self._spec(job))
+        with self._active_lock:
+            self._active.add(runner)
+        try:
+            failed = self._start(runner, job, restart=False)
+            if failed is not None:
+                raise AppealFailed(f"{task}/{system}: {failed}")
+            budget_cfg = job.task_cfg.budget
+            budget = item_budget_seconds(budget_cfg, item, item.units)
+            dispatch = Dispatch(
+                item=item,
+                attempt=attempt,
+                anon_id=secrets.token_hex(8),
+                budget_seconds=budget,
+                hang_seconds=hang_seconds(budget_cfg, budget),
+            )
+            self._emit(
+                AppealDispatched(
+                    task=task,
+                    system=system,
+                    dispute=dispute,
+                    item=item.id,
+                    attempt=attempt,
+                    anon_id=dispatch.anon_id,
+                    budget_seconds=budget,
+                    hang_seconds=dispatch.hang_seconds,
+                )
+            )
+            result = self._send(runner, job, dispatch)
+            if result.link_lost:
+                result = dataclasses.replace(result, outcome="crashed", output=None)
+            completion = self._completion(job, dispatch, result)
+            fields = completion.model_dump(exclude={"v", "event", "session", "mono", "wall"})
+            self._emit(
+                AppealCompleted(
+                    task=task,
+                    system=system,
+                    dispute=dispute,
+                    item=item.id,
+                    attempt=attempt,
+                    result=fields,
+                )
+            )
+            if result.link_lost:
+                raise AppealFailed(
+                    f"the link to {job.device_name} was lost during the appeal attempt "
+                    f"({result.message}): the venue's failure; run the rerun again"
+                )
+            return completion
+        finally:
+            with self._active_lock:
+                self._active.discard(runner)
+            runner.stop()
+
+    def _check_unchanged(self, job: Job) -> None:
+        """Refuse an appeal when the test set or the job's settings differ from what the
+        run journaled: an appeal attempt runs under the original item's conditions."""
+        state = self.store.state
+        current = testset_file_hashes(
+            self.site.testset_path(job.task), job.testset, self._hash_cache
+        )
+        reference = state.testset_hashes.get(job.task)
+        problems: list[Problem] = []
+        if reference is not None and reference != current:
+            problems = testset_problems(self.site, job.task, reference, current)
+        settings = job_settings(self.site, job.task, job.system, combined_digest(current))
+        old = state.job_settings.get(job.key)
+        changes = settings_changes(old, settings) if old is not None else []
+        if changes:
+            problems.append(site_change_problem(self.site, job.task, job.system, changes))
+        if problems:
+            # No accepting a change here: the appeal would not be the original item's.
+            fix = (
+                "restore what the run used (manifest.json has the test set's SHA-256s); "
+                "the dispute stays open until then, or is decided without a rerun"
+            )
+            raise SiteChanged([dataclasses.replace(p, fix=fix) for p in problems])
+
     def run_job(self, job: Job | tuple[str, str]) -> JobResult:
         """Run every item of one job that the journal does not show completed."""
         if not isinstance(job, Job):
@@ -970,6 +1071,12 @@ class Controller:
         )
 
     def _complete(self, job: Job, dispatch: Dispatch, result: ItemAttempt) -> None:
+        self._emit(self._completion(job, dispatch, result))
+
+    def _completion(self, job: Job, dispatch: Dispatch, result: ItemAttempt) -> Completed:
+        """The item's ``completed`` record: its output checked by the kind, its verdict
+        judged against the dispatch's budget (journaled by ``_complete``, or inside an
+        appeal attempt's record by ``appeal``)."""
         item = dispatch.item
         kind = job.kind
         budget = dispatch.budget_seconds
@@ -1005,33 +1112,31 @@ class Controller:
         if output is not None and verdict != "invalid_output" and output.get("audio_seconds"):
             # Synthesis: real-time factor against the audio the system produced.
             rtf = seconds / float(output["audio_seconds"])
-        self._emit(
-            Completed(
-                task=job.task,
-                system=job.system,
-                item=item.id,
-                attempt=dispatch.attempt,
-                anon_id=result.anon_id,
-                verdict=verdict,
-                output=output,
-                message=message,
-                sent=result.sent,
-                done=result.done,
-                seconds=seconds,
-                budget_seconds=budget,
-                rtf=rtf,
-                speed=speed,
-                stage_seconds=result.stage_seconds,
-                round_trip_seconds=result.round_trip_seconds,
-                audit_of=audit_of(item.id),
-                cpu_seconds=result.cpu_seconds,
-                peak_rss_bytes=result.peak_rss_bytes,
-                spawn_seconds=result.spawn_seconds,
-                clock_start=result.clock_start,
-                fetch_seconds=result.fetch_seconds,
-                resent=resent or None,
-                lost_seconds=lost_seconds if resent else None,
-                whole_input_first=result.whole_input_first,
-                **self._stream_timing(dispatch, result),
-            )
+        return Completed(
+            task=job.task,
+            system=job.system,
+            item=item.id,
+            attempt=dispatch.attempt,
+            anon_id=result.anon_id,
+            verdict=verdict,
+            output=output,
+            message=message,
+            sent=result.sent,
+            done=result.done,
+            seconds=seconds,
+            budget_seconds=budget,
+            rtf=rtf,
+            speed=speed,
+            stage_seconds=result.stage_seconds,
+            round_trip_seconds=result.round_trip_seconds,
+            audit_of=audit_of(item.id),
+            cpu_seconds=result.cpu_seconds,
+            peak_rss_bytes=result.peak_rss_bytes,
+            spawn_seconds=result.spawn_seconds,
+            clock_start=result.clock_start,
+            fetch_seconds=result.fetch_seconds,
+            resent=resent or None,
+            lost_seconds=lost_seconds if resent else None,
+            whole_input_first=result.whole_input_first,
+            **self._stream_timing(dispatch, result),
         )

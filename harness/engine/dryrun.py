@@ -10,23 +10,31 @@ from __future__ import annotations
 import shutil
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.engine.controller import Controller, JobResult
 from harness.site import Site
 from harness.store.directory import RunState, RunStore
-from harness.store.events import JournalEvent, Listener
+from harness.store.events import Completed, JournalEvent, Listener
+from harness.testsets import TestSet
 from runners import CheckStep, probe_device
 
 
 @dataclass(frozen=True)
 class CheckResult:
-    """One job of a dry run: how it ended and its journal records."""
+    """One job of a dry run: how it ended and its journal records.
+
+    ``counted`` are the completions as the leaderboard counts them (each item's first),
+    ``testset`` the task's test set as the controller loaded it: with them the CLI
+    scores the dry run as the venue will score the run (harness.leaderboard).
+    """
 
     job: JobResult
     starts: tuple[JournalEvent, ...]
     items: tuple[JournalEvent, ...]
+    counted: tuple[Completed, ...] = ()
+    testset: TestSet | None = field(default=None, compare=False, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -68,11 +76,14 @@ def dry_run(
             results = []
             for job in ran:
                 records = state.job_records(job.task, job.system)
+                counted = state.completed.get((job.task, job.system), {})
                 results.append(
                     CheckResult(
                         job,
                         tuple(r for r in records if r["event"] == "system_started"),
                         tuple(r for r in records if r["event"] == "completed"),
+                        tuple(counted.values()),
+                        controller.testset(job.task),
                     )
                 )
             return results

@@ -12,10 +12,13 @@ no kind by name. docs/formats.md shows each file.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.errors import InputError, Problem
 from harness.kinds.base import JobData
+
+if TYPE_CHECKING:
+    from harness.store.run_model import RunModel
 
 __all__ = [
     "JobData",
@@ -38,11 +41,15 @@ def _choice(run_dir: Path, flag: str, what: str, given: str | None, names: list[
 
 
 def read_run(
-    run: Path | str, task: str | None, system: str | None, kinds: tuple[str, ...] = ()
+    run: Path | str | RunModel,
+    task: str | None,
+    system: str | None,
+    kinds: tuple[str, ...] = (),
 ) -> JobData:
     """Read one job of a run (the one place export and `score --run` read runs): a run
     directory or ``postgresql://HOST/DB?run=NAME``, as `RunModel.open` takes it.
 
+    ``run`` may also be a run already read (`onsite compare`'s).
     ``task`` or ``system`` may be None when the run has one choice (of one of
     ``kinds``, if given). Raises InputError naming the flag and the choices.
     """
@@ -51,7 +58,7 @@ def read_run(
     from harness.store.directory import output_line
     from harness.store.run_model import RunModel
 
-    model = RunModel.open(run)
+    model = run if isinstance(run, RunModel) else RunModel.open(run)
     # The path errors about the run name (never a database password).
     run_dir = model.where
     site = model.site

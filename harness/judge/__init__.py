@@ -3,5 +3,7 @@
 plan (seeded, balanced, blinded plans) -> store (SQLite in the run directory) ->
 app (Starlette: JSON API and pages) -> results and scores (through scoring/).
 Nothing here is imported by the rest of the harness except inside `onsite judge`,
-`onsite score ... --run` and `onsite report`, so starlette and uvicorn load only there.
+`onsite score ... --run` and `onsite report`, so starlette and uvicorn load only there;
+and `qrels` (SQLite only), which the run's read model asks for an ``ir`` task whose
+``qrels = "judging"``.
 """

@@ -4,7 +4,32 @@ from __future__ import annotations
 
 import argparse
 
-TESTS = ("sus", "pair", "mos", "mt-adequacy-fluency", "summary", "cws-review")
+TESTS = (
+    "sus",
+    "pair",
+    "mos",
+    "mt-adequacy-fluency",
+    "summary",
+    "cws-review",
+    "pos-review",
+    "relevance",
+)
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0.0 < value <= 1.0:  # NaN fails too
+        raise argparse.ArgumentTypeError(f"{text!r}: give a fraction in (0, 1], e.g. 0.3")
+    return value
+
+
+def _depth(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a whole number of documents, e.g. 20")
+    return int(text)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -20,6 +45,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, help="plan seed (default 0); same seed, same plan")
     parser.add_argument(
         "--category", help="judge only the items of this category (categories.tsv), new panel"
+    )
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument(
+        "--subset",
+        type=_fraction,
+        metavar="FRACTION",
+        help="judge a random FRACTION of the items (drawn with --seed), new panel",
+    )
+    which.add_argument(
+        "--items", metavar="FILE", help="judge only the item ids listed in FILE, new panel"
+    )
+    parser.add_argument(
+        "--pool-depth",
+        type=_depth,
+        metavar="K",
+        help="relevance: pool the top K documents of every run per topic (default 100)",
     )
     parser.add_argument("--listen", default="127.0.0.1:8017", help="HOST:PORT to serve on")
     parser.add_argument("--link-host", help="host name to print in the links (default: HOST)")

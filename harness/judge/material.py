@@ -13,6 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.judge.pooling import DEFAULT_DEPTH, Pool, read_document, top_documents
+from harness.judge.qrels import pool_key
+from harness.judge.subset import Drawn, Subset, draw
 from harness.kinds.registry import task_kind
 from harness.kinds.tts import SusItem
 from harness.store.directory_source import site_of_run
@@ -28,6 +31,8 @@ TEST_KINDS: dict[str, tuple[str, ...]] = {
     # Summaries of a summarization task; an mt task has the same shape (text in, text out).
     "summary": ("summarization", "mt"),
     "cws-review": ("cws",),
+    "pos-review": ("pos",),
+    "relevance": ("ir",),
 }
 
 _CONTEXT = 12  # characters of the reference shown either side of a disputed piece
@@ -52,6 +57,18 @@ class ReviewPiece:
 
 
 @dataclass(frozen=True)
+class ReviewTag:
+    """A disputed POS tag, pooled over systems and lines: the word at its first
+    occurrence, with the reference text either side."""
+
+    word: str
+    gold_tag: str
+    test_tag: str
+    before: str
+    after: str
+
+
+@dataclass(frozen=True)
 class Material:
     """Everything a plan and the panel need from a run, for one task."""
 
@@ -64,7 +81,13 @@ class Material:
     sus: Mapping[str, SusItem] = field(default_factory=dict)
     places: Mapping[str, tuple[str, str]] = field(default_factory=dict)  # MT: (doc, seg)
     pieces: Mapping[str, ReviewPiece] = field(default_factory=dict)  # cws-review
+    tags: Mapping[str, ReviewTag] = field(default_factory=dict)  # pos-review
     warnings: tuple[str, ...] = ()
+    subset: Drawn | None = None  # the items drawn for a subset panel (None: every item)
+    # relevance: each topic's statement, the pooled documents' texts, the pool's figures
+    topics: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    documents: Mapping[str, str] = field(default_factory=dict)  # docno -> text
+    pool: Mapping[str, Any] | None = None
 
 
 def read_job_outputs(path: Path) -> dict[str, dict[str, Any]]:
@@ -86,11 +109,22 @@ def _judged(row: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     return output if isinstance(output, Mapping) else None
 
 
-def load_material(run_dir: Path, task: str, test: str, category: str | None = None) -> Material:
+def load_material(
+    run_dir: Path,
+    task: str,
+    test: str,
+    category: str | None = None,
+    subset: Subset | None = None,
+    pool_depth: int | None = None,
+) -> Material:
     """The material of one task of a run for one test (see TEST_KINDS).
 
-    ``category`` keeps only the items of that category (categories.tsv of a tts set,
-    conditions.tsv of others), e.g. the paragraphs for a naturalness test.
+    ``category`` keeps only the items of that category (categories.tsv of a tts or mt
+    set, conditions.tsv of others), e.g. the paragraphs for a naturalness test;
+    ``subset`` then keeps a seeded fraction of them or the ids of a file (subset.py).
+    For cws-review the subset is of lines, whose disputed pieces are then pooled. For
+    relevance (an ``ir`` task) the items are each topic's pool of ``pool_depth``
+    documents per run (pooling.py), a subset being one of topics.
     """
     site = site_of_run(run_dir)
     if task not in site.config.tasks:
@@ -115,13 +149,35 @@ def load_material(run_dir: Path, task: str, test: str, category: str | None = No
             f"task {task!r} has no item of category {category!r}; categories: "
             f"{', '.join(found) or 'none (give categories.tsv in the test set)'}"
         )
+    if test == "sus":
+        # SUS judges the sentences that have blanks: the subset is drawn from those.
+        chosen = [i for i in chosen if i.reference is not None]
+    drawn = None
+    if subset is not None:
+        drawn = draw(subset, [i.id for i in chosen])
+        keep = set(drawn.items)
+        chosen = [i for i in chosen if i.id in keep]
+    if test == "relevance":
+        collection = getattr(cfg, "collection", None)
+        if not collection:
+            raise ValueError(
+                f'task {task!r} names no collection: add collection = "DIR" (the '
+                "organizer's <docno>.txt files) to its [tasks] table so assessors can read "
+                "the pooled documents"
+            )
+        depth = DEFAULT_DEPTH if pool_depth is None else pool_depth
+        return _relevance(
+            task, systems, rows, chosen, (site.root / collection).resolve(), depth, drawn
+        )
+    if pool_depth is not None:
+        raise ValueError(f"--pool-depth is for the relevance test, not {test}")
     for item in chosen:
         text = item.fields.get("text")
         if isinstance(text, str):
             texts[item.id] = text
         got = {s: _judged(rows[s].get(item.id)) for s in systems}
         missing = sorted(s for s, o in got.items() if o is None)
-        if missing and test != "cws-review":
+        if missing and test not in ("cws-review", "pos-review"):
             warnings.append(f"item {item.id} left out: no judged output from {', '.join(missing)}")
             continue
         kept: dict[str, Output] = {}
@@ -150,6 +206,10 @@ def load_material(run_dir: Path, task: str, test: str, category: str | None = No
     if test == "cws-review":
         pieces = _pieces(testset, systems, outputs, warnings)
         items = list(pieces)
+    tags: dict[str, ReviewTag] = {}
+    if test == "pos-review":
+        tags = _tags(testset, systems, outputs, {i.id for i in chosen})
+        items = list(tags)
     return Material(
         task=task,
         kind=cfg.kind,
@@ -160,7 +220,67 @@ def load_material(run_dir: Path, task: str, test: str, category: str | None = No
         sus=sus,
         places=places,
         pieces=pieces,
+        tags=tags,
         warnings=tuple(warnings),
+        subset=drawn,
+    )
+
+
+def _relevance(
+    task: str,
+    systems: tuple[str, ...],
+    rows: Mapping[str, Mapping[str, dict[str, Any]]],
+    topics: list[Any],
+    collection: Path,
+    depth: int,
+    drawn: Drawn | None,
+) -> Material:
+    """Each topic's pool (the top ``depth`` of every run that answered it) to be judged."""
+    if depth < 1:
+        raise ValueError(f"--pool-depth must be at least 1, got {depth}")
+    if not collection.is_dir():
+        raise ValueError(f"the collection {collection} is not a directory of <docno>.txt files")
+    runs: dict[str, dict[str, tuple[str, ...]]] = {}
+    warnings: list[str] = []
+    for topic in topics:
+        tops = {}
+        for system in systems:
+            output = _judged(rows[system].get(topic.id))
+            if output is not None:
+                tops[system] = top_documents(output, depth)
+        if not any(tops.values()):
+            warnings.append(f"topic {topic.id} left out: no run retrieved a document for it")
+            continue
+        runs[topic.id] = tops
+    pool = Pool(depth, runs)
+    items: list[str] = []
+    documents: dict[str, str] = {}
+    for topic_id in runs:
+        for docno in pool.documents(topic_id):
+            items.append(pool_key(topic_id, docno))
+            if docno not in documents:
+                documents[docno], warning = read_document(collection, docno)
+                if warning:
+                    warnings.append(warning)
+    statements = {
+        t.id: {
+            "title": str(t.fields.get("query") or ""),
+            "description": str(t.fields.get("description") or ""),
+            "narrative": str(t.fields.get("narrative") or ""),
+        }
+        for t in topics
+        if t.id in runs
+    }
+    return Material(
+        task=task,
+        kind="ir",
+        systems=systems,
+        items=tuple(items),
+        warnings=tuple(warnings),
+        subset=drawn,
+        topics=statements,
+        documents=documents,
+        pool=pool.statistics(systems),
     )
 
 
@@ -190,6 +310,43 @@ def _pieces(
                     found[key] = ReviewPiece(p.gold, p.test, before, after)
     # The key is the piece itself (never served): results need nothing but the store.
     return {piece_key(p.gold, p.test): p for p in found.values()}
+
+
+def _tags(
+    testset: Any,
+    systems: tuple[str, ...],
+    outputs: Mapping[tuple[str, str], Output],
+    lines: set[str],
+) -> dict[str, ReviewTag]:
+    """Every distinct disputed tag over all systems (`scoring.pos_review.disputed_tags`).
+
+    Only the ``lines`` chosen (a subset, a category) are pooled; a line a system did not
+    answer has no disputes of that system (its words count as missed, not as disputed).
+    """
+    from harness.kinds.text import parse_tagged
+    from scoring.pos_review import disputed_tags
+
+    found: dict[tuple[str, str, str], ReviewTag] = {}
+    for item in testset.items:
+        if item.id not in lines:
+            continue
+        gold = list(item.reference.tokens)
+        words = [w for w, _ in gold]
+        for system in systems:
+            out = outputs.get((system, item.id))
+            tagged = None if out is None or out.text is None else parse_tagged(out.text)
+            for d in disputed_tags(gold, tagged or []):
+                if d.key not in found:
+                    before = "".join(words[: d.position])[-_CONTEXT:]
+                    after = "".join(words[d.position + 1 :])[:_CONTEXT]
+                    found[d.key] = ReviewTag(d.word, d.gold_tag, d.test_tag, before, after)
+    # The key is the triple itself (never served): results need nothing but the store.
+    return {tag_key(t.word, t.gold_tag, t.test_tag): t for t in found.values()}
+
+
+def tag_key(word: str, gold_tag: str, test_tag: str) -> str:
+    """A disputed tag's item id: word, reference tag and system tag, tab-separated."""
+    return f"{word}\t{gold_tag}\t{test_tag}"
 
 
 def piece_key(gold: tuple[str, ...], test: tuple[str, ...]) -> str:

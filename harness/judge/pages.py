@@ -14,6 +14,15 @@ button { font-size: 1em; padding: .4em 1.2em; margin: .2em; }
 .choice { display: block; margin: .3em 0; } .box { border: 1px solid #ccc; padding: .6em; }
 input.blank { width: 8em; font-size: 1em; } input.score { width: 4em; font-size: 1em; }
 table { border-collapse: collapse; } td, th { border: 1px solid #ccc; padding: .3em .6em; }
+.box { overflow-wrap: anywhere; }
+.notice { background: #fff4d6; border-left: 4px solid #c80; padding: .3em .6em; margin: .3em 0; }
+.scores { display: flex; flex-wrap: wrap; gap: .3em 1.2em; margin: .3em 0 1em; }
+.scores label { white-space: nowrap; }
+.reason { color: #555; font-size: .9em; }
+@media (max-width: 480px) {
+  body { margin: 1em auto; font-size: 17px; }
+  input.score { width: 5em; font-size: 1.1em; }
+}
 """
 
 JUDGE_PAGE = (
@@ -70,6 +79,11 @@ function player(t) {
   const label = t.test === "pair" ? "Play A then B" : "Play";
   const button = el("button", {type: "button", "data-testid": "play", text: label});
   const note = el("span", {class: "muted", "data-testid": "playing"});
+  // Said before the first play: the judge must know that there is no second hearing.
+  const once = t.play_once ? el("p", {class: "notice", "data-testid": "play-once",
+    text: t.test === "pair"
+      ? "You will hear A then B once only: press Play when you are ready to listen."
+      : "You will hear this once only: press Play when you are ready to listen."}) : "";
   if (t.play_once && t.played) {
     // Heard before the page was closed: once only means no second hearing.
     plays = 1; heard = true; button.disabled = true;
@@ -98,7 +112,7 @@ function player(t) {
     };
     next();
   };
-  return el("div", {class: "box"}, button, " ", note, ...audios);
+  return el("div", {class: "box"}, once, button, " ", note, ...audios);
 }
 
 function choices(name, schema) {
@@ -140,14 +154,33 @@ function form(t) {
     t.text.outputs.forEach((out, i) => {
       const n = i + 1;
       f.append(el("p", {text: "Translation " + n + ":"}), el("p", {class: "box", text: out}),
-        el("label", {}, "Adequacy (0-5) ", decimal("adequacy_" + n, props["adequacy_" + n])),
-        " ", el("label", {}, "Fluency (0-5) ", decimal("fluency_" + n, props["fluency_" + n])));
+        el("div", {class: "scores"},
+          el("label", {}, "Adequacy (0-5) ", decimal("adequacy_" + n, props["adequacy_" + n])),
+          el("label", {}, "Fluency (0-5) ", decimal("fluency_" + n, props["fluency_" + n]))));
     });
   } else if (t.test === "summary") {
     f.append(el("p", {text: "Document:"}), el("p", {class: "box", text: t.text.document}),
       el("p", {text: "Summary:"}), el("p", {class: "box", text: t.text.summary}),
       el("p", {class: "muted", text: t.text.criteria}),
       el("label", {}, "Score (0-5) ", decimal("summary", props.summary)));
+  } else if (t.test === "relevance") {
+    f.append(el("p", {text: "Topic: " + t.text.title}),
+      el("p", {class: "muted", text: t.text.description}),
+      el("p", {class: "muted", text: t.text.narrative}),
+      el("p", {text: "Document:"}), el("p", {class: "box", text: t.text.document}),
+      el("p", {text: "How relevant is the document to the topic?"}),
+      choices("relevance", props.relevance));
+  } else if (t.test === "pos-review") {
+    f.append(el("p", {text: "Is the system's tag also correct for this word here?"}),
+      el("p", {class: "box"}, t.text.before, el("b", {"data-testid": "word",
+        text: " [" + t.text.word + "] "}), t.text.after),
+      el("p", {}, "Reference tag: ", el("b", {"data-testid": "reference", text:
+        t.text.reference}), "; system tag: ", el("b", {"data-testid": "system",
+        text: t.text.system})),
+      el("label", {class: "choice"}, el("input", {type: "radio", name: "accept", value: "true",
+        "data-testid": "accept-yes"}), " also correct"),
+      el("label", {class: "choice"}, el("input", {type: "radio", name: "accept", value: "false",
+        "data-testid": "accept-no"}), " not correct"));
   } else if (t.test === "cws-review") {
     f.append(el("p", {text: "Is the system's segmentation acceptable here?"}),
       el("p", {class: "box"}, t.text.before, el("b", {text: " [" + t.text.system + "] "}),
@@ -158,7 +191,8 @@ function form(t) {
       el("label", {class: "choice"}, el("input", {type: "radio", name: "accept", value: "false",
         "data-testid": "accept-no"}), " not acceptable"));
   }
-  f.append(el("p", {}, el("button", {type: "submit", "data-testid": "submit", text: "Submit"})));
+  f.append(el("p", {}, el("button", {type: "submit", "data-testid": "submit", text: "Submit"}),
+    " ", el("span", {class: "reason", id: "submit-reason", "data-testid": "submit-reason"})));
   f.onsubmit = e => { e.preventDefault(); submit(f, t); };
   return f;
 }
@@ -166,6 +200,9 @@ function form(t) {
 function enable() {
   const b = document.querySelector('[data-testid="submit"]');
   if (b) b.disabled = !heard;
+  // A grey button says why it is grey.
+  const why = document.getElementById("submit-reason");
+  if (why) why.textContent = heard ? "" : "Submit opens when the audio has played to its end.";
 }
 
 function collect(f, t) {
@@ -204,6 +241,7 @@ load();
 OPERATOR_PAGE = (
     """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Judging: progress</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
 <style>"""
     + _STYLE
     + """</style></head>

@@ -21,6 +21,11 @@ Designs (docs/judging.md):
 * ``summary`` (Tables 58-59): every judge rates every (system, document), shuffled.
 * ``cws-review`` (the error-tolerance procedure, survey section 3.2.1.1): every judge
   sees every distinct disputed piece, pooled over systems, shuffled.
+* ``pos-review`` (the same procedure for POS tags): every judge sees every distinct
+  disputed tag (word, reference tag, system tag), pooled over systems, shuffled.
+* ``relevance`` (TREC pooling): each topic goes to one assessor, who judges its whole
+  pool, topic after topic; the topics are dealt in a seeded random order, each to the
+  assessor with the fewest documents so far, and each pool is shown in random order.
 """
 
 from __future__ import annotations
@@ -35,8 +40,16 @@ import numpy as np
 from harness.judge.material import Material
 from scoring.tts import listening_plan
 
-TestName = Literal["sus", "pair", "mos", "mt-adequacy-fluency", "summary", "cws-review"]
-TESTS: tuple[TestName, ...] = ("sus", "pair", "mos", "mt-adequacy-fluency", "summary", "cws-review")
+TestName = Literal[
+    "sus", "pair", "mos", "mt-adequacy-fluency", "summary", "cws-review", "pos-review",
+    "relevance"
+]  # fmt: skip
+TESTS: tuple[TestName, ...] = (
+    "sus", "pair", "mos", "mt-adequacy-fluency", "summary", "cws-review", "pos-review",
+    "relevance"
+)  # fmt: skip
+# Tests of pooled disputes: no system is shown, so none is needed.
+POOLED = ("cws-review", "pos-review")
 
 
 class PlanError(ValueError):
@@ -100,7 +113,7 @@ def build_plan(test: TestName, material: Material, judges: int, seed: int) -> Pl
             f"task {material.task!r} has nothing to judge: no item was answered by every system"
         )
     need = 2 if test == "pair" else 1
-    if test != "cws-review" and len(systems) < need:
+    if test not in (*POOLED, "relevance") and len(systems) < need:
         raise PlanError(f"the {test} test needs at least {need} systems, the run has {systems}")
     rng = np.random.default_rng(seed)
     trials: list[Trial] = []
@@ -120,10 +133,37 @@ def build_plan(test: TestName, material: Material, judges: int, seed: int) -> Pl
         for judge in names:
             pairs = [(s, tuple(systems[k] for k in rng.permutation(len(systems)))) for s in items]
             trials += _shuffled(rng, judge, pairs)
-    else:  # cws-review: pieces are pooled, no system is shown or judged apart
+    elif test == "relevance":
+        trials = _relevance_trials(rng, names, items)
+    else:  # cws-review, pos-review: disputes are pooled, no system is shown or judged apart
         for judge in names:
             trials += _shuffled(rng, judge, [(s, ()) for s in items])
     return Plan(test, material.task, seed, names, tuple(trials))
+
+
+def _relevance_trials(
+    rng: np.random.Generator, names: Sequence[str], items: Sequence[str]
+) -> list[Trial]:
+    """One assessor per topic (as TREC's), topics dealt to balance the documents read."""
+    pools: dict[str, list[str]] = {}
+    for item in items:
+        pools.setdefault(item.partition("\t")[0], []).append(item)
+    topics = list(pools)
+    load = dict.fromkeys(names, 0)
+    dealt: dict[str, list[str]] = {judge: [] for judge in names}
+    for k in rng.permutation(len(topics)):
+        topic = topics[k]
+        judge = min(names, key=lambda j: load[j])  # the first of the least loaded
+        dealt[judge].append(topic)
+        load[judge] += len(pools[topic])
+    trials: list[Trial] = []
+    for judge in names:
+        position = 0
+        for topic in dealt[judge]:
+            for k in rng.permutation(len(pools[topic])):
+                trials.append(Trial(judge, position, pools[topic][k], ()))
+                position += 1
+    return trials
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ import numpy as np
 
 from harness.judge.material import load_material
 from harness.judge.plan import balance
+from harness.judge.qrels import qrels_of, qrels_text
 from harness.judge.store import Answer, JudgeStore
 from scoring.tts import normalize_sus
 
@@ -31,6 +32,8 @@ SCORE_FAMILY = {
     "mt-adequacy-fluency": "mt-human",
     "summary": "summarization",
     "cws-review": "cws",
+    "pos-review": "pos",  # `onsite score pos --accepted FILE`
+    "relevance": "ir",  # the qrels: `onsite score ir --qrels FILE`
 }
 FAMILY_TESTS = {family: test for test, family in SCORE_FAMILY.items()}
 EXPORT_SUFFIX = {
@@ -40,6 +43,8 @@ EXPORT_SUFFIX = {
     "mt-adequacy-fluency": ".jsonl",
     "summary": ".tsv",
     "cws-review": ".tsv",
+    "pos-review": ".tsv",
+    "relevance": ".qrels",
 }
 
 
@@ -132,6 +137,10 @@ def export_text(store: JudgeStore, run_dir: Path) -> str:
             f"summary\t{a.systems[0]}\t{a.item}\t{a.judge}\t{_tenths(a.answer['summary'])}\n"
             for a in answers
         )
+    if test == "relevance":
+        return qrels_text(qrels_of((a.item, int(a.answer["relevance"])) for a in answers))
+    if test == "pos-review":
+        return tag_review_text(answers)
     return review_text(answers)
 
 
@@ -149,6 +158,19 @@ def review_text(answers: Iterable[Answer]) -> str:
         gold, test = item.split("\t")
         verdict = "y" if sum(v) * 2 > len(v) else "n"
         rows.append(f"{verdict}\t{gold}\t{test}\t{sum(v)}\t{len(v)}")
+    return "\n".join(rows) + "\n"
+
+
+def tag_review_text(answers: Iterable[Answer]) -> str:
+    """The POS tag review file (`scoring.pos_review`) with each tag's verdict: accepted
+    by a majority of its judges."""
+    votes: dict[str, list[bool]] = {}
+    for a in answers:
+        votes.setdefault(a.item, []).append(bool(a.answer["accept"]))
+    rows = ["#verdict\tword\treference\tsystem\taccepted\tjudges"]
+    for item, v in votes.items():
+        verdict = "y" if sum(v) * 2 > len(v) else "n"
+        rows.append(f"{verdict}\t{item}\t{sum(v)}\t{len(v)}")
     return "\n".join(rows) + "\n"
 
 
@@ -260,6 +282,10 @@ def agreement(store: JudgeStore, run_dir: Path) -> list[Agreement]:
     if test == "summary":
         rows = [(a.judge, (a.systems[0], a.item), float(a.answer["summary"])) for a in answers]
         return [krippendorff_alpha(rows, "interval", "summary score")]
+    if test == "relevance":
+        # One assessor per topic (TREC's way): no unit has two judges, alpha is None.
+        rows = [(a.judge, a.item, float(a.answer["relevance"])) for a in answers]
+        return [krippendorff_alpha(rows, "ordinal", "relevance")]
     rows = [(a.judge, a.item, float(a.answer["accept"])) for a in answers]
     return [krippendorff_alpha(rows, "nominal", "accept")]
 

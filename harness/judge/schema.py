@@ -36,6 +36,8 @@ SUMMARY_CRITERIA = (
     "3: fairly fluent, most key points summarized; 4: fluent and coherent, only a few key "
     "points omitted; 5: fluent and coherent, no key point omitted, the main idea clear"
 )
+# Graded relevance as TREC's ad hoc assessors gave it (and trec_eval reads: >= 1 relevant).
+RELEVANCE_SCALE = ((2, "highly relevant"), (1, "relevant"), (0, "not relevant"))
 _MAX_BLANK_CHARS = 200
 # The largest whole number an answer may hold: every integer up to it is exact as a JSON
 # number in the judge's browser, and as a float in the checks below.
@@ -115,6 +117,27 @@ def present(test: str, trial: Trial, material: Material) -> Presentation:
             "criteria": SUMMARY_CRITERIA,
         }
         return Presentation(text, (), _object({"summary": _decimal(0, 5)}), False)
+    if test == "relevance":
+        topic, _, docno = item.partition("\t")
+        grade = {
+            "type": "integer",
+            "minimum": 0,
+            "maximum": 2,
+            "description": "; ".join(f"{g}: {t}" for g, t in RELEVANCE_SCALE),
+        }
+        # The topic statement and the document; no rank, score or run is shown.
+        text = {**material.topics[topic], "document": material.documents.get(docno, "")}
+        return Presentation(text, (), _object({"relevance": grade}), False)
+    if test == "pos-review":
+        tag = material.tags[item]
+        text = {
+            "before": tag.before,
+            "word": tag.word,
+            "after": tag.after,
+            "reference": tag.gold_tag,
+            "system": tag.test_tag,
+        }
+        return Presentation(text, (), _object({"accept": {"type": "boolean"}}), False)
     piece = material.pieces[item]
     text = {
         "before": piece.before,

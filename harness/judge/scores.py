@@ -7,12 +7,14 @@ test's scale: 0..1 for SUS intelligibility, -2..+2 for pairs, 1..5 for MOS,
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 from harness.judge.material import read_job_outputs
 from harness.judge.results import SCORE_FAMILY, ExportFile, export_text
 from harness.judge.store import JudgeStore
+from harness.judge.subset import stored_subset
 from harness.kinds.registry import task_kind
 from harness.store.directory_source import site_of_run
 from scoring.cws import score_cws, split_words
@@ -49,8 +51,13 @@ def panel_scores(store: JudgeStore, run_dir: Path) -> dict[str, Any]:
         "test": test,
         "family": SCORE_FAMILY[test],
         "judgements": len(store.answers()),
+        # Which items were judged: None for all of them, else how the subset was made.
+        "subset": stored_subset(meta),
+        "category": meta.get("category") or None,
         "tables": {},
     }
+    if meta.get("pool"):
+        out["pool"] = pool_summary(json.loads(meta["pool"]))
     if not export_text(store, run_dir).strip():
         return out
     with ExportFile(store, run_dir) as path:
@@ -113,7 +120,71 @@ def _tables(test: str, path: Path, store: JudgeStore, run_dir: Path) -> dict[str
             ci = _ci([r.score for r in ratings if r.system == summary.system], (0.0, 5.0))
             rows.append({**summary.to_dict(), "ci_low": ci["ci_low"], "ci_high": ci["ci_high"]})
         return {"systems": rows}
+    if test == "relevance":
+        return _relevance_tables(store, run_dir, path)
+    if test == "pos-review":
+        return {"systems": _pos_rows(store, run_dir, path)}
     return {"systems": _cws_rows(store, run_dir, path)}
+
+
+def pool_summary(pool: dict[str, Any]) -> dict[str, Any]:
+    """The pool's figures without the per-topic detail (that is the ``pool`` table)."""
+    return {k: v for k, v in pool.items() if k != "topics"}
+
+
+def _relevance_tables(store: JudgeStore, run_dir: Path, qrels_path: Path) -> dict[str, list[Any]]:
+    """Per topic: the pool and its judgements; per run: its contribution to the pool and
+    its scores against the judgements so far (trec_eval's measures, -c over judged topics)."""
+    from scoring.ir import read_qrels, score_ir
+
+    meta = store.meta()
+    pool = json.loads(meta["pool"])
+    qrels = read_qrels(qrels_path)  # the export, read as `onsite score ir --qrels` reads it
+    topics = []
+    for topic, figures in pool["topics"].items():
+        grades = list(qrels.get(topic, {}).values())
+        topics.append(
+            {
+                "topic": topic,
+                "pooled": figures["pooled"],
+                "judged": len(grades),
+                "relevant": sum(1 for g in grades if g >= 1),
+                "highly_relevant": sum(1 for g in grades if g >= 2),
+            }
+        )
+    runs = []
+    task = meta["task"]
+    for system in json.loads(meta["systems"]):
+        outputs = read_job_outputs(run_dir / "outputs" / task / f"{system}.jsonl")
+        run = {
+            topic: {str(d): float(sc) for d, sc in row["output"]["results"]}
+            for topic, row in outputs.items()
+            if row.get("verdict") in ("ok", "over_budget") and row.get("output")
+        }
+        report = score_ir(qrels, run, complete=True, max_docs=1000)
+        runs.append(
+            {
+                "system": system,
+                "contributed": pool["runs"][system]["contributed"],
+                "unique": pool["runs"][system]["unique"],
+                "map": report.map,
+                "rprec": report.rprec,
+                "p10": report.p10,
+            }
+        )
+    return {"pool": topics, "runs": runs}
+
+
+def _texts(run_dir: Path, task: str, system: str, testset: Any) -> list[str | None]:
+    """Each item's answered text in test-set order; None where the item has no answer
+    (a failure, or never sent), as the leaderboard scores it."""
+    outputs = read_job_outputs(run_dir / "outputs" / task / f"{system}.jsonl")
+    texts: list[str | None] = []
+    for item in testset.items:
+        row = outputs.get(item.id) or {}
+        answer = row.get("output") if row.get("verdict") in ("ok", "over_budget") else None
+        texts.append(str(answer["text"]) if answer else None)
+    return texts
 
 
 def _cws_rows(store: JudgeStore, run_dir: Path, review: Path) -> list[dict[str, Any]]:
@@ -128,12 +199,9 @@ def _cws_rows(store: JudgeStore, run_dir: Path, review: Path) -> list[dict[str, 
     lexicon = testset.items[0].reference.lexicon if testset.items else None
     rows = []
     for system in (s for s, sc in site.config.systems.items() if task in sc.tasks):
-        outputs = read_job_outputs(run_dir / "outputs" / task / f"{system}.jsonl")
-        test = []
-        for item in testset.items:
-            row = outputs.get(item.id) or {}
-            answer = row.get("output") if row.get("verdict") in ("ok", "over_budget") else None
-            test.append(split_words(str(answer["text"])) if answer else [])
+        test = [
+            split_words(t) if t is not None else [] for t in _texts(run_dir, task, system, testset)
+        ]
         before = score_cws(gold, test, lexicon)
         after = score_cws(gold, test, lexicon, accepted)
         rows.append(
@@ -144,6 +212,40 @@ def _cws_rows(store: JudgeStore, run_dir: Path, review: Path) -> list[dict[str, 
                 "precision_tolerant": after.precision,
                 "recall_tolerant": after.recall,
                 "accepted_pieces": after.accepted_pieces,
+            }
+        )
+    return rows
+
+
+def _pos_rows(store: JudgeStore, run_dir: Path, review: Path) -> list[dict[str, Any]]:
+    """Per system: POS F, precision and recall before and after the accepted tags, scored
+    over every line as `onsite score pos --accepted` scores the export (an unanswered
+    line has no words, as the leaderboard scores it)."""
+    from harness.kinds.text import parse_tagged
+    from scoring.pos_review import read_accepted_tags, score_pos_reviewed
+
+    task = store.meta()["task"]
+    site = site_of_run(run_dir)
+    cfg = site.config.tasks[task]
+    testset = task_kind(cfg.kind).load_testset(site.testset_path(task), cfg)
+    accepted = read_accepted_tags(review)
+    gold = [list(item.reference.tokens) for item in testset.items]
+    training = testset.items[0].reference.training if testset.items else None
+    rows = []
+    for system in (s for s, sc in site.config.systems.items() if task in sc.tasks):
+        test = [
+            (parse_tagged(t) or []) if t is not None else []
+            for t in _texts(run_dir, task, system, testset)
+        ]
+        figures = score_pos_reviewed(gold, test, accepted, training)
+        rows.append(
+            {
+                "system": system,
+                "f": figures["f_before_review"],
+                "f_tolerant": figures["f"],
+                "precision_tolerant": figures["precision"],
+                "recall_tolerant": figures["recall"],
+                "accepted_tags": figures["accepted_tags"],
             }
         )
     return rows

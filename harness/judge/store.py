@@ -6,9 +6,11 @@ a journal row holding the time and the judge before the panel replies, so
 stopping the panel at any moment loses nothing, and a restarted panel
 serves the same plan from where each judge was.
 
-Tables: ``meta`` (test, task, seed, operator token), ``judges`` (name, token),
+Tables: ``meta`` (test, task, seed, category, subset, operator token), ``judges`` (name, token),
 ``trials`` (per judge and position: the hidden key, i.e. item and systems, and
-the served view), ``media`` (anonymous id -> file), ``answers`` (one per trial),
+the served view), ``media`` (anonymous id -> file, relative to the run directory, so
+the panel serves it from any working directory and from a copy of the run directory;
+meta ``media_paths = "run"`` marks that), ``answers`` (one per trial),
 ``plays`` (how often each medium was served), ``journal`` (every event: served,
 answered, media played, refused).
 """
@@ -16,6 +18,7 @@ answered, media played, refused).
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import sqlite3
 import threading
@@ -80,6 +83,8 @@ class JudgeStore:
     def __init__(self, path: Path) -> None:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
+        # <run>/judging/<task>.<test>.sqlite: media paths are kept relative to <run>.
+        self.run_dir = path.resolve().parent.parent
         self._lock = threading.Lock()
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
@@ -126,7 +131,14 @@ class JudgeStore:
                 "created": str(time.time()),
                 "systems": json.dumps(list(material.systems)),
                 "category": category,
+                "media_paths": "run",
             }
+            if material.subset is not None:
+                # Which items were drawn and how: the results say which subset was judged.
+                meta["subset"] = material.subset.to_meta()
+            if material.pool is not None:
+                # The pool's depth and figures (relevance): the results report them.
+                meta["pool"] = json.dumps(material.pool, ensure_ascii=False)
             db.executemany("INSERT INTO meta VALUES (?, ?)", list(meta.items()))
             for n, judge in enumerate(plan.judges, 1):
                 db.execute(
@@ -139,14 +151,45 @@ class JudgeStore:
                 (time.time(), json.dumps({k: v for k, v in meta.items() if k != "operator"})),
             )
 
-    @staticmethod
-    def _write_trial(db: sqlite3.Connection, plan: Plan, trial: Trial, material: Material) -> None:
+    def _stored_path(self, path: Path) -> str:
+        """A media file as kept: relative to the run directory (absolute if outside it)."""
+        full = path.resolve()
+        try:
+            return full.relative_to(self.run_dir).as_posix()
+        except ValueError:
+            return str(full)
+
+    def _located(self, stored: str) -> Path:
+        """Where a kept media path is now.
+
+        Relative paths are the run directory's. A panel planned before ``media_paths``
+        was kept relative to the working directory of the planning: that path if it
+        still exists, else the longest tail of it found under the run directory (the
+        run directory moved or was copied).
+        """
+        path = Path(stored)
+        if path.is_absolute():
+            return path
+        if self.meta().get("media_paths") == "run":
+            return self.run_dir / path
+        if path.exists():
+            return path
+        for k in range(1, len(path.parts)):
+            tail = self.run_dir.joinpath(*path.parts[k:])
+            if tail.exists():
+                return tail
+        return Path(os.path.abspath(path))
+
+    def _write_trial(
+        self, db: sqlite3.Connection, plan: Plan, trial: Trial, material: Material
+    ) -> None:
         trial_id = secrets.token_hex(8)
         shown = present(plan.test, trial, material)
         media = []
         for path in shown.audio:
             media_id = secrets.token_hex(12)
-            db.execute("INSERT INTO media VALUES (?, ?, ?)", (media_id, trial_id, str(path)))
+            stored = self._stored_path(path)
+            db.execute("INSERT INTO media VALUES (?, ?, ?)", (media_id, trial_id, stored))
             media.append(media_id)
         served = {
             "test": plan.test,
@@ -265,11 +308,12 @@ class JudgeStore:
             "WHERE m.media = ? AND t.judge = ?",
             (media, judge),
         )
-        return (rows[0][0], Path(rows[0][1])) if rows else None
+        return (rows[0][0], self._located(rows[0][1])) if rows else None
 
     def media_files(self) -> list[Path]:
         """Every audio file of the plan (once each)."""
-        return [Path(p) for (p,) in self._query("SELECT DISTINCT path FROM media ORDER BY path")]
+        rows = self._query("SELECT DISTINCT path FROM media ORDER BY path")
+        return [self._located(p) for (p,) in rows]
 
     def claim_play(
         self, judge: str, trial: str, media: str, allowed: int | None, ranged: str | None

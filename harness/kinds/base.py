@@ -192,6 +192,55 @@ def write_jsonl(job: JobData, references: bool) -> str:
     return jsonl([job.lines[item.id] for item in job.testset.items])
 
 
+# --------------------------------------------------------------------------- onsite ingest
+
+
+@dataclass(frozen=True)
+class Submitted:
+    """One item's output as a submitted file gives it (`onsite ingest`): the item's id,
+    the file's line it stands on (None where the format has no one line per item), and
+    the output object, of the shape the kind's systems send."""
+
+    item: str
+    line: int | None
+    output: dict[str, Any]
+
+
+# (the file, the task's test set, the task's name, its configuration, --encoding) ->
+# every entry of the file in file order, repeats kept (ingest lists them). Raises
+# InputError or scoring's FormatError (naming file and line) for a file it cannot read.
+Reader = Callable[[Path, "TestSet", str, TaskConfig, "str | None"], Sequence[Submitted]]
+
+
+def read_jsonl(
+    path: Path, testset: TestSet, task: str, config: TaskConfig, encoding: str | None
+) -> list[Submitted]:
+    """Every kind's `jsonl` submission: one ``{"id": ..., "output": {...}}`` per line, the
+    output as the kind's systems send it (a run's outputs file, as `onsite export --format
+    jsonl` writes it, reads the same way; its other keys are left out)."""
+    from scoring.charsets import iter_lines
+
+    entries: list[Submitted] = []
+    for lineno, text in enumerate(iter_lines(path, encoding), start=1):
+        text = text.removeprefix("\ufeff").strip()
+        if not text:
+            continue
+        fix = 'write one JSON object per line: {"id": "ITEM", "output": {...}}'
+        try:
+            row = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InputError(
+                [Problem(path, f"line {lineno}", f"not JSON: {exc.msg}", fix)]
+            ) from None
+        if not isinstance(row, dict) or not isinstance(row.get("id"), str):
+            raise InputError([Problem(path, f"line {lineno}", 'no "id" string', fix)])
+        output = row.get("output")
+        if not isinstance(output, dict):
+            raise InputError([Problem(path, f"line {lineno}", 'no "output" object', fix)])
+        entries.append(Submitted(row["id"], lineno, output))
+    return entries
+
+
 # --------------------------------------------------------------------------- onsite score
 
 # One `add_argument` call, declared as data: (flags, options).
@@ -209,6 +258,27 @@ REF_HYP: tuple[Arg, ...] = (
     arg("--ref", required=True, help="the truth file (docs/scoring*.md)"),
     arg("--hyp", required=True, help="the system's output file"),
     arg("--details", action="store_true", help="per-item breakdown too"),
+)
+
+
+def text_encoding(text: str) -> str:
+    """An ``--encoding`` argument: a name scoring.charsets reads (gbk, big5, utf-16le ...)."""
+    import argparse
+
+    from scoring.charsets import codec_of
+
+    try:
+        codec_of(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text.strip().lower()
+
+
+ENCODING_ARG: Arg = arg(
+    "--encoding",
+    type=text_encoding,
+    help="the files' encoding: utf-8 (the default; a BOM is allowed), gb2312, gbk, gb18030, "
+    "big5, utf-16 (with a BOM), utf-16le; left out, a CWMT XML file's declaration is read",
 )
 
 
@@ -455,8 +525,14 @@ class TaskKind:
     score_families: Mapping[str, ScoreFamily] = field(default_factory=dict)
     # How `onsite score FAMILY --run` reads this kind's jobs (family name -> arguments).
     from_run: Mapping[str, FromRun] = field(default_factory=dict)
+    # The submitted files `onsite ingest --format` reads besides `jsonl` (every kind's):
+    # format name -> reader; each gives the outputs the same-named writer writes back.
+    readers: Mapping[str, Reader] = field(default_factory=dict)
     # One line for the docs and the CLI: what the kind evaluates.
     summary: str = ""
+    # The loader reads the test set's text files in the task's ``encoding`` (gbk, big5,
+    # utf-16le ...: scoring.charsets); the site file refuses the key for other kinds.
+    text_encodings: bool = False
 
     @cached_property
     def options(self) -> type[KindOptions]:
@@ -467,6 +543,11 @@ class TaskKind:
     def formats(self) -> Mapping[str, Writer]:
         """Every `onsite export --format` of the kind and its writer: its own, then `jsonl`."""
         return MappingProxyType({**self.writers, "jsonl": write_jsonl})
+
+    @cached_property
+    def submission_formats(self) -> Mapping[str, Reader]:
+        """Every `onsite ingest --format` of the kind and its reader: its own, then `jsonl`."""
+        return MappingProxyType({**self.readers, "jsonl": read_jsonl})
 
     def load_testset(self, root: Path, cfg: TaskConfig) -> TestSet:
         """The task's test set (``load``), read with the cycle collector held off: a set

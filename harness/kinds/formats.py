@@ -140,7 +140,7 @@ def _mt_header(job: JobData) -> tuple[str, str, str, list[tuple[str, list[TestIt
     setid, srclang, tgtlang = job.task, "", ""
     source = root / "source.xml"
     if source.is_file():
-        src = load_mt_file(source, "source")
+        src = load_mt_file(source, "source", getattr(job.config, "encoding", None))
         setid = src.setid or setid
         srclang, tgtlang = src.srclang or "", src.tgtlang or ""
     items = job.testset.items
@@ -148,8 +148,10 @@ def _mt_header(job: JobData) -> tuple[str, str, str, list[tuple[str, list[TestIt
         tgtlang = str(items[0].reference.lang)
     if not source.is_file():
         # A plain-text set has no set id: one of the CWMT form, from the task's name, so
-        # that files named by the rule (task-site-primary-system.xml) can match it.
-        setid = task_id(setid, srclang, tgtlang)
+        # that files named by the rule (task-site-primary-system.xml) can match it; a
+        # combination job's is a combination task's (zh_en_news_combi), not the MT one's.
+        part = "combi" if job.kind.name == "combination" else "trans"
+        setid = task_id(setid, srclang, tgtlang, part)
     docs: dict[str, list[TestItem]] = {}
     for item in items:
         docs.setdefault(item.reference.doc_id, []).append(item)
@@ -163,6 +165,12 @@ def _finite(value: Any) -> bool:
 def _description(job: JobData) -> str:
     """What the run knows of the system, for the `<system>` element (CWMT Appendix C)."""
     seconds = sum(job.seconds.values())
+    if job.lines and all(line.get("offline") for line in job.lines.values()):
+        return (
+            f"Submitted as a file for task {job.task} (onsite ingest): not run by onsite, "
+            "no execution time measured. Technology outline, training data and external "
+            "technology: not given to the run; the participant states them."
+        )
     return (
         f"Hardware and software environment: as run by onsite (task {job.task}). "
         f"Execution time: {seconds:.1f} s for {len(job.testset.items)} segments, "

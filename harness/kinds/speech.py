@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from harness.kinds.base import (
+    ENCODING_ARG,
     RATE_ADDITIVE,
     RTF,
     AdditiveStatistics,
@@ -46,6 +47,7 @@ from harness.kinds.keywords import (
     with_keywords,
     write_kws_det,
 )
+from harness.kinds.submissions import READ_ASR
 from harness.testsets import (
     TestSet,
     audio_testset,
@@ -75,9 +77,10 @@ def _command_options() -> type[KindOptions]:
 @cache
 def _asr_options() -> type[KindOptions]:
     class AsrOptions(_command_options()):  # type: ignore[misc]
-        """asr: audio options, case, and the token unit (word, or char for Chinese)."""
+        """asr: audio options, case, and the token unit (word; char for Chinese characters;
+        syllable for pinyin syllables, "ni3 hao3" or "ni3hao3")."""
 
-        unit: Literal["word", "char"] = "word"
+        unit: Literal["word", "char", "syllable"] = "word"
 
     return AsrOptions
 
@@ -236,13 +239,14 @@ def _asr_report(args: argparse.Namespace) -> AsrReport:
 
     refuse_outputs_file(args.hyp, "asr")
 
-    refs = read_any_transcripts(Path(args.ref))
-    hyps = read_any_transcripts(Path(args.hyp))
+    encoding = getattr(args, "encoding", None)
+    refs = read_any_transcripts(Path(args.ref), encoding)
+    hyps = read_any_transcripts(Path(args.hyp), encoding)
     if str(args.hyp).lower().endswith(".ctm"):
         # A CTM has no line for an utterance without words: an empty hypothesis.
         hyps = {k: hyps.get(k, "") for k in refs} | hyps
     check_ids(refs, hyps, Path(args.ref), Path(args.hyp))
-    conditions = read_conditions(Path(args.conditions), refs) if args.conditions else None
+    conditions = read_conditions(Path(args.conditions), refs, encoding) if args.conditions else None
     return score_asr(
         refs,
         hyps,
@@ -295,7 +299,7 @@ def _plot_asr(args: argparse.Namespace, stem: Path) -> PlotFiles:
     report = _asr_report(args)
     if not report.by_condition:
         raise ValueError("--plot for asr shows WER by condition: give --conditions FILE too")
-    metric = "CER" if args.unit == "char" else "WER"
+    metric = {"char": "CER", "syllable": "SylER"}.get(args.unit, "WER")
     values = {Path(args.hyp).stem: {k: v.wer for k, v in report.by_condition.items()}}
     return plot_wer_by_condition(values, stem, metric=metric)
 
@@ -303,9 +307,10 @@ def _plot_asr(args: argparse.Namespace, stem: Path) -> PlotFiles:
 def _score_command_files(args: argparse.Namespace) -> dict[str, Any]:
     from scoring.commands import read_command_file, score_commands
 
+    encoding = getattr(args, "encoding", None)
     return score_commands(
-        read_command_file(args.ref),
-        read_command_file(args.hyp),
+        read_command_file(args.ref, encoding),
+        read_command_file(args.hyp, encoding),
         case_sensitive=args.case_sensitive,
     ).to_dict()
 
@@ -342,7 +347,13 @@ ASR_FAMILY = ScoreFamily(
     (
         arg("--ref", required=True, help="reference transcripts (trn, Kaldi text, or .stm)"),
         arg("--hyp", required=True, help="hypotheses (trn, Kaldi text, or .ctm)"),
-        arg("--unit", choices=("word", "char"), default="word"),
+        arg(
+            "--unit",
+            choices=("word", "char", "syllable"),
+            default="word",
+            help="tokens: words, characters (-c NOASCII), or pinyin syllables: each word "
+            "split after its tone digit and at apostrophes (ni3hao3 -> ni3 hao3)",
+        ),
         arg("--case-sensitive", action="store_true"),
         arg(
             "--unicode",
@@ -351,6 +362,7 @@ ASR_FAMILY = ScoreFamily(
             "str.lower folds, char mode splits CJK only, `foo*` stays as written",
         ),
         arg("--conditions", help="'<utt-id>\\t<label>' lines (e.g. SNR): WER per label"),
+        ENCODING_ARG,
     ),
     plot=_plot_asr,
 )
@@ -365,6 +377,7 @@ COMMAND_FAMILY = ScoreFamily(
             action="store_true",
             help="keep case (default: fold it, as the live command task does)",
         ),
+        ENCODING_ARG,
     ),
 )
 KWS_FAMILY = ScoreFamily(
@@ -454,14 +467,17 @@ def _asr_plots(task: str, metric: str, scores: Mapping[str, Mapping[str, Any]]) 
 
 ASR = TaskKind(
     name="asr",
+    text_encodings=True,
     summary="continuous speech recognition: audio in, a transcript out",
     options_model=_asr_options,
     max_output_bytes=256 << 10,
-    load=lambda root, task: load_asr_testset(root, task.sample_rates),
+    load=lambda root, task: load_asr_testset(
+        root, task.sample_rates, getattr(task, "encoding", None)
+    ),
     check_output=_check_text,
     score=_score_asr,
-    metric=lambda task: "cer" if task.unit == "char" else "wer",
-    metric_labels={"wer": "WER", "cer": "CER"},
+    metric=lambda task: {"char": "cer", "syllable": "syler"}.get(task.unit, "wer"),
+    metric_labels={"wer": "WER", "cer": "CER", "syler": "SylER"},
     # scoring's ASR report keeps the error rate under "wer" whatever the unit.
     score_key=lambda task: "wer",
     statistics=ItemStatistics(
@@ -473,16 +489,20 @@ ASR = TaskKind(
     detail=lambda s: f"sentences {pct(overall(s).get('sentence_correct_rate'))}",
     plots=lambda task, metric, scores: _asr_plots(task, metric, scores),
     writers={"trn": write_trn, "ctm": write_ctm, "kaldi": write_kaldi},
+    readers=READ_ASR,
     score_families={"asr": ASR_FAMILY},
     from_run={"asr": FromRun(_asr_run_args)},
 )
 
 COMMAND = TaskKind(
     name="command",
+    text_encodings=True,
     summary="spoken command recognition: audio in, the command's text out",
     options_model=_command_options,
     max_output_bytes=64 << 10,
-    load=lambda root, task: load_command_testset(root, task.sample_rates),
+    load=lambda root, task: load_command_testset(
+        root, task.sample_rates, getattr(task, "encoding", None)
+    ),
     check_output=_check_text,
     score=_score_command,
     metric=lambda task: "correct_rate",

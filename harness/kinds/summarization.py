@@ -10,7 +10,8 @@ The task states the limit (``length_limit``, counted in ``length_unit``:
 ``char`` = non-space characters, ``word`` = whitespace-separated words); the
 item carries it to the system. A summary over the limit is ``invalid_output``
 (``over_limit = "invalid"``, the default) or is cut at the limit before
-scoring (``"truncate"``, as DUC and ROUGE-1.5.5's ``-l``/``-b`` do).
+scoring (``"truncate"``, as DUC and ROUGE-1.5.5's ``-l`` do: the references
+are cut to the same limit, scoring.rouge.cut_to_limit).
 
 Scores: ROUGE-1/2/L (scoring.rouge, ROUGE-1.5.5's conventions, Chinese at
 character level) and CESTA's significant-word o, u and o&u (scoring.cesta,
@@ -50,6 +51,7 @@ from scoring.rouge import (
     Lang,
     LengthUnit,
     read_summaries,
+    rouge_length,
     score_rouge,
     summary_length,
     truncate_summary,
@@ -194,13 +196,21 @@ def scored_summary(item: TestItem, output: Mapping[str, Any]) -> str:
     return text
 
 
+def scored_references(item: TestItem) -> list[str]:
+    """The references as scored: cut at the limit too when the task truncates (ROUGE's -l)."""
+    ref: SummaryReference = item.reference
+    if ref.over_limit == "truncate":
+        return [truncate_summary(text, ref.limit, ref.unit) for text in ref.refs]
+    return list(ref.refs)
+
+
 def _summaries(testset: TestSet, outputs: Outputs) -> tuple[dict[str, str], dict[str, list[str]]]:
     """The summaries as scored (answered documents) and each document's references."""
     items = testset.items
     summaries = {
         item.id: scored_summary(item, answer) for item in items if (answer := outputs.get(item.id))
     }
-    return summaries, {item.id: list(item.reference.refs) for item in items}
+    return summaries, {item.id: scored_references(item) for item in items}
 
 
 def _score(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
@@ -214,7 +224,7 @@ def _score(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict
         item.id
         for item in items
         if (answer := outputs.get(item.id))
-        and summary_length(str(answer["text"]), item.reference.unit) > item.reference.limit
+        and rouge_length(str(answer["text"]), item.reference.unit) > item.reference.limit
     ]
     lengths = [summary_length(s, items[0].reference.unit) for s in summaries.values()]
     figures["truncated"] = over if items[0].reference.over_limit == "truncate" else []
@@ -370,7 +380,11 @@ _FAMILIES = {
             arg("--lang", choices=("en", "zh"), default="en", help="zh: character level"),
             arg("--formula", choices=("A", "B"), default="A", help="A pools references, B best"),
             arg("--alpha", type=float, default=0.5, help="F weight of precision (default 0.5)"),
-            arg("--length-limit", type=int, help="cut each summary after this many units"),
+            arg(
+                "--length-limit",
+                type=int,
+                help="cut summaries and references to this many units, as ROUGE's -l (0: none)",
+            ),
             arg("--length-unit", choices=("char", "word"), default="char", help="of the limit"),
             arg("--details", action="store_true", help="per-document scores too"),
         ),
@@ -407,11 +421,12 @@ def write_summary_jsonl(job: JobData, references: bool) -> str:
     Every completed document has a line: one never answered is an empty summary
     (live ROUGE and CESTA count it so, and `onsite score cesta` needs one text per
     document). With --references one line per reference summary, the id
-    repeated, the first reference first.
+    repeated, the first reference first; cut at the limit, as scored, when the
+    task truncates.
     """
     items = job.testset.items
     if references:
-        return jsonl([{"id": i.id, "text": text} for i in items for text in i.reference.refs])
+        return jsonl([{"id": i.id, "text": t} for i in items for t in scored_references(i)])
     rows = []
     for item in items:
         answer = job.answer(item.id)
@@ -424,8 +439,8 @@ def _lang(job: JobData) -> str:
 
 
 def _rouge_run_args(job: JobData, directory: Path) -> dict[str, Any]:
-    # The summaries are written as scored (cut at the limit when the task truncates):
-    # no --length-limit is needed, and none is given.
+    # The summaries and references are written as scored (cut at the limit when the task
+    # truncates): no --length-limit is needed, and none is given.
     return {
         "hyp": write_file(job, directory, write_summary_jsonl, "hyp.jsonl", False),
         "ref": [write_file(job, directory, write_summary_jsonl, "ref.jsonl", True)],

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from harness.errors import Problem, TestSetError
 from harness.kinds.base import (
+    ENCODING_ARG,
     AdditiveStatistics,
     FromRun,
     ItemStatistics,
@@ -41,10 +42,18 @@ from harness.kinds.formats import (
     write_tsv,
 )
 from harness.kinds.nbest import check_nbest
-from harness.testsets import InvalidItem, TestItem, TestSet
+from harness.kinds.submissions import (
+    read_conll_tags,
+    read_cwmt_xml,
+    read_mt_lines,
+    read_sighan,
+    read_trec_run,
+)
+from harness.testsets import InvalidItem, TestItem, TestSet, _read_id_table
 from scoring.errors import FormatError
 
 if TYPE_CHECKING:
+    from harness.kinds.options import KindOptions
     from scoring.cwmt_xml import MtFile
     from scoring.ir import Topic
     from scoring.pos import PosTraining
@@ -134,12 +143,12 @@ def _one_file(root: Path, names: Sequence[str], fix: str) -> Path:
     return found[0]
 
 
-def _mt_lang(root: Path, source: MtFile) -> str:
+def _mt_lang(root: Path, source: MtFile, encoding: str | None = None) -> str:
     from scoring.cws import read_lines
 
     lang_file = root / "lang"
     if lang_file.is_file():
-        lines = [ln.strip() for ln in read_lines(lang_file) if ln.strip()]
+        lines = [ln.strip() for ln in read_lines(lang_file, encoding or "utf-8") if ln.strip()]
         if len(lines) != 1 or len(lines[0].split()) != 1:
             raise TestSetError(
                 [Problem(lang_file, "", "expected one language code", 'write e.g. "zh" or "en"')]
@@ -154,12 +163,51 @@ def _mirror(source: MtFile, ref: MtFile, path: Path) -> None:
     require_mirror(source, ref)
 
 
+def _mt_categories(
+    root: Path, items: Sequence[TestItem], encoding: str | None = None
+) -> dict[str, str]:
+    """Item id -> category from the optional ``categories.tsv`` (``<id><TAB><category>``).
+
+    An id is an item's (a plain set's line number, ``doc:seg`` of an XML set) or, in an
+    XML set, a document's: every segment of that document (e.g. its domain or genre).
+    Judging only one category of segments is `onsite judge --category` (docs/judging.md).
+    """
+    path = root / "categories.tsv"
+    if not path.is_file():
+        return {}
+    table = _read_id_table(path, "\t", "category", encoding)
+    by_doc: dict[str, list[str]] = {}
+    for item in items:
+        by_doc.setdefault(item.reference.doc_id, []).append(item.id)
+    ids = {i.id for i in items}
+    out: dict[str, str] = {}
+    for key, category in table.items():
+        if key in ids:
+            out[key] = category
+        elif key in by_doc and key not in ids:
+            out.update({i: category for i in by_doc[key] if i not in table})
+        else:
+            raise TestSetError(
+                [
+                    Problem(
+                        path,
+                        "",
+                        f"id {key!r} is neither a segment nor a document of the source",
+                        "categorize the source's segments (plain: line numbers; XML: "
+                        "doc:seg) or its documents (docid)",
+                    )
+                ]
+            )
+    return out
+
+
 def _load_mt(root: Path, task: TaskConfig) -> TestSet:
     from scoring.cwmt_xml import load_mt_file
 
     fix = "give source.txt (one segment per line) or a CWMT source.xml"
     source_path = _one_file(root, ("source.txt", "source.xml"), fix)
-    source = _read(source_path, lambda p: load_mt_file(p, "source"), fix)
+    encoding = getattr(task, "encoding", None)
+    source = _read(source_path, lambda p: load_mt_file(p, "source", encoding), fix)
     ref_paths = sorted(
         p
         for p in root.iterdir()
@@ -168,13 +216,13 @@ def _load_mt(root: Path, task: TaskConfig) -> TestSet:
     ref_fix = "give ref1.txt (one reference per source line) or ref*.xml, one to four references"
     references: list[MtFile] = []
     for path in ref_paths:
-        ref_file = _read(path, lambda p: load_mt_file(p, "reference"), ref_fix)
+        ref_file = _read(path, lambda p: load_mt_file(p, "reference", encoding), ref_fix)
         references.extend(ref_file.split_references())
     if not 1 <= len(references) <= MAX_REFERENCES:
         raise TestSetError(
             [Problem(root, "", f"{len(references)} reference sets, expected 1 to 4", ref_fix)]
         )
-    lang = _mt_lang(root, source)
+    lang = _mt_lang(root, source, encoding)
     texts: list[list[str]] = []
     for ref in references:
         if source.kind == "xml" and ref.kind == "xml":
@@ -210,6 +258,9 @@ def _load_mt(root: Path, task: TaskConfig) -> TestSet:
         )
     if not items:
         raise _no_items(source_path, fix)
+    categories = _mt_categories(root, items, encoding)
+    if categories:
+        items = [replace(i, condition=categories.get(i.id)) for i in items]
     # The organizer's bilingual dictionary (closed-track training material): handed to
     # the system in hello, never read by onsite.
     dictionary = root / "dictionary.txt"
@@ -366,11 +417,16 @@ def _load_cws(root: Path, task: TaskConfig) -> TestSet:
 
     fix = "give gold.txt: one segmented sentence per line, words separated by spaces"
     gold_path = root / "gold.txt"
-    gold = _read(gold_path, read_segmentation, fix)
+    encoding = getattr(task, "encoding", None) or "utf-8"
+    gold = _read(gold_path, partial(read_segmentation, encoding=encoding), fix)
     words_path = root / "words.txt"
     lexicon: frozenset[str] | None = None
     if words_path.is_file():
-        lexicon = _read(words_path, read_word_list, "give one training word per line")
+        lexicon = _read(
+            words_path,
+            partial(read_word_list, encoding=encoding),
+            "give one training word per line",
+        )
     items = [
         TestItem(
             id=str(line),
@@ -438,7 +494,7 @@ def _cws_zero() -> Any:
 # --------------------------------------------------------------------------- ner
 
 
-def _read_gold_conll(path: Path) -> list[tuple[int, list[str], list[str]]]:
+def _read_gold_conll(path: Path, encoding: str = "utf-8") -> list[tuple[int, list[str], list[str]]]:
     """Sentences of (first line, tokens, gold tags): token first, gold tag last column."""
     from scoring.cws import read_lines
     from scoring.ner import parse_tag
@@ -447,7 +503,7 @@ def _read_gold_conll(path: Path) -> list[tuple[int, list[str], list[str]]]:
     tokens: list[str] = []
     tags: list[str] = []
     start = 0
-    for number, line in enumerate(read_lines(path), 1):
+    for number, line in enumerate(read_lines(path, encoding), 1):
         cols = line.split()
         # A blank line, conlleval's -X- or a -DOCSTART- marker ends a sentence.
         if not cols or cols[0] in ("-X-", "-DOCSTART-"):
@@ -478,7 +534,8 @@ def _read_gold_conll(path: Path) -> list[tuple[int, list[str], list[str]]]:
 def _load_ner(root: Path, task: TaskConfig) -> TestSet:
     fix = "give gold.conll: one 'token ... TAG' line per token, a blank line between sentences"
     gold_path = root / "gold.conll"
-    sentences = _read(gold_path, _read_gold_conll, fix)
+    encoding = getattr(task, "encoding", None) or "utf-8"
+    sentences = _read(gold_path, partial(_read_gold_conll, encoding=encoding), fix)
     items = [
         TestItem(
             id=str(line),
@@ -583,11 +640,16 @@ def _load_pos(root: Path, task: TaskConfig) -> TestSet:
 
     fix = "give gold.pos: one sentence per line, tokens word/TAG separated by spaces"
     gold_path = root / "gold.pos"
-    gold = _read(gold_path, read_tagged, fix)
+    encoding = getattr(task, "encoding", None) or "utf-8"
+    gold = _read(gold_path, partial(read_tagged, encoding=encoding), fix)
     train_path = root / "train.pos"
     training = None
     if train_path.is_file():
-        sentences = _read(train_path, read_tagged, "give train.pos in the word/TAG format")
+        sentences = _read(
+            train_path,
+            partial(read_tagged, encoding=encoding),
+            "give train.pos in the word/TAG format",
+        )
         training = PosTraining.from_sentences(sentences)
     items = [
         TestItem(
@@ -692,7 +754,9 @@ def _read_document(docs: Path, doc_id: str) -> tuple[str, InvalidItem | None]:
     try:
         text = path.read_bytes().decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        reason = f"not UTF-8 (byte {exc.start}); convert it, e.g. iconv -f GB18030 -t UTF-8"
+        from scoring.charsets import utf8_only_fix
+
+        reason = f"not UTF-8 (byte {exc.start}); {utf8_only_fix(path)}"
         return "", InvalidItem(doc_id, path, reason)
     if not text.strip():
         return "", InvalidItem(doc_id, path, "the document is empty")
@@ -804,6 +868,24 @@ class IrReference:
     judgements: Mapping[str, int]
 
 
+def _ir_options() -> type[KindOptions]:
+    from typing import Literal
+
+    from harness.kinds.options import KindOptions
+
+    class IrOptions(KindOptions):
+        """ir: where the relevance judgements come from, and the organizer's collection."""
+
+        # "file": the test set's qrels; "judging": pooled from the runs and judged at the
+        # venue (`onsite judge RUN --test relevance`, docs/judging.md).
+        qrels: Literal["file", "judging"] = "file"
+        # The organizer's copy of the collection (<docno>.txt files, relative to the site
+        # file), shown to relevance assessors; never sent to a system.
+        collection: str | None = None
+
+    return IrOptions
+
+
 def _load_ir(root: Path, task: TaskConfig) -> TestSet:
     from scoring.ir import read_qrels, read_topics
 
@@ -812,6 +894,22 @@ def _load_ir(root: Path, task: TaskConfig) -> TestSet:
     topics_path = root / "topics"
     qrels_path = root / "qrels"
     topics: list[Topic] = _read(topics_path, lambda p: read_topics(p)[0], topics_fix)
+    if getattr(task, "qrels", "file") == "judging":
+        # Judged after the run from the pooled results: every topic is sent, and the
+        # run's relevance panel supplies the judgements (harness/judge/qrels.py).
+        return TestSet(
+            root,
+            tuple(
+                TestItem(
+                    id=t.num,
+                    files={},
+                    fields={"query": t.title, "description": t.desc, "narrative": t.narr},
+                    reference=IrReference({}),
+                    units=1.0,
+                )
+                for t in topics
+            ),
+        )
     qrels: dict[str, dict[str, int]] = _read(qrels_path, read_qrels, qrels_fix)
     warnings = [
         f"{topics_path}:{t.line}: topic {t.num} has no judgements in {qrels_path}; not sent"
@@ -869,7 +967,9 @@ def _check_results(output: Mapping[str, Any]) -> str | None:
 
 
 def _ir_inputs(testset: TestSet, outputs: Outputs) -> tuple[dict[str, Any], dict[str, Any]]:
-    qrels = {item.id: item.reference.judgements for item in testset.items}
+    # A topic without judgements (qrels = "judging", not judged yet) is not scored, as a
+    # topic missing from a qrels file is not.
+    qrels = {i.id: i.reference.judgements for i in testset.items if i.reference.judgements}
     run = {
         item.id: {str(d): float(s) for d, s in answer["results"]}
         for item in testset.items
@@ -881,8 +981,12 @@ def _ir_inputs(testset: TestSet, outputs: Outputs) -> tuple[dict[str, Any], dict
 def _score_ir(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
     from scoring.ir import score_ir
 
+    qrels, run = _ir_inputs(testset, outputs)
+    if not qrels:
+        # qrels = "judging" before any judgement: nothing to score yet.
+        return {"map": None, "rprec": None, "p10": None, "averaged_over": 0}
     # complete: a topic with no answer counts 0 (trec_eval -c) rather than dropping out.
-    report = score_ir(*_ir_inputs(testset, outputs), complete=True, max_docs=MAX_RESULTS)
+    report = score_ir(qrels, run, complete=True, max_docs=MAX_RESULTS)
     return report.to_dict()
 
 
@@ -940,9 +1044,10 @@ def _score_mt_files(args: argparse.Namespace) -> dict[str, Any]:
     from scoring.mt_files import score_mt_files
 
     refuse_outputs_file(args.hyp, "mt")
+    encoding = getattr(args, "encoding", None)
     if args.src:
-        source = load_mt_file(args.src, "source")
-        target = load_mt_file(args.hyp, "target")
+        source = load_mt_file(args.src, "source", encoding)
+        target = load_mt_file(args.hyp, "target", encoding)
         require_mirror(source, target)
     # The table shows system and document figures: segments only go to --json.
     return score_mt_files(
@@ -951,13 +1056,14 @@ def _score_mt_files(args: argparse.Namespace) -> dict[str, Any]:
         lang=args.lang,
         metrics=args.metrics or METRICS,
         with_segments=args.json,
+        encoding=encoding,
     )
 
 
 def _score_mt_check(args: argparse.Namespace) -> dict[str, Any]:
     from scoring.mt_check import check_results
 
-    return check_results(args.src, args.hyp).to_dict()
+    return check_results(args.src, args.hyp, getattr(args, "encoding", None)).to_dict()
 
 
 def _score_mt_human(args: argparse.Namespace) -> dict[str, Any]:
@@ -980,6 +1086,7 @@ def _score_cws_files(args: argparse.Namespace) -> dict[str, Any]:
         args.test,
         args.words,
         accepted=args.accepted,
+        encoding=getattr(args, "encoding", None) or "utf-8",
         lcs=args.lcs,
         script_quirks=args.sighan_quirks,
     )
@@ -988,13 +1095,21 @@ def _score_cws_files(args: argparse.Namespace) -> dict[str, Any]:
 def _score_ner_file(args: argparse.Namespace) -> dict[str, Any]:
     from scoring.ner import score_ner_file
 
-    return score_ner_file(args.conll)
+    return score_ner_file(args.conll, getattr(args, "encoding", None) or "utf-8")
 
 
 def _score_pos_files(args: argparse.Namespace) -> dict[str, Any]:
     from scoring.pos import score_pos_files
 
-    return score_pos_files(args.gold, args.test, args.train)
+    encoding = getattr(args, "encoding", None) or "utf-8"
+    if getattr(args, "accepted", None):
+        # The pos-review panel's export (docs/judging.md): accepted tags count as correct.
+        from scoring.pos_review import score_pos_review_files
+
+        return score_pos_review_files(
+            args.gold, args.test, args.accepted, args.train, encoding=encoding
+        )
+    return score_pos_files(args.gold, args.test, args.train, encoding=encoding)
 
 
 def _score_textcat_files(args: argparse.Namespace) -> dict[str, Any]:
@@ -1026,8 +1141,10 @@ MT_FAMILY = ScoreFamily(
             "--metrics",
             type=_mt_metrics,
             help="comma-separated, from bleu,nist,gtm,mwer,mper,bleu_shortest; "
-            "default all (the CWMT/HTRDP set); e.g. --metrics bleu computes BLEU alone",
+            "default all (the CWMT/HTRDP metrics with public definitions: ICT and "
+            "Woodpecker are absent); e.g. --metrics bleu computes BLEU alone",
         ),
+        ENCODING_ARG,
     ),
     tables=("documents",),
 )
@@ -1037,6 +1154,7 @@ MT_CHECK_FAMILY = ScoreFamily(
     (
         arg("--src", required=True, help="the source XML"),
         arg("--hyp", required=True, nargs="+", help="one or more result files"),
+        ENCODING_ARG,
     ),
     tables=("problems",),
 )
@@ -1161,6 +1279,7 @@ MS_PER_QUERY = SpeedUnit("ms_per_query", "ms/query", "ms / query")
 KINDS = (
     TaskKind(
         name="mt",
+        text_encodings=True,
         summary="machine translation: a source segment in, its translation out",
         max_output_bytes=4 << 20,
         load=_load_mt,
@@ -1177,6 +1296,7 @@ KINDS = (
             else ""
         ),
         writers={"cwmt-xml": write_cwmt_xml},
+        readers={"cwmt-xml": read_cwmt_xml, "plain": read_mt_lines},
         score_families=_MT_FAMILIES,
         from_run={
             "mt": FromRun(mt_run_args(None)),
@@ -1186,6 +1306,7 @@ KINDS = (
     ),
     TaskKind(
         name="cws",
+        text_encodings=True,
         summary="Chinese word segmentation: a sentence in, words separated by spaces out",
         max_output_bytes=4 << 20,
         load=_load_cws,
@@ -1203,6 +1324,7 @@ KINDS = (
             + (f", OOV recall {pct(s['oov_recall'])}" if s.get("oov_recall") is not None else "")
         ),
         writers={"sighan": write_sighan},
+        readers={"sighan": read_sighan},
         score_families={
             "cws": ScoreFamily(
                 _score_cws_files,
@@ -1228,6 +1350,7 @@ KINDS = (
                         help="also reproduce the script's slips: an empty word before a leading "
                         "U+3000, `chop` of a word list's last byte when it lacks a final newline",
                     ),
+                    ENCODING_ARG,
                 ),
             )
         },
@@ -1235,6 +1358,7 @@ KINDS = (
     ),
     TaskKind(
         name="ner",
+        text_encodings=True,
         summary="named entities: tokens in, one BIOES tag per token out",
         max_output_bytes=4 << 20,
         load=_load_ner,
@@ -1250,11 +1374,15 @@ KINDS = (
         detail=lambda s: f"P {pct(s.get('precision'))} R {pct(s.get('recall'))}",
         check_item=check_ner_length,
         writers={"conll": write_conll},
+        readers={"conll": read_conll_tags},
         score_families={
             "ner": ScoreFamily(
                 _score_ner_file,
                 "named entities, conlleval conventions",
-                (arg("--conll", required=True, help="token ... gold-tag predicted-tag per line"),),
+                (
+                    arg("--conll", required=True, help="token ... gold-tag predicted-tag per line"),
+                    ENCODING_ARG,
+                ),
             )
         },
         # P, R and F1 are the live ones; token accuracy is not (docs/formats.md, conll).
@@ -1264,6 +1392,7 @@ KINDS = (
     ),
     TaskKind(
         name="pos",
+        text_encodings=True,
         summary="part-of-speech tagging: a sentence in, word/TAG tokens out",
         max_output_bytes=4 << 20,
         load=_load_pos,
@@ -1290,6 +1419,12 @@ KINDS = (
                     arg("--gold", required=True, help="reference, word/TAG tokens"),
                     arg("--test", required=True, help="system output, word/TAG tokens"),
                     arg("--train", help="training data (word/TAG), for IV/OOV and the baseline"),
+                    arg(
+                        "--accepted",
+                        help="judged tag review file (onsite judge --test pos-review --export): "
+                        "accepted tags count as correct, figures before the review also shown",
+                    ),
+                    ENCODING_ARG,
                 ),
             )
         },
@@ -1329,6 +1464,7 @@ KINDS = (
         summary="retrieval: a query in, ranked documents out",
         max_output_bytes=8 << 20,
         load=_load_ir,
+        options_model=_ir_options,
         check_output=_check_results,
         score=_score_ir,
         metric=lambda task: "map",
@@ -1340,6 +1476,7 @@ KINDS = (
         speed=_ms_per_item,
         detail=lambda s: f"P@10 {pct(s.get('p10'))}, R-prec {pct(s.get('rprec'))}",
         writers={"trec": write_trec},
+        readers={"trec": read_trec_run},
         score_families={
             "ir": ScoreFamily(
                 _score_ir_files,

@@ -53,7 +53,19 @@ def scored_trials(
         testset: TestSet, task: TaskConfig, outputs: Outputs, seconds: Mapping[str, float]
     ) -> dict[str, Any]:
         refs, scores = trial_scores(testset, outputs)
-        return scorer(scores, {trial: target for trial, target in refs.values()})
+        targets = {trial: target for trial, target in refs.values()}
+        genuine = sum(targets.values())
+        if genuine == 0 or genuine == len(targets):
+            # A job stopped after trials of one class (or a set with one): no EER yet. The
+            # leaderboard shows none and says why, as trials_eer gives None for a resample.
+            return {
+                "eer": None,
+                "trials": len(targets),
+                "target_trials": genuine,
+                "note": f"no EER: {genuine} target and {len(targets) - genuine} non-target "
+                "trials completed; it needs both",
+            }
+        return scorer(scores, targets)
 
     return score
 

@@ -18,6 +18,7 @@ from harness.engine.manifest import read_manifest
 from harness.engine.running_score import RunningScore, resolve_weights, running_score
 from harness.leaderboard import LeaderboardRow, leaderboard
 from harness.report.verdicts import AuditInput, JobVerdict, judge_job, resolve_limits
+from harness.significance import IntervalSettings, with_intervals
 from harness.store.directory import JobSummary, RunState
 from harness.store.events import (
     Completed,
@@ -27,6 +28,9 @@ from harness.store.events import (
 )
 from harness.store.run_model import RunModel
 from harness.testsets import TestSet
+
+# Every report shows intervals and ranks unless told not to (sacrebleu's defaults).
+DEFAULT_INTERVALS = IntervalSettings()
 
 # Verdicts that count as a failure of the item in every budget scope.
 _FAILED = ("timeout", "crashed", "error", "invalid_output")
@@ -131,6 +135,10 @@ class SystemReport:
     tasks: tuple[str, ...]
     execution_seconds: float
     environment: Mapping[str, Any] | None  # from the manifest; None without one
+    participant: str = ""
+    track: str | None = None
+    run_type: str | None = None
+    declarations: str = ""
 
 
 @dataclass(frozen=True)
@@ -156,6 +164,12 @@ class ReportData:
     manifest: Mapping[str, Any] | None
     # Site or test-set changes the operator accepted on resume (--accept-site-change).
     site_changes: tuple[Mapping[str, Any], ...] = ()
+    # How the rows' intervals and ranks were made (IntervalSettings.to_dict), or None.
+    intervals: Mapping[str, Any] | None = None
+    # The one track shown (`onsite report --track`), or None for every system.
+    track: str | None = None
+    # Each dispute with its decision and attempts (harness/disputes.py, Dispute.to_dict).
+    disputes: tuple[Mapping[str, Any], ...] = ()
 
     def jobs(self) -> list[JobReport]:
         """Every job, task by task."""
@@ -185,6 +199,9 @@ class ReportData:
                 for s in self.systems
             ],
             "manifest": self.manifest,
+            "intervals": dict(self.intervals) if self.intervals is not None else None,
+            "track": self.track,
+            "disputes": [dict(d) for d in self.disputes],
         }
 
 
@@ -284,6 +301,8 @@ def build_report(
     weights: Mapping[str, float] | None = None,
     audits: Mapping[tuple[str, str], Iterable[AuditInput]] | None = None,
     testsets: Mapping[str, TestSet] | None = None,
+    intervals: IntervalSettings | None = DEFAULT_INTERVALS,
+    track: str | None = None,
 ) -> ReportData:
     """Read a run directory into ReportData.
 
@@ -292,6 +311,9 @@ def build_report(
     (task, system) to audit lines that replace the ones the leaderboard computed. ``run``
     is a run directory or its read model (``onsite report`` shares one with the
     leaderboard, so the journal is replayed and each test set loaded once).
+    ``intervals`` says how each row's 95% interval and rank range are made
+    (harness/significance.py); None leaves them out. ``track`` keeps the systems that
+    entered it (their ranks are among themselves).
     """
     model = run if isinstance(run, RunModel) else RunModel.open(run, testsets=dict(testsets or {}))
     run_dir, site, state = model.run_dir, model.site, model.state
@@ -303,7 +325,9 @@ def build_report(
     resolved = {task: resolve_limits((limits or {}).get(task)) for task in site.config.tasks}
     w = resolve_weights(weights)
     loaded = model.testsets
-    rows = leaderboard(model)
+    rows = leaderboard(model, track=track)
+    if intervals is not None:
+        rows = with_intervals(model, rows, intervals)
     # A run in PostgreSQL has no run directory: its manifests stay with its stations.
     manifest = read_manifest(run_dir) if run_dir is not None else None
     tasks = []
@@ -320,6 +344,8 @@ def build_report(
     systems = []
     described = (manifest or {}).get("systems", {})
     for name, system_cfg in site.config.systems.items():
+        if track is not None and system_cfg.track != track:
+            continue
         spent = sum(j.execution_seconds for t in tasks for j in t.jobs if j.row.system == name)
         systems.append(
             SystemReport(
@@ -329,6 +355,10 @@ def build_report(
                 tasks=tuple(system_cfg.tasks),
                 execution_seconds=spent,
                 environment=described.get(name, {}).get("environment"),
+                participant=site.participant(name),
+                track=system_cfg.track,
+                run_type=system_cfg.run_type,
+                declarations=system_cfg.declarations,
             )
         )
     return ReportData(
@@ -345,4 +375,20 @@ def build_report(
             {"task": r.task, "system": r.system, "changes": list(r.changes), "wall": r.wall}
             for r in state.site_changes
         ),
+        intervals=intervals.to_dict() if intervals is not None else None,
+        track=track,
+        disputes=_disputes(state, track, {n: s.track for n, s in site.config.systems.items()}),
+    )
+
+
+def _disputes(
+    state: RunState, track: str | None, tracks: Mapping[str, str | None]
+) -> tuple[Mapping[str, Any], ...]:
+    """The run's disputes for the report (with ``track``, of the systems that entered it)."""
+    from harness.disputes import disputes_of
+
+    return tuple(
+        d.to_dict()
+        for d in disputes_of(state)
+        if track is None or tracks.get(d.filed.system) == track
     )

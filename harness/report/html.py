@@ -26,6 +26,7 @@ from matplotlib.ticker import MaxNLocator
 
 from harness.engine.running_score import USAGE_CAP
 from harness.kinds.registry import metric_label, speed_unit, task_kind
+from harness.leaderboard import LeaderboardRow
 from harness.report.build import JobReport, ReportData, SystemReport, TaskReport
 from scoring.plots import (
     PlotFiles,
@@ -60,6 +61,7 @@ td.l, th.l { text-align: left; }
 .figure { display: inline-block; margin: 0.5em 1em 0.5em 0; vertical-align: top; }
 .figure svg { max-width: 560px; width: 100%; height: auto; }
 .muted { color: #666; }
+.ci { color: #555; font-size: 90%; white-space: nowrap; }
 code, pre { font-family: ui-monospace, monospace; font-size: 12px; }
 pre { background: #f7f7f7; padding: 0.8em; overflow-x: auto; }
 /* The page fits 1280 px: headers wrap, and a table still too wide scrolls in its box. */
@@ -84,6 +86,7 @@ PAGE = """<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{title}</title>
 <style>{css}</style>
 <script>{script}</script>
@@ -252,22 +255,56 @@ def _limits_text(limits: Mapping[str, int | None]) -> str:
     return ", ".join(judged) + (f" ({', '.join(free)}: not judged)" if free else "")
 
 
-def _leaderboard(task: TaskReport) -> str:
+def _headline(row: LeaderboardRow) -> str:
+    """The headline figure with its 95% interval beside it."""
+    if row.ci_low is None or row.ci_high is None:
+        return _pct(row.score)
+    interval = f"[{100 * row.ci_low:.2f}, {100 * row.ci_high:.2f}]"
+    return f'{_pct(row.score)} <span class="ci">{interval}</span>'
+
+
+def _ranks_note(intervals: Mapping[str, Any] | None) -> str:
+    if intervals is None:
+        return ""
+    test = {"bootstrap": "paired bootstrap resampling", "ar": "paired approximate randomization"}
+    name = test.get(intervals["rank_test"], intervals["rank_test"])
+    return (
+        '<p class="muted">Brackets: the 95% paired-bootstrap percentile interval '
+        f"({intervals['bootstrap_samples']} resamples, seed {intervals['seed']}). Rank: a "
+        f"range such as 1-2 where {_e(name)} ({intervals['rank_samples']} samples, seed "
+        f"{intervals['seed']}) does not separate the systems at alpha {intervals['alpha']}; "
+        "reproduce with <code>onsite compare RUN --task "
+        f"{{task}} --test {_e(intervals['rank_test'])} --samples "
+        f"{intervals['rank_samples']} --seed {intervals['seed']}</code>.</p>"
+    )
+
+
+def _leaderboard(task: TaskReport, intervals: Mapping[str, Any] | None) -> str:
     unit = task.jobs[0].row.speed_unit if task.jobs else "rtf"
     label, fmt = speed_unit(unit).label, speed_unit(unit).fmt
     metric = metric_label(task.jobs[0].row.metric) if task.jobs else "score"
     headers = [
-        "system", "verdict", _e(metric), "scored / items", f"{_e(label)} mean", "p95", "max",
+        "rank", "system", "verdict", _e(metric), "scored / items",
+        f"{_e(label)} mean", "p95", "max",
         "over budget", "timeouts", "crashes", "restarts", "errors", "invalid",
         "running score", "setup s", "total s", "budget s",
     ]  # fmt: skip
+    # The entry columns only where the site file says how systems entered.
+    entered = any(j.row.track or j.row.run_type or j.row.participant != j.row.system
+                  for j in task.jobs)  # fmt: skip
+    if entered:
+        headers[2:2] = ["participant", "track", "run"]
     rows = []
     for job in task.jobs:
         r = job.row
+        mark = " †" if r.declarations else ""
+        entry = [_e(r.participant), _e(r.track or "-"), _e(r.run_type or "-")] if entered else []
         rows.append([
-            f"<b>{_e(r.system)}</b>",
+            r.rank_text(),
+            f"<b>{_e(r.system)}</b>{mark}",
+            *entry,
             f'<span class="{job.verdict.label}">{job.verdict.label}</span>',
-            _pct(r.score),
+            _headline(r),
             f"{r.scored} / {r.items}",
             _num(r.speed_mean, fmt), _num(r.speed_p95, fmt), _num(r.speed_max, fmt),
             str(r.over_budget), str(r.timeouts), str(r.crashes), str(r.restarts),
@@ -275,7 +312,15 @@ def _leaderboard(task: TaskReport) -> str:
             f"{job.running.score:.2f}",
             _num(r.setup_seconds), _num(r.total_seconds), _num(r.total_budget_seconds),
         ])  # fmt: skip
-    return _table(headers, rows, left=2, cls="leaderboard")
+    note = _ranks_note(intervals).replace("{task}", _e(task.name))
+    declared = "".join(
+        f"<li><b>{_e(j.row.system)}</b> †: {_e(j.row.declarations)}</li>"
+        for j in task.jobs
+        if j.row.declarations
+    )
+    if declared:
+        note += f'<p class="muted">† Used beyond the allowed list:</p><ul>{declared}</ul>'
+    return _table(headers, rows, left=6 if entered else 3, cls="leaderboard") + note
 
 
 def _verdict_lines(task: TaskReport) -> str:
@@ -291,7 +336,7 @@ def _verdict_lines(task: TaskReport) -> str:
     return _table(["system", "rule", "result", "figure"], rows, left=4, cls="verdicts")
 
 
-def _task_section(task: TaskReport) -> str:
+def _task_section(task: TaskReport, intervals: Mapping[str, Any] | None = None) -> str:
     parts = [
         f'<section id="task-{_e(task.name)}">',
         f"<h2>Task {_e(task.name)} <span class='muted'>({_e(task.kind)})</span></h2>",
@@ -304,7 +349,7 @@ def _task_section(task: TaskReport) -> str:
     if not task.jobs:
         parts.append("<p>No system takes this task.</p>")
     else:
-        parts.append(_leaderboard(task))
+        parts.append(_leaderboard(task, intervals))
         parts.append("<h3>Verdicts</h3>")
         parts.append(_verdict_lines(task))
         figures = _task_figures(task)
@@ -398,11 +443,24 @@ def _system_section(data: ReportData, system: SystemReport) -> str:
     return "\n".join(parts)
 
 
-def _manifest_section(manifest: Mapping[str, Any] | None) -> str:
+def _intervals_line(intervals: Mapping[str, Any] | None) -> str:
+    if intervals is None:
+        return "<p>Intervals and ranks: not computed (--no-intervals).</p>"
+    return (
+        f"<p id='intervals'>Intervals and ranks: {_e(intervals['interval'])}, "
+        f"{intervals['bootstrap_samples']} resamples; ranks by {_e(intervals['rank_test'])} "
+        f"({intervals['rank_samples']} samples) at alpha {intervals['alpha']}; seed "
+        f"{intervals['seed']}. Reproduce: <code>{_e(intervals['reproduce'])}</code>.</p>"
+    )
+
+
+def _manifest_section(
+    manifest: Mapping[str, Any] | None, intervals: Mapping[str, Any] | None = None
+) -> str:
     if manifest is None:
         return (
             "<section id='manifest'><h2>Manifest</h2><p>This run has no manifest.json."
-            "</p></section>"
+            f"</p>{_intervals_line(intervals)}</section>"
         )
     site = manifest.get("site", {})
     rows = [["site file", _e(site.get("path", "-")), f"<code>{_e(site.get('sha256'))}</code>"]]
@@ -437,6 +495,7 @@ def _manifest_section(manifest: Mapping[str, Any] | None) -> str:
         "<section id='manifest'><h2>Manifest</h2>",
         f"<p>onsite {_e(manifest.get('harness_version'))}; seeds: "
         f"{_e(', '.join(f'{k} = {v}' for k, v in seeds.items()) or 'none')}.</p>",
+        _intervals_line(intervals),
         _table(["what", "", "sha256"], rows, left=3, cls="hashes"),
         "<h3>Controller</h3>",
         _table(["", ""], host_rows, left=2, cls="controller"),
@@ -479,6 +538,8 @@ def _header(data: ReportData) -> str:
         f"<h1>Evaluation report: {_e(data.site)}</h1>",
         f"<p class='muted'>Run directory <code>{_e(data.run_dir)}</code>. Times are the "
         "controller's; rates are shown as percentages.</p>",
+        f"<p id='track'>Track <b>{_e(data.track)}</b> only: the systems that entered it, ranked "
+        "among themselves.</p>" if data.track else "",
         sessions,
         changes,
         summary,
@@ -500,10 +561,14 @@ def _judging_sections(run_dir: Path) -> list[str]:
 def html_text(data: ReportData) -> str:
     """The whole report as one HTML document."""
     body = [_header(data)]
-    body.extend(_task_section(task) for task in data.tasks)
+    body.extend(_task_section(task, data.intervals) for task in data.tasks)
     body.extend(_system_section(data, system) for system in data.systems)
     body.extend(_judging_sections(Path(data.run_dir)))
-    body.append(_manifest_section(data.manifest))
+    if data.disputes:
+        from harness.report.disputes import disputes_html
+
+        body.append(disputes_html(data.disputes, _table))
+    body.append(_manifest_section(data.manifest, data.intervals))
     return PAGE.format(
         title=_e(f"onsite report: {data.site}"), css=CSS, script=SEARCH_JS, body="\n".join(body)
     )

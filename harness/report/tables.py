@@ -14,6 +14,10 @@ from harness.report.build import JobReport, ReportData
 CSV_COLUMNS = (
     "task",
     "system",
+    "participant",
+    "track",
+    "run_type",
+    "declarations",
     "verdict",
     "failed_rules",
     "running_score",
@@ -40,6 +44,10 @@ CSV_COLUMNS = (
     "set_budget_met",
     "mean_budget_usage",
     "execution_seconds",
+    "ci_low",
+    "ci_high",
+    "rank_low",
+    "rank_high",
 )
 """Columns of `write_csv`; rates are fractions, times seconds, empty for none."""
 

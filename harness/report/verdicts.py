@@ -116,7 +116,7 @@ def judge_job(
         )
     ]
     if row.budget_scope == "set":
-        if row.total_budget_seconds is None:
+        if row.total_budget_seconds is None or row.total_seconds is None:
             lines.append(
                 RuleLine("set budget met", True, "no per-item budgets to sum (no rate budget)")
             )

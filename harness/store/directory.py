@@ -30,9 +30,11 @@ import orjson
 from harness.collector import cycle_collector_held
 from harness.store.events import (
     BY_NAME,
+    DISPUTE_RECORDS,
     AuditSeed,
     Completed,
     Dispatched,
+    Ingested,
     JobFailed,
     JobFinished,
     JobSettings,
@@ -147,6 +149,9 @@ class RunState:
     audit_seed: int | None = None
     job_settings: dict[JobKey, dict[str, Any]] = field(default_factory=dict)
     testset_hashes: dict[str, dict[str, str]] = field(default_factory=dict)
+    # Disputes, decisions and appeal attempts in journal order (harness/disputes.py reads
+    # them), kept in every mode: they are few.
+    disputes: list[JournalEvent] = field(default_factory=list)
     _by_job: dict[JobKey, list[JournalEvent]] = field(default_factory=dict, repr=False)
     _by_job_size: int = field(default=-1, repr=False)
     _fields_sets: dict[int, set[str]] = field(default_factory=dict, repr=False)
@@ -157,7 +162,7 @@ class RunState:
         path: Path,
         keep_records: bool = True,
         keep_answers: bool | None = None,
-        first_completions: Callable[[Completed | dict[str, Any]], None] | None = None,
+        first_completions: Callable[[Completed | Ingested | dict[str, Any]], None] | None = None,
     ) -> RunState:
         """Replay a journal file (``from_lines`` over its complete lines)."""
         return cls.from_lines(complete_lines(path), keep_records, keep_answers, first_completions)
@@ -168,11 +173,12 @@ class RunState:
         lines: Iterable[bytes],
         keep_records: bool = True,
         keep_answers: bool | None = None,
-        first_completions: Callable[[Completed | dict[str, Any]], None] | None = None,
+        first_completions: Callable[[Completed | Ingested | dict[str, Any]], None] | None = None,
     ) -> RunState:
         """Replay a run's records, given as their journal lines in order (a run directory's
         journal.jsonl or a run in PostgreSQL: ``RunSource.lines``). The first completion
-        of an item wins; later ones are ignored.
+        of an item wins; later ones are ignored. An ``ingested`` record (`onsite ingest`)
+        starts its job again: the completions that follow it are the job's.
 
         ``first_completions`` is handed each item's first completion as it is read (as
         plain JSON where ``quick_record`` vouches for the line, else typed): the same
@@ -184,7 +190,9 @@ class RunState:
         return state
 
     def _replay(
-        self, lines: Iterable[bytes], sink: Callable[[Completed | dict[str, Any]], None] | None
+        self,
+        lines: Iterable[bytes],
+        sink: Callable[[Completed | Ingested | dict[str, Any]], None] | None,
     ) -> None:
         state = self
         keep_records = self.keep_records
@@ -217,6 +225,8 @@ class RunState:
             if sink is not None and isinstance(record, Completed):
                 if record.item not in done.get((record.task, record.system), ()):
                     sink(record if quick is None else quick)
+            elif sink is not None and isinstance(record, Ingested):
+                sink(record)  # the outputs copy starts the job again
             state.apply(record)
 
     def _session(self, session: str) -> SessionSummary:
@@ -299,6 +309,21 @@ class RunState:
             self.job_settings[(record.task, record.system)] = record.settings
         elif isinstance(record, TestsetHashes):
             self.testset_hashes[record.task] = record.files
+        elif isinstance(record, DISPUTE_RECORDS):
+            self.disputes.append(record)
+        elif isinstance(record, Ingested):
+            self._forget_job((record.task, record.system))
+
+    def _forget_job(self, job: JobKey) -> None:
+        """An ingested file (`onsite ingest`) is the job's outputs from here: what was
+        recorded before stops counting (it stays in the journal)."""
+        self.completed.pop(job, None)
+        self.done.pop(job, None)
+        self.jobs[job] = JobSummary()
+        for key in [k for k in self.attempts if k[:2] == job]:
+            del self.attempts[key]
+        for key in [k for k in self.lost if k[:2] == job]:
+            del self.lost[key]
 
     def _share_fields_set(self, record: Completed) -> None:
         """Let kept completions share one set of the names of their fields.
@@ -335,6 +360,8 @@ class RunState:
                     continue
                 # Any other line may be a completion (of this version or an older one).
                 record = parse_record(line)
+                if isinstance(record, Ingested):
+                    completed.pop((record.task, record.system), None)
                 if not isinstance(record, Completed):
                     continue
                 answers = completed[(record.task, record.system)]
@@ -375,6 +402,8 @@ def output_line(record: Completed | Mapping[str, Any]) -> dict[str, Any]:
     fields = record if isinstance(record, Mapping) else record.__dict__
     line = {k: fields.get(k) for k in OUTPUT_FIELDS}
     line["id"] = fields["item"]
+    if fields.get("offline"):
+        line["offline"] = True  # a submitted file's (`onsite ingest`): no timing
     return line
 
 
@@ -630,17 +659,20 @@ def site_meta(site_path: Path, site_root: Path) -> dict[str, str]:
     return {"site_file": str(site_path), "site_root": str(site_root)}
 
 
-def completions_in(lines: Iterable[bytes]) -> Iterator[Completed | dict[str, Any]]:
+def completions_in(
+    lines: Iterable[bytes],
+) -> Iterator[Completed | Ingested | dict[str, Any]]:
     """The completions among a run's journal lines: as plain JSON where ``quick_record``
-    can vouch for a line, else as the typed event."""
+    can vouch for a line, else as the typed event; and the ``ingested`` records, after
+    which a job's outputs start again."""
     for line in lines:
         if line.startswith(DISPATCHED_PREFIX):
             continue  # half the journal, and no output in it
         record = quick_record(line)
         if record is None:
             typed = parse_record(line)
-            if isinstance(typed, Completed):
-                yield typed
+            if isinstance(typed, Completed | Ingested):
+                yield typed  # an ingestion starts its job's outputs again
         else:
             yield record
 
@@ -648,14 +680,19 @@ def completions_in(lines: Iterable[bytes]) -> Iterator[Completed | dict[str, Any
 def write_outputs(
     outputs_path: Callable[[str, str], Path],
     jobs: set[JobKey] | None,
-    completions: Iterable[Completed | dict[str, Any]],
+    completions: Iterable[Completed | Ingested | dict[str, Any]],
 ) -> set[JobKey]:
     """Write the outputs files of ``jobs`` (None: of every job with a completion) from a
-    run's completions in journal order, each item's first only; return the jobs written."""
+    run's completions in journal order, each item's first only (since the job's last
+    ``ingested`` record); return the jobs written."""
     copies = _OutputsCopies(outputs_path, jobs)
     try:
         seen: set[tuple[str, str, str]] = set()
         for record in completions:
+            if isinstance(record, Ingested):
+                seen = {k for k in seen if k[:2] != (record.task, record.system)}
+                copies.add(record)
+                continue
             fields = record if isinstance(record, dict) else record.__dict__
             key = (fields["task"], fields["system"], fields["item"])
             if key not in seen:
@@ -690,12 +727,18 @@ class _OutputsCopies:
             fh = self._files[job] = open(path, "wb")
         return fh
 
-    def add(self, record: Completed | dict[str, Any]) -> None:
-        """Write one first completion's outputs line (records of other jobs are passed over)."""
+    def add(self, record: Completed | Ingested | dict[str, Any]) -> None:
+        """Write one first completion's outputs line (records of other jobs are passed over);
+        an ``ingested`` record empties its job's file (what follows replaces it)."""
         fields = record if isinstance(record, dict) else record.__dict__
         job = (fields["task"], fields["system"])
         if self._jobs is None or job in self._jobs:
-            self._file(job).write(orjson.dumps(output_line(record)) + b"\n")
+            fh = self._file(job)
+            if isinstance(record, Ingested):
+                fh.seek(0)
+                fh.truncate()
+                return
+            fh.write(orjson.dumps(output_line(record)) + b"\n")
 
     def finish(self) -> set[JobKey]:
         """Sync every file, an empty one for a job with no completion, and put them in place."""

@@ -255,6 +255,11 @@ class Completed(JobEvent):
         "the input could be rebuilt before the last frame (false: the device takes DATA "
         "only in order, or dropped what came out of order), since v2",
     )
+    offline: bool | None = Field(
+        default=None,
+        description="`onsite ingest`: the output came from a submitted file (an `ingested` "
+        "record precedes it); no timing: `seconds` is 0 and the speed figures leave it out",
+    )
 
 
 class _Lost(JobEvent):
@@ -365,6 +370,110 @@ class SessionInterrupted(JournalEvent):
     reason: str = Field(description="stopped by the operator, refused input, disk full")
 
 
+class Ingested(JobEvent):
+    """A submitted file became the job's outputs (`onsite ingest`, docs/publishing.md): its
+    `completed` records (`offline`) follow."""
+
+    about = (
+        "with `supersedes`, the job's earlier records stop counting from here (`--replace`): "
+        "replay keeps the items' completions after the last such record; both stay in the journal"
+    )
+    event: Literal["ingested"] = "ingested"
+    file: str = Field(description="the submitted file as the operator named it")
+    sha256: str = Field(description="of the file's bytes")
+    format: str = Field(description="how it was read (`trn`, `cwmt-xml`, `jsonl` ...)")
+    items: int = Field(description="items it gave, one per item of the test set")
+    encoding: str | None = Field(default=None, description="`--encoding`, if given")
+    supersedes: int = Field(
+        default=0,
+        description="completions of the job recorded before, which stop counting (`--replace`)",
+    )
+    actor: str = "operator"
+
+
+# Disputes (`onsite dispute`, harness/disputes.py, docs/publishing.md): a challenge, the
+# organizer's decision and the appeal attempt of a rerun are records of their own, so
+# nothing recorded before is ever rewritten and no reader of completions mistakes an
+# appeal for an item's first completion.
+
+DisputeDecision = Literal["rejected", "amended", "rerun"]
+
+
+class DisputeFiled(JobEvent):
+    """A participant challenged an item's verdict or score (`onsite dispute`)."""
+
+    about = "a dispute alone changes nothing: only the organizer's `dispute_decided` does"
+    event: Literal["dispute_filed"] = "dispute_filed"
+    dispute: int = Field(description="the dispute's number in the run, from 1")
+    item: str
+    reason: str
+    by: str = Field(default="", description="who filed it (`--by`), e.g. the team")
+    attempt: int = Field(description="the attempt challenged (the item's completion)")
+    verdict: Verdict = Field(description="the verdict challenged")
+
+
+class AppealDispatched(JobEvent):
+    """A disputed item is sent again on the organizer's `--rerun` (an appeal attempt)."""
+
+    event: Literal["appeal_dispatched"] = "appeal_dispatched"
+    dispute: int
+    item: str
+    attempt: int = Field(description="after every attempt the item had before")
+    anon_id: str = Field(description="the anonymous name the system sees")
+    budget_seconds: float | None
+    hang_seconds: float | None = None
+
+
+class AppealCompleted(JobEvent):
+    """The appeal attempt's result, judged as any item's (`result` is its `completed` record)."""
+
+    event: Literal["appeal_completed"] = "appeal_completed"
+    dispute: int
+    item: str
+    attempt: int
+    result: dict[str, Any] = Field(
+        description="the fields of a `completed` record: verdict, output, seconds, budget ..."
+    )
+
+
+class DisputeDecided(JobEvent):
+    """The organizer's decision on a dispute: what the item counts as from then on."""
+
+    about = (
+        "`rejected`: the original result stands; `amended`: the item counts with `verdict`; "
+        "`rerun`: it counts with the appeal attempt's result (`attempt`)"
+    )
+    event: Literal["dispute_decided"] = "dispute_decided"
+    dispute: int
+    item: str
+    decision: DisputeDecision = Field(description="`rejected`, `amended` or `rerun`")
+    reason: str = ""
+    verdict: Verdict | None = Field(
+        default=None, description="`amended`: the verdict it counts with"
+    )
+    attempt: int | None = Field(default=None, description="`rerun`: the appeal attempt that counts")
+    actor: str = "organizer"
+
+
+# What a replay keeps for harness/disputes.py (RunState.disputes).
+DISPUTE_RECORDS = (DisputeFiled, AppealDispatched, AppealCompleted, DisputeDecided)
+
+
+class ReferencesReleased(JournalEvent):
+    """The operator gave a participant the references and test inputs with its package
+    before the run's embargo ended (`onsite package --with-references`,
+    docs/publishing.md)."""
+
+    event: Literal["references_released"] = "references_released"
+    participant: str
+    tasks: list[str] = Field(description="the tasks whose references the package holds")
+    release_after: str | None = Field(
+        default=None, description="the site's `release_after` date, if it has one"
+    )
+    output: str = Field(description="the package's directory")
+    actor: str = "operator"
+
+
 RECORD_TYPES: tuple[type[JournalEvent], ...] = (
     SessionStarted,
     TestsetLoaded,
@@ -387,6 +496,12 @@ RECORD_TYPES: tuple[type[JournalEvent], ...] = (
     AuditSeed,
     SessionFinished,
     SessionInterrupted,
+    Ingested,
+    DisputeFiled,
+    AppealDispatched,
+    AppealCompleted,
+    DisputeDecided,
+    ReferencesReleased,
 )
 
 Record = Annotated[
@@ -410,7 +525,13 @@ Record = Annotated[
     | TestsetChanged
     | AuditSeed
     | SessionFinished
-    | SessionInterrupted,
+    | SessionInterrupted
+    | Ingested
+    | DisputeFiled
+    | AppealDispatched
+    | AppealCompleted
+    | DisputeDecided
+    | ReferencesReleased,
     Field(discriminator="event"),
 ]
 

@@ -79,12 +79,19 @@ class RunModel:
         )
 
     def testset(self, task: str) -> TestSet:
-        """The task's test set, loaded on first use and kept."""
+        """The task's test set, loaded on first use and kept.
+
+        An ``ir`` task with ``qrels = "judging"`` gets the judgements of the run's pooled
+        relevance panel (harness/judge/qrels.py), so every reader scores against them.
+        """
         if task not in self._testsets:
             cfg = self.site.config.tasks[task]
-            self._testsets[task] = task_kind(cfg.kind).load_testset(
-                self.site.testset_path(task), cfg
-            )
+            testset = task_kind(cfg.kind).load_testset(self.site.testset_path(task), cfg)
+            if getattr(cfg, "qrels", None) == "judging" and self.run_dir is not None:
+                from harness.judge.qrels import with_judged_qrels
+
+                testset = with_judged_qrels(testset, self.run_dir, task)
+            self._testsets[task] = testset
         return self._testsets[task]
 
     @property

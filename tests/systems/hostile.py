@@ -10,6 +10,9 @@ can assert that it found nothing of the run:
 - forkbomb: fork HOSTILE_FORKS children that sleep; answer how many forks succeeded.
 - closestdin: close stdin after the handshake and keep running.
 - stderr: write HOSTILE_STDERR_BYTES to stderr per item, numbered lines.
+- shm: list /dev/shm, take a multiprocessing.Lock, pass through a Queue, then fill
+  /dev/shm until it is full.
+- mountinfo: answer /proc/self/mountinfo.
 - slow: move the protocol off fd 1 (as systems do to keep library chatter out of it),
   then never answer: a hang, not a closed stdout.
 """
@@ -207,6 +210,38 @@ def forkbomb() -> dict:
     return {"made": made, "refused": refused}
 
 
+def shm() -> dict:
+    import multiprocessing
+
+    seen = sorted(os.listdir("/dev/shm"))
+    report: dict = {"seen": seen}
+    try:
+        lock = multiprocessing.Lock()
+        with lock:
+            report["lock"] = "ok"
+        queue: multiprocessing.Queue = multiprocessing.Queue()
+        for n in (1, 2, 3):
+            queue.put(n)
+        report["queue"] = [queue.get(timeout=10) for _ in range(3)]
+    except OSError as exc:
+        report["lock"] = f"{type(exc).__name__}: {exc}"
+    filled, error = 0, None
+    try:
+        with open("/dev/shm/fill", "wb") as fh:
+            while filled < 1 << 30:
+                fh.write(b"\0" * (1 << 20))
+                fh.flush()
+                filled += 1 << 20
+    except OSError as exc:
+        error = exc.strerror
+    finally:
+        if os.path.exists("/dev/shm/fill"):
+            filled = os.path.getsize("/dev/shm/fill")
+            os.unlink("/dev/shm/fill")
+    report.update(filled=filled, fill_error=error)
+    return {"shm": report}
+
+
 def main() -> None:
     mode = os.environ.get("HOSTILE", "snoop")
     out = sys.stdout
@@ -241,6 +276,11 @@ def main() -> None:
                 output = hog()
             elif mode == "helpers":
                 output = helpers()
+            elif mode == "shm":
+                output = shm()
+            elif mode == "mountinfo":
+                with open("/proc/self/mountinfo", encoding="utf-8") as fh:
+                    output = {"mountinfo": fh.read()}
             elif mode == "slow":
                 time.sleep(3600)
                 output = {}

@@ -28,7 +28,7 @@ function render(status) {
       const tr = el("tr", {"data-system": job.system});
       tr.appendChild(el("td", {}, String(i + 1)));
       tr.appendChild(el("td", {class: "l"}, job.system));
-      tr.appendChild(el("td", {}, pct(job.quality.value)));
+      tr.appendChild(el("td", {}, pct(job.quality.value) + interval(job.quality)));
       tr.appendChild(el("td", {}, speed(job.speed)));
       tr.appendChild(el("td", {}, num(job.running_score, 1)));
       tr.appendChild(el("td", {}, job.completed + "/" + (job.total ?? "?")));

@@ -11,9 +11,30 @@ function dur(s) {
   const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), r = s % 60;
   return (h ? h + ":" + String(m).padStart(2, "0") : m) + ":" + String(r).padStart(2, "0");
 }
-function quality(q) { return q.value === null ? "-" : (q.label || q.metric) + " " + pct(q.value); }
+function interval(q) {
+  // The 95% bootstrap interval of the items so far (the report's; docs/significance.md).
+  if (q.ci_low === null || q.ci_low === undefined || q.ci_high === null || q.ci_high === undefined) return "";
+  return " [" + (100 * q.ci_low).toFixed(1) + ", " + (100 * q.ci_high).toFixed(1) + "]";
+}
+function quality(q) { return q.value === null ? "-" : (q.label || q.metric) + " " + pct(q.value) + interval(q); }
+function qualityCell(cell, q) {
+  // The figure, and its interval on a line of its own so that the overview stays narrow.
+  const figure = q.value === null ? "-" : (q.label || q.metric) + " " + pct(q.value);
+  const ci = interval(q).trim();
+  cell.replaceChildren(document.createTextNode(figure));
+  if (ci) cell.appendChild(el("div", {class: "ci"}, ci));
+}
+function sig(v) {
+  // Three significant digits, with k/M for the thousands and millions: "198563.83" is
+  // "199k" (the journal keeps the full figure).
+  if (v === null || v === undefined) return "-";
+  const x = Number(v), a = Math.abs(x);
+  if (a >= 1e6) return Number((x / 1e6).toPrecision(3)) + "M";
+  if (a >= 1e3) return Number((x / 1e3).toPrecision(3)) + "k";
+  return String(Number(x.toPrecision(3)));
+}
 function speed(s) {
-  return s.mean === null ? "-" : num(s.mean) + " / " + num(s.p95) + " " + (s.label || s.unit);
+  return s.mean === null ? "-" : sig(s.mean) + " / " + sig(s.p95) + " " + (s.label || s.unit);
 }
 function verdictText(v) {
   const keys = Object.keys(v).filter(k => k !== "ok").sort();
@@ -31,8 +52,9 @@ function follow(onStatus) {
   const source = new EventSource("/api/events");
   source.addEventListener("status", e => onStatus(JSON.parse(e.data)));
   const live = document.getElementById("live");
-  source.onopen = () => { if (live) live.textContent = "live"; };
-  source.onerror = () => { if (live) live.textContent = "reconnecting..."; };
+  const mark = (text, cls) => { if (live) { live.textContent = text; live.className = cls; } };
+  source.onopen = () => mark("\u25cf live", "live-on");
+  source.onerror = () => mark("reconnecting...", "live-off");
   return source;
 }
 
@@ -49,6 +71,23 @@ function operatorToken() {
   const value = input ? input.value.trim() : "";
   if (value) sessionStorage.setItem("onsite-operator", value);
   return value || sessionStorage.getItem("onsite-operator") || "";
+}
+// The overview shows its controls only where the console has them and this tab holds
+// the operator's token (from the operator link's #operator=... fragment, or signed in).
+async function operatorMode() {
+  const given = new URLSearchParams(location.hash.slice(1)).get("operator");
+  if (given) {
+    sessionStorage.setItem("onsite-operator", given);
+    history.replaceState(null, "", location.pathname + location.search);
+  }
+  const token = sessionStorage.getItem("onsite-operator") || "";
+  const response = await fetch("/api/operator",
+    {headers: token ? {"Authorization": "Bearer " + token} : {}, cache: "no-store"});
+  const body = response.ok ? await response.json() : {controls: false, operator: false};
+  document.body.classList.toggle("can-operate", body.controls && !body.operator);
+  document.body.classList.toggle("operate", body.controls && body.operator);
+  document.body.dataset.operator = "checked";
+  return body;
 }
 async function act(path) {
   const msg = document.getElementById("msg");

@@ -36,8 +36,8 @@ function show(job) {
     tr.appendChild(el("td", {class: "l v-" + r.verdict}, r.verdict));
     tr.appendChild(el("td", {}, num(r.seconds, 3)));
     tr.appendChild(el("td", {}, num(r.budget_seconds, 3)));
-    tr.appendChild(el("td", {}, num(r.speed, 3)));
-    tr.appendChild(el("td", {class: "l"}, r.message));
+    tr.appendChild(el("td", {}, sig(r.speed)));
+    tr.appendChild(el("td", {class: "l msg", title: r.message || ""}, r.message));
     body.appendChild(tr);
   }
   chart(document.getElementById("time-chart"), [

@@ -15,6 +15,7 @@ function jobRow(job) {
   for (const c of COLUMNS) {
     const td = el("td", {"data-col": c});
     if (["task", "system", "device", "state", "failures", "inflight"].includes(c)) td.className = "l";
+    if (c === "act") td.className = "operator";
     row.appendChild(td); cells[c] = td;
   }
   const link = el("a", {href: "/jobs/" + jobPath(job)}, job.system);
@@ -43,7 +44,7 @@ function deviceRow(name) {
   row.appendChild(el("td", {class: "l"}, name));
   const state = el("td", {class: "l state"});
   row.appendChild(state);
-  const td = el("td");
+  const td = el("td", {class: "operator"});
   for (const action of ["pause", "resume", "skip"]) {
     const b = el("button", {"data-action": action}, action);
     b.addEventListener("click", () => act("/api/devices/" + encodeURIComponent(name) + "/" + action));
@@ -82,7 +83,7 @@ function render(status) {
     const share = job.total ? Math.min(1, job.completed / job.total) : 0;
     c.bar.querySelector(".bar > span").style.width = (100 * share).toFixed(1) + "%";
     c.eta.textContent = dur(job.eta_seconds);
-    c.quality.textContent = quality(job.quality);
+    qualityCell(c.quality, job.quality);
     c.speed.textContent = speed(job.speed);
     c.budget.textContent = pct(job.speed.budget_usage);
     c.running.textContent = num(job.running_score, 1);
@@ -101,14 +102,50 @@ function render(status) {
   }
   for (const name of new Set(status.jobs.map(j => j.device))) {
     const row = deviceRow(name);
-    row.state_.textContent = status.skipped_devices.includes(name) ? "skipped"
-      : status.paused_devices.includes(name) ? "paused" : "-";
+    const state = deviceState(name, status);
+    row.state_.textContent = state;
+    row.state_.className = "l state state-" + state.split(" ")[0];
   }
+  fitHint();
 }
+
+// What a device does, from its jobs: a device runs one system at a time.
+function deviceState(name, status) {
+  if (status.skipped_devices.includes(name)) return "skipped";
+  if (status.paused_devices.includes(name)) return "paused";
+  const jobs = status.jobs.filter(j => j.device === name);
+  const on = jobs.filter(j => j.state === "running" || j.state === "retrying_start");
+  if (on.length) return "running " + on.map(j => j.system).join(", ");
+  if (jobs.some(j => j.state === "waiting_for_device")) return "not_answering";
+  if (jobs.every(j => ["done", "failed", "skipped"].includes(j.state))) return "done";
+  return status.controller === "running" ? "idle" : "stopped";
+}
+
+// On a narrow screen the overview scrolls sideways: say so above it.
+function fitHint() {
+  const box = document.querySelector("#jobs").parentElement;
+  document.getElementById("scroll-hint").hidden = box.scrollWidth <= box.clientWidth;
+}
+window.addEventListener("resize", fitHint);
 
 document.getElementById("stop").addEventListener("click", () => {
   if (confirm("Stop the run? Everything recorded is kept; the same command resumes.")) act("/api/stop");
 });
-const saved = sessionStorage.getItem("onsite-operator");
-if (saved) document.getElementById("token").value = saved;
+document.getElementById("sign-in").addEventListener("click", e => {
+  e.preventDefault();
+  const form = document.getElementById("sign-in-form");
+  form.hidden = false;
+  document.getElementById("token").focus();
+});
+document.getElementById("sign-in-form").addEventListener("submit", async e => {
+  e.preventDefault();
+  const input = document.getElementById("token");
+  sessionStorage.setItem("onsite-operator", input.value.trim());
+  input.value = "";
+  const mode = await operatorMode();
+  document.getElementById("sign-in-form").hidden = mode.operator;
+  document.getElementById("msg").textContent = mode.operator ? "signed in as the operator"
+    : "that is not this run's operator token";
+});
+operatorMode();
 follow(render);
