@@ -119,3 +119,30 @@ def run_site(site_path: Path, limit: int | None = None) -> tuple[Path, list[Any]
     finally:
         store.close()
     return site.run_dir, results
+
+
+def three_asr_systems_run(tmp: Path) -> Path:
+    """A finished run of three ASR systems on six utterances: one right, one with errors
+    (two utterances), one that crashes on one utterance (the tests of onsite compare,
+    onsite meta and the report's intervals share it)."""
+    tmp.chmod(0o755)  # a sealed system reads its test set as another user
+    items = [(f"u{i}", 1600 * i, "one two three four") for i in range(1, 7)]
+    root = make_testset(tmp / "set", items)
+    right = {1600 * i: {"text": "one two three four"} for i in range(1, 7)}
+    wrong = {**right, 1600: {"text": "one too three"}, 3200: {"text": "won two"}}
+    crashing = {**right, 4800: {"do": "crash"}}
+
+    def system(plan: dict[int, Any]) -> dict[str, Any]:
+        return {
+            "command": FAKE_SERVE,
+            "env": {"FAKE_PLAN": json.dumps({str(k): v for k, v in plan.items()})},
+        }
+
+    site = write_site(
+        tmp / "site.toml",
+        root,
+        {"right": system(right), "wrong": system(wrong), "crashing": system(crashing)},
+    )
+    run_dir, results = run_site(site)
+    assert [r.failed for r in results] == [None, None, None], results
+    return run_dir

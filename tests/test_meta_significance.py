@@ -20,7 +20,10 @@ import pytest
 from harness import leaderboard
 from harness.cli.main import main
 from scoring.meta import mean_of_scores, pair_separation, pooled_subsample_curve, subset_indices
-from tests.helpers import FAKE_SERVE, make_testset, onsite, run_site, write_site
+from tests.helpers import (
+    onsite,
+    three_asr_systems_run,
+)
 
 WORDS = "the a cat dog sat on mat is was big small red green house tree river runs".split()
 
@@ -218,29 +221,8 @@ def test_input_errors_name_the_fix(mt, capsys, tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def asr_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Three ASR systems on six utterances: right, with errors, and one that crashes."""
-    tmp = tmp_path_factory.mktemp("run")
-    tmp.chmod(0o755)  # a sealed system reads its test set as another user
-    items = [(f"u{i}", 1600 * i, "one two three four") for i in range(1, 7)]
-    root = make_testset(tmp / "set", items)
-    right = {1600 * i: {"text": "one two three four"} for i in range(1, 7)}
-    wrong = {**right, 1600: {"text": "one too three"}, 3200: {"text": "won two"}}
-    crashing = {**right, 4800: {"do": "crash"}}
-
-    def system(plan: dict[int, Any]) -> dict[str, Any]:
-        return {
-            "command": FAKE_SERVE,
-            "env": {"FAKE_PLAN": json.dumps({str(k): v for k, v in plan.items()})},
-        }
-
-    site = write_site(
-        tmp / "site.toml",
-        root,
-        {"right": system(right), "wrong": system(wrong), "crashing": system(crashing)},
-    )
-    run_dir, results = run_site(site)
-    assert [r.failed for r in results] == [None, None, None], results
-    return run_dir
+    """Three ASR systems on six utterances: one right, one with errors, one that crashes."""
+    return three_asr_systems_run(tmp_path_factory.mktemp("run"))
 
 
 def test_a_run_is_resampled_with_its_kinds_statistics(asr_run: Path) -> None:

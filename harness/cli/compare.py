@@ -23,7 +23,7 @@ import argparse
 import json
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -376,6 +376,34 @@ def _offline(args: argparse.Namespace) -> Compared | None:
     )
 
 
+def _of_counts(
+    task: str,
+    metric: str,
+    higher_is_better: bool,
+    systems: Mapping[str, Any],
+    score: Callable[[Any], float],
+    units: Callable[[], Mapping[str, Sequence[Any]]] | None = None,
+) -> Compared:
+    """Files' systems as rows of summed counts (one numpy row per segment) and the
+    metric of a sum: resampled with matrix products, aggregated by the same sum."""
+    import numpy as np
+
+    from harness.significance import Compared
+    from scoring.resampling import Additive
+
+    def aggregate(items: Sequence[Any]) -> float | None:
+        return score(np.sum(np.asarray(items), axis=0)) if len(items) else None
+
+    return Compared(
+        task=task,
+        metric=metric,
+        higher_is_better=higher_is_better,
+        systems={name: Additive(rows, score) for name, rows in systems.items()},
+        aggregate=aggregate,
+        units=units,
+    )
+
+
 def systems_from_files(
     family: str,
     hyps: Sequence[str],
@@ -419,20 +447,7 @@ def asr_systems_from_files(hyps: Sequence[str], ref: str, encoding: str | None =
     def score(row: np.ndarray) -> float:
         return AsrScore.from_counts([[int(x) for x in row]]).wer
 
-    def aggregate(items: Sequence[Any]) -> float | None:
-        return score(np.sum(np.asarray(items), axis=0)) if len(items) else None
-
-    from harness.significance import Compared
-    from scoring.resampling import Additive
-
-    return Compared(
-        task="asr",
-        metric="wer",
-        higher_is_better=False,
-        systems={name: Additive(rows, score) for name, rows in systems.items()},
-        aggregate=aggregate,
-        units=lambda: units,
-    )
+    return _of_counts("asr", "wer", False, systems, score, units=lambda: units)
 
 
 def mt_systems_from_files(
@@ -498,16 +513,4 @@ def mt_systems_from_files(
     def score(row: np.ndarray) -> float:
         return bleu_from_stats(as_stats(row))
 
-    def aggregate(items: Sequence[Any]) -> float | None:
-        return score(np.sum(np.asarray(items), axis=0)) if len(items) else None
-
-    from harness.significance import Compared
-    from scoring.resampling import Additive
-
-    return Compared(
-        task="mt",
-        metric="bleu",
-        higher_is_better=True,
-        systems={name: Additive(rows, score) for name, rows in systems.items()},
-        aggregate=aggregate,
-    )
+    return _of_counts("mt", "bleu", True, systems, score)
