@@ -1101,6 +1101,10 @@ class Controller:
                     output, problem = kind.keep_output(item, output, file, media, result.anon_id)
                     if problem:
                         break
+                    # The output names what it kept by its path in the run directory.
+                    for kept in output.values():
+                        if isinstance(kept, str) and kept.startswith(f"media/{job.task}/"):
+                            self.store.keep_media(kept)
             if problem:
                 verdict, message = "invalid_output", problem
         for file in result.output_files.values():

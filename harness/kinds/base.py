@@ -510,6 +510,8 @@ class TaskKind:
     output_files: Mapping[str, str] = field(default_factory=dict)
     # Checks such a file and keeps it in the run directory:
     # (item, output, the file, media dir, anonymous id) -> (output to record, problem).
+    # The output recorded names the kept file by its path in the run directory
+    # (media/<task>/<name>), which is how a PostgreSQL run keeps a copy of it too.
     keep_output: (
         Callable[
             [TestItem, Mapping[str, Any], OutputFile, Path, str], tuple[dict[str, Any], str | None]

@@ -79,6 +79,11 @@ class RunWriter(Protocol):
         """Rewrite the jobs' outputs files from the records."""
         ...
 
+    def keep_media(self, path: str) -> None:
+        """A file a kind kept under ``dir`` (``path`` relative to it: media/<task>/...)
+        is complete: keep it wherever else the run's records are kept."""
+        ...
+
     def open_outputs(self, task: str, system: str) -> None:
         """Keep a job's outputs file open for the completions to come."""
         ...

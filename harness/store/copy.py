@@ -2,9 +2,11 @@
 whose command is harness/cli/copy_run.py).
 
 A run directory written here is what `onsite run` would have left: journal.jsonl (one
-JSON record per line, in the run's order), site.toml and run.json, and the outputs
-files rebuilt from the journal, so `onsite report DIR` works on it. Copying a directory
-into the database is one transaction: it is all there or not at all.
+JSON record per line, in the run's order), site.toml and run.json, the outputs
+files rebuilt from the journal, and the media files the run kept (every station's
+synthesized audio), so `onsite report DIR` and the judging station work on it.
+Copying a directory into the database is one transaction (records and media): it is
+all there or not at all.
 """
 
 from __future__ import annotations
@@ -60,6 +62,12 @@ def copy_to_directory(store: PgRunStore, run_dir: Path) -> int:
         None,
         completions_in(complete_lines(work / "journal.jsonl")),
     )
+    try:
+        for path, data in store.media():
+            _write_media(work, path, data)
+    except InputError:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
     if site_toml is not None:
         (work / "site.toml").write_text(site_toml, encoding="utf-8")
     if meta is not None:
@@ -90,7 +98,11 @@ def copy_to_database(run_dir: Path, store: PgRunStore) -> int:
     def records() -> Iterator[dict[str, Any]]:
         return read_journal(journal)
 
-    count = store.import_records(records)
+    def media() -> Iterator[tuple[str, bytes]]:
+        for path in media_files(run_dir):
+            yield path, (run_dir / path).read_bytes()
+
+    count = store.import_records(records, media)
     if count < 0:
         raise InputError(
             [
@@ -113,6 +125,38 @@ def copy_to_database(run_dir: Path, store: PgRunStore) -> int:
     for task, system in finished:
         store.mark_finished(task, system)
     return count
+
+
+def media_files(run_dir: Path) -> list[str]:
+    """The files a run directory keeps under media/ (a synthesizer's audio), as paths
+    relative to it (media/<task>/<name>), in order."""
+    root = run_dir / "media"
+    if not root.is_dir():
+        return []
+    return sorted(
+        path.relative_to(run_dir).as_posix()
+        for path in root.rglob("*")
+        if path.is_file() and not path.is_symlink() and path.suffix != ".part"
+    )
+
+
+def _write_media(run_dir: Path, path: str, data: bytes) -> None:
+    """Write one media file the database keeps, refusing a path outside media/."""
+    parts = Path(path).parts
+    if len(parts) < 3 or parts[0] != "media" or any(p in ("", ".", "..") for p in parts):
+        raise InputError(
+            [
+                Problem(
+                    Path(path),
+                    "",
+                    "a media file in the database has a path outside media/<task>/",
+                    "the run's onsite_media rows were not written by onsite; remove that row",
+                )
+            ]
+        )
+    target = run_dir / path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(data)
 
 
 def _jobs_of(records: Iterator[dict[str, Any]]) -> list[tuple[str, str]]:

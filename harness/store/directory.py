@@ -469,6 +469,11 @@ class RunWriterBase(ABC):
         """Make every record written so far durable."""
 
     @abstractmethod
+    def keep_media(self, path: str) -> None:
+        """A file a kind kept under ``dir`` (``path`` relative to it) is complete: keep
+        it wherever else the store keeps the run."""
+
+    @abstractmethod
     def _close_records(self) -> None:
         """Sync and close what holds the records (raises OSError when the disk refused)."""
 
@@ -643,6 +648,9 @@ class RunStore(RunWriterBase):
     def sync(self) -> None:
         """Force every record written so far to disk."""
         self.journal.sync()
+
+    def keep_media(self, path: str) -> None:
+        """Nothing more to do: the run directory is where the file was kept."""
 
     def _close_records(self) -> None:
         self.journal.close()

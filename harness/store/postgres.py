@@ -90,6 +90,15 @@ CREATE TABLE IF NOT EXISTS onsite_jobs (
 );
 -- Which registration of the station name holds the lease (runs made before it: NULL).
 ALTER TABLE onsite_jobs ADD COLUMN IF NOT EXISTS instance text;
+-- Files a kind keeps beside the outputs (a synthesizer's audio: media/<task>/<id>.wav),
+-- by their path in a run directory: each station keeps them on its own disk and here, so
+-- a copy of the run (`onsite copy-run`) has every station's and the judges can hear them.
+CREATE TABLE IF NOT EXISTS onsite_media (
+    run text NOT NULL REFERENCES onsite_runs (run),
+    path text NOT NULL,
+    data bytea NOT NULL,
+    PRIMARY KEY (run, path)
+);
 -- One row per station name in use: the primary key is what lets one station in.
 CREATE TABLE IF NOT EXISTS onsite_stations (
     run text NOT NULL REFERENCES onsite_runs (run),
@@ -313,6 +322,43 @@ class PgRunStore:
             ),
         )
 
+    def put_media(self, path: str, data: bytes) -> None:
+        """Keep a media file (``path`` as in a run directory: media/<task>/<name>).
+
+        A file is written once per path (its name is the item's anonymous id): a second
+        write of the same path, a resumed station's, keeps the first."""
+        self._with_retry(
+            "keep a media file",
+            lambda conn: conn.execute(
+                "INSERT INTO onsite_media (run, path, data) VALUES (%s, %s, %s) "
+                "ON CONFLICT (run, path) DO NOTHING",
+                [self.run, path, data],
+            ),
+        )
+
+    def media(self) -> Iterator[tuple[str, bytes]]:
+        """Every media file kept with ``put_media``: (path, bytes), in path order."""
+        paths = self._with_retry(
+            "list the media files",
+            lambda conn: [
+                str(row[0])
+                for row in conn.execute(
+                    "SELECT path FROM onsite_media WHERE run = %s ORDER BY path", [self.run]
+                ).fetchall()
+            ],
+        )
+        # One file at a time: a run's audio may not fit in memory at once.
+        for path in paths:
+            data = self._with_retry(
+                "read a media file",
+                lambda conn, path=path: conn.execute(  # type: ignore[misc]
+                    "SELECT data FROM onsite_media WHERE run = %s AND path = %s",
+                    [self.run, path],
+                ).fetchone(),
+            )
+            if data is not None:
+                yield path, bytes(data[0])
+
     def site(self) -> tuple[str | None, dict[str, Any] | None]:
         """The site file and run.json facts recorded with ``set_site`` (None when never set)."""
 
@@ -382,11 +428,17 @@ class PgRunStore:
 
         return self._with_retry("append a journal record", write, transaction=False)
 
-    def import_records(self, records: Callable[[], Iterable[dict[str, Any]]]) -> int:
-        """Copy records into this run, which must be empty, in one transaction.
+    def import_records(
+        self,
+        records: Callable[[], Iterable[dict[str, Any]]],
+        media: Callable[[], Iterable[tuple[str, bytes]]] = lambda: (),
+    ) -> int:
+        """Copy records, and the media files the run kept, into this run, which must be
+        empty, in one transaction.
 
-        ``records`` makes a fresh iterable each time: a lost connection repeats the
-        whole copy. Returns how many were copied, or -1 when the run held records.
+        ``records`` and ``media`` make a fresh iterable each time: a lost connection
+        repeats the whole copy. Returns how many records were copied, or -1 when the run
+        held records.
         """
 
         def copy(conn: psycopg.Connection[Any]) -> int:
@@ -413,6 +465,12 @@ class PgRunStore:
                         )
                     )
             conn.execute("UPDATE onsite_runs SET last_seq = %s WHERE run = %s", [seq, self.run])
+            for path, data in media():
+                conn.execute(
+                    "INSERT INTO onsite_media (run, path, data) VALUES (%s, %s, %s) "
+                    "ON CONFLICT (run, path) DO NOTHING",
+                    [self.run, path, data],
+                )
             return seq
 
         return self._with_retry("copy records into the run", copy)

@@ -252,6 +252,10 @@ class PgRunWriter(RunWriterBase):
         """Never full: records go to the database server, whose disk this station does not
         fill (a full server fails the append instead)."""
 
+    def keep_media(self, path: str) -> None:
+        """Keep a media file in the run too, so a copy of the run has every station's."""
+        self.pg.put_media(path, (self.dir / path).read_bytes())
+
     def keep_site_copy(self, site_path: Path, site_root: Path) -> None:
         """Keep the site file in the station's directory and, for the readers, in the run."""
         super().keep_site_copy(site_path, site_root)
