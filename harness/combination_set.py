@@ -93,10 +93,13 @@ def _with_setid(data: bytes, setid: str) -> bytes | None:
     return data[:start] + attrs + data[root.end(2) :]
 
 
-def _copy_with_setid(path: Path, target: Path, setid: str, role: str) -> None:
-    """Copy a source or reference file, an XML one under the combination's set id."""
+def _copy_with_setid(
+    path: Path, target: Path, setid: str, role: str, encoding: str | None = None
+) -> None:
+    """Copy a source or reference file (in ``encoding``; None: UTF-8 or an XML file's
+    declaration), an XML one under the combination's set id, its bytes as written."""
     try:
-        loaded = load_mt_file(path, "source" if role == "source" else "reference")
+        loaded = load_mt_file(path, "source" if role == "source" else "reference", encoding)
     except FormatError as exc:
         raise InputError([Problem(Path(exc.path), "", exc.problem, exc.fix, exc.line)]) from exc
     if loaded.kind != "xml":
@@ -107,7 +110,9 @@ def _copy_with_setid(path: Path, target: Path, setid: str, role: str) -> None:
     if data is None:
         raise _problem(path, "setid", "no <srcset>/<refset> root element", "give CWMT XML")
     target.write_bytes(data)
-    if load_mt_file(target, loaded.role).setid != setid:  # pragma: no cover - a regex slip
+    if (
+        load_mt_file(target, loaded.role, encoding).setid != setid
+    ):  # pragma: no cover - a regex slip
         raise _problem(path, "setid", "could not set the combination set id", "report a bug")
 
 
@@ -131,12 +136,17 @@ def build_combination_set(
     key_path: Path | None = None,
     seed: int | None = None,
     setid: str | None = None,
+    encoding: str | None = None,
 ) -> CombinationSet:
     """Write the combination test set of MT task `task` of a finished run to `out_dir`.
 
     `key_path` (default ``<out_dir>.key.json``) receives sysNN -> system name;
     `seed` fixes the anonymous order (default: a fresh random one); `setid` is the
-    combination task's set id (default: the MT set's with ``_combi``, zh_en_news_combi).
+    combination task's set id (default: the MT set's with ``_combi``, zh_en_news_combi);
+    `encoding` the MT test set's files' (scoring.charsets; default: the task's
+    ``encoding``, else UTF-8 or an XML file's declaration). The candidate lists are
+    written in UTF-8, which holds every participant's output, and say so in their
+    declaration; the source and references are copied as they are.
     """
     from harness.store.run_model import RunModel
 
@@ -151,6 +161,8 @@ def build_combination_set(
         raise _problem(
             run_dir, "--task", f"task {task!r} is kind {cfg.kind}, not mt", "give an MT task"
         )
+    # The MT kind reads its test set in the task's encoding: so does its copy here.
+    encoding = encoding or getattr(cfg, "encoding", None)
     systems = [s for t, s in site.jobs() if t == task]
     if not systems:
         raise _problem(run_dir, "--task", f"no system runs task {task!r}", "give another task")
@@ -174,7 +186,7 @@ def build_combination_set(
     root = site.testset_path(task)
     [source_path] = [root / n for n in _SOURCES if (root / n).is_file()]
     try:
-        source: MtFile = load_mt_file(source_path, "source")
+        source: MtFile = load_mt_file(source_path, "source", encoding)
     except FormatError as exc:
         raise InputError([Problem(Path(exc.path), "", exc.problem, exc.fix, exc.line)]) from exc
     lang = str(testset.items[0].reference.lang)
@@ -203,9 +215,9 @@ def build_combination_set(
         if path.name == "lang":
             shutil.copyfile(path, out_dir / path.name)
         elif path.name in _SOURCES:
-            _copy_with_setid(path, out_dir / path.name, combi, "source")
+            _copy_with_setid(path, out_dir / path.name, combi, "source", encoding)
         elif path.name.startswith("ref") and path.suffix in (".txt", ".xml"):
-            _copy_with_setid(path, out_dir / path.name, combi, "reference")
+            _copy_with_setid(path, out_dir / path.name, combi, "reference", encoding)
     for anon, system in names.items():
         done = model.state.completed.get((task, system), {})
         pairs = zip(places, item_ids, strict=True)

@@ -7,7 +7,10 @@ scoring/resampling.py's (paired bootstrap, approximate randomization, sacrebleu'
 seed). `onsite compare RUN --task T` prints one task's comparison
 (:func:`run_systems`); `onsite report` and the HTML report give every row its 95%
 interval and its rank range (:func:`with_intervals`), with the settings that
-reproduce them (:class:`IntervalSettings`). Nothing here names a kind.
+reproduce them (:class:`IntervalSettings`). Where a reference tool (sacrebleu,
+sc_stats) would print another p-value or verdict than onsite's correct one, the pair
+carries the tool's value and :func:`tool_notes` says so, naming the flag that
+reproduces the tool. Nothing here names a kind.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ if TYPE_CHECKING:
     from harness.store.directory import RunState
     from harness.store.run_model import RunModel
     from harness.testsets import TestSet
-    from scoring.resampling import Additive, System
+    from scoring.resampling import Additive, PairResult, System, ToolValue
+    from scoring.sctk_stats import PairTest
 
 
 @dataclass(frozen=True)
@@ -400,4 +404,114 @@ def _run_units(
                 )
             units = unit_errors_from_trn(values["ref"], values["hyp"])
             out[name] = [u for u in units if u.id in common]
+    return out
+
+
+# --------------------------------------------------------------------------- the tools' values
+
+# Above this many pairs with another value from the tool, a test's notes are one line.
+_NOTE_PAIRS = 3
+_FLAGS = {"sacrebleu": "--sacrebleu", "sc_stats": "--sc-stats"}
+# Why the tool's value differs, by test (docs/significance.md).
+_WHY = {
+    "bootstrap": "onsite counts resampled differences equal to the observed one (>=, "
+    "Noreen), sacrebleu only larger ones (>)",
+    "sign": "past 20 speakers sc_stats's normal approximation takes R * 0.5 where R + 0.5 "
+    "is meant (SCTK statdist.c)",
+    "mapsswe": "sc_stats reads p from a normal table, z rounded down to 0.01",
+}
+_WHY["ar"] = _WHY["bootstrap"]
+_WHY["mcnemar"] = _WHY["sign"].replace("speakers", "discordant utterances")
+_WHY["wilcoxon"] = _WHY["mapsswe"]
+_SIGN_NAME = (
+    "sc_stats names the system with the lower summed per-speaker rate, onsite the one "
+    "better on more speakers (what the test counts)"
+)
+
+
+def sc_stats_value(exact: PairTest, tool: PairTest) -> ToolValue | None:
+    """sc_stats's value of a pair (a ``scoring.resampling.ToolValue``) where a user
+    comparing with its report would see another p-value (at its printed precision,
+    ``%.3f`` or ``<0.001``) or another verdict than onsite's exact one; None where it
+    agrees. ``exact`` and ``tool``: the pair's ``scoring.sctk_stats.PairTest`` in the
+    two modes."""
+    from scoring.resampling import ToolValue
+    from scoring.sctk_stats import p_text
+
+    if p_text(exact.p) == p_text(tool.p) and exact.better == tool.better:
+        return None
+    return ToolValue("sc_stats", tool.p, tool.better, tool.better is not None)
+
+
+def _verdict(better: str | None, significant: bool = False) -> str:
+    if better is not None:
+        return f"{better} better"
+    return "significant, of equal scores" if significant else "no significant difference"
+
+
+def _shown(tool: str, p: float) -> str:
+    from scoring.sctk_stats import p_text
+
+    # sc_stats prints "%.3f" or "<0.001"; sacrebleu's p is a count over samples + 1.
+    shown = p_text(p) if tool == "sc_stats" else f"{p:.4f}"
+    return f"p {shown[0]} {shown[1:]}" if shown.startswith("<") else f"p = {shown}"
+
+
+def _renames(pair: PairResult) -> bool:
+    """A sign test where both name a better system, not the same one."""
+    tool = pair.tool
+    return (
+        pair.test == "sign"
+        and tool is not None
+        and pair.better is not None
+        and tool.better is not None
+        and tool.better != pair.better
+    )
+
+
+def _pair_note(pair: PairResult) -> str:
+    tool = pair.tool
+    assert tool is not None
+    why = _WHY[pair.test]
+    if _renames(pair):
+        from scoring.sctk_stats import p_text
+
+        why = _SIGN_NAME if p_text(pair.p) == p_text(tool.p) else f"{_SIGN_NAME}; {why}"
+    theirs = f"{_shown(tool.tool, tool.p)} ({_verdict(tool.better, tool.significant)})"
+    return (
+        f"{pair.test}, {pair.a} vs {pair.b}: p = {pair.p:.4f} ({_verdict(pair.better)}); "
+        f"{tool.tool} would give {theirs}: {why}; {_FLAGS[tool.tool]} reproduces {tool.tool}"
+    )
+
+
+def _test_note(test: str, pairs: Sequence[PairResult], of: int) -> str:
+    values = {id(p): p.tool for p in pairs if p.tool is not None}
+    tool = next(iter(values.values())).tool
+    # The example: the pair whose p-value moves most.
+    worst = max(pairs, key=lambda p: abs(p.p - values[id(p)].p))
+    changed = sum(1 for p in pairs if p.better != values[id(p)].better)
+    verdicts = f"{changed} verdict{' changes' if changed == 1 else 's change'}"
+    renamed = sum(1 for p in pairs if _renames(p))
+    also = f"; on {renamed} it names the other system ({_SIGN_NAME})" if renamed else ""
+    return (
+        f"{test}: on {len(pairs)} of {of} pairs {tool} would give another p-value or "
+        f"verdict ({verdicts}): {_WHY[test]}{also}; e.g. {worst.a} vs "
+        f"{worst.b}: p = {worst.p:.4f} here, {_shown(tool, values[id(worst)].p)} in {tool}; "
+        f"{_FLAGS[tool]} reproduces {tool}"
+    )
+
+
+def tool_notes(pairs: Sequence[PairResult]) -> list[str]:
+    """One line per pair whose reference tool (sacrebleu, sc_stats) would give another
+    p-value or verdict than onsite's (a ``scoring.resampling.PairResult`` with a
+    ``tool``), naming the tool's value, why, and the flag that reproduces it; one line
+    per test when more than a few of its pairs differ."""
+    out: list[str] = []
+    for test in dict.fromkeys(p.test for p in pairs):
+        of_test = [p for p in pairs if p.test == test]
+        differ = [p for p in of_test if p.tool is not None]
+        if len(differ) > _NOTE_PAIRS:
+            out.append(_test_note(test, differ, len(of_test)))
+        else:
+            out.extend(_pair_note(p) for p in differ)
     return out

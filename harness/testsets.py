@@ -352,8 +352,13 @@ def read_truth(path: Path, reader: Callable[[Path], Any], fix: str) -> Any:
     """Read a truth file with one of scoring's readers, turning its errors into TestSetError."""
     if not path.is_file():
         raise TestSetError([Problem(path, "", "the test set has no such file", fix)])
+    from scoring.errors import FormatError
+
     try:
         return reader(path)
+    except FormatError as exc:
+        # The reader's own fix (the encoding to name, the key to add) is the one to give.
+        raise TestSetError([Problem(path, "", exc.problem, exc.fix, exc.line)]) from exc
     except (ValueError, UnicodeDecodeError) as exc:
         raise TestSetError([Problem(path, "", str(exc), fix)]) from exc
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from itertools import repeat
 from typing import Literal
 
@@ -35,13 +36,18 @@ from .charsets import codec_of, decode_text, iter_lines
 from .errors import FormatError
 
 __all__ = [
+    "CtmWord",
+    "StmSegment",
     "TranscriptFormat",
     "check_ids",
     "detect_format",
     "read_any_transcripts",
     "read_ctm",
+    "read_ctm_words",
     "read_stm",
+    "read_stm_segments",
     "read_transcripts",
+    "sclite_byte_warnings",
     "transcript_lines",
 ]
 
@@ -52,15 +58,16 @@ _SHOWN_IDS = 10
 
 
 def _decoded_lines(
-    path: str | os.PathLike[str], encoding: str | None = None
+    path: str | os.PathLike[str], encoding: str | None = None, empty_ok: bool = False
 ) -> list[tuple[int, str]]:
-    """(line number, text) for every transcript line, skipping blanks and comments."""
+    """(line number, text) for every transcript line, skipping blanks and comments;
+    FormatError for a file without any unless `empty_ok`."""
     try:
         lines = _streamed_lines(path, encoding)
     except UnicodeDecodeError:
         # Read again as bytes to name the line and byte.
         lines = _bytewise_lines(path, encoding)
-    if not lines:
+    if not lines and not empty_ok:
         raise FormatError(
             path,
             None,
@@ -320,53 +327,129 @@ def _number(path: str | os.PathLike[str], lineno: int, text: str, what: str, exa
 _CTM_FIELD = re.compile("[ \t]+")
 
 
-def read_ctm(path: str | os.PathLike[str], encoding: str | None = None) -> dict[str, str]:
-    """Read a sclite CTM file into ``{file: words}``, each file's words in time order.
+@dataclass(frozen=True)
+class CtmWord:
+    """One CTM line: a hypothesis word of a waveform's channel, with its time."""
 
-    A line is ``<F> <C> <BT> <DUR> word [<CONF>]``; the words of one waveform
-    (all its channels) are joined by spaces in begin-time order (file order
-    breaks ties). A waveform with no word has no line, so it is not in the result:
-    the caller counts it as an empty hypothesis, as sclite does against an STM.
+    file: str
+    channel: str
+    begin: float
+    duration: float
+    word: str
+    line: int
+
+    @property
+    def middle(self) -> float:
+        """The word's mid time, which sclite compares with segment ends."""
+        return self.begin + self.duration / 2.0
+
+
+@dataclass(frozen=True)
+class StmSegment:
+    """One STM line: a reference segment of a waveform's channel, spoken by `speaker`."""
+
+    file: str
+    channel: str
+    speaker: str
+    begin: float
+    end: float
+    text: str
+    line: int
+
+    @property
+    def ignored(self) -> bool:
+        """True for an ``IGNORE_TIME_SEGMENT_IN_SCORING`` segment: sclite's test, a
+        substring in any case (``IGNORETIMESEGMENTINSCORING`` too)."""
+        folded = self.text.lower()
+        return any(tag in folded for tag in _IGNORE_TAGS)
+
+
+_IGNORE_TAGS = ("ignore_time_segment_in_scoring", "ignoretimesegmentinscoring")
+
+
+def read_ctm_words(path: str | os.PathLike[str], encoding: str | None = None) -> list[CtmWord]:
+    """Every word of a sclite CTM file in file order.
+
+    A line is ``<F> <C> <BT> <DUR> word [<CONF>]``, fields separated by spaces and
+    tabs as sclite separates them. Raises FormatError naming the line for a wrong
+    number of fields or a time that is not a finite number. A file without words
+    is no error: every segment against it is all deletions, as in sclite.
     """
-    words: dict[str, list[tuple[float, int, str]]] = {}
-    for lineno, text in _decoded_lines(path, encoding):
+    out: list[CtmWord] = []
+    # A recognizer that heard nothing writes an empty CTM: sclite scores it as such.
+    for lineno, text in _decoded_lines(path, encoding, empty_ok=True):
         fields = _CTM_FIELD.split(text.strip(" \t"))
         if len(fields) not in (5, 6):
             raise FormatError(
                 path, lineno, f"{len(fields)} fields, expected 5 or 6", f"write {_CTM_EXAMPLE}"
             )
         begin = _number(path, lineno, fields[2], "begin time", f"write {_CTM_EXAMPLE}")
-        _number(path, lineno, fields[3], "duration", f"write {_CTM_EXAMPLE}")
-        words.setdefault(fields[0], []).append((begin, lineno, fields[4]))
+        duration = _number(path, lineno, fields[3], "duration", f"write {_CTM_EXAMPLE}")
+        out.append(CtmWord(fields[0], fields[1], begin, duration, fields[4], lineno))
+    return out
+
+
+def read_stm_segments(
+    path: str | os.PathLike[str], encoding: str | None = None
+) -> list[StmSegment]:
+    """Every segment of a sclite STM file in file order, ignored ones included.
+
+    A line is ``<F> <C> <S> <BT> <ET> [<LABEL>] transcript``; as in sclite, the
+    token after the end time is a label when it starts with ``<`` and is dropped.
+    Raises FormatError naming the line for fewer than 5 fields or a bad time.
+    """
+    out: list[StmSegment] = []
+    for lineno, text in _decoded_lines(path, encoding):
+        fields = _CTM_FIELD.split(text.strip(" \t"), maxsplit=5)
+        if len(fields) < 5:
+            raise FormatError(
+                path, lineno, f"{len(fields)} fields, expected at least 5", f"write {_STM_EXAMPLE}"
+            )
+        begin = _number(path, lineno, fields[3], "begin time", f"write {_STM_EXAMPLE}")
+        end = _number(path, lineno, fields[4], "end time", f"write {_STM_EXAMPLE}")
+        words = fields[5] if len(fields) > 5 else ""
+        if words.startswith("<"):
+            # sclite's label is the one token starting with "<".
+            parts = _CTM_FIELD.split(words, maxsplit=1)
+            words = parts[1] if len(parts) > 1 else ""
+        # Only sclite's blanks are stripped: an NBSP is part of a word to it.
+        said = words.strip(" \t\v\f\r")
+        out.append(StmSegment(fields[0], fields[1], fields[2], begin, end, said, lineno))
+    return out
+
+
+def read_ctm(path: str | os.PathLike[str], encoding: str | None = None) -> dict[str, str]:
+    """Read a sclite CTM file into ``{file: words}``, each file's words in time order.
+
+    A line is ``<F> <C> <BT> <DUR> word [<CONF>]``; the words of one waveform
+    (all its channels) are joined by spaces in begin-time order (file order
+    breaks ties). A waveform with no word has no line, so it is not in the result:
+    the caller counts it as an empty hypothesis. This is the reader for a CTM
+    with one waveform per utterance (a run's submission, `onsite export --format
+    ctm`); against an STM, `scoring.asr_stm.pair_ctm_stm` pairs words with
+    segments by time, as sclite does.
+    """
+    words: dict[str, list[tuple[float, int, str]]] = {}
+    for w in read_ctm_words(path, encoding):
+        words.setdefault(w.file, []).append((w.begin, w.line, w.word))
     return {f: " ".join(w for _, _, w in sorted(ws)) for f, ws in words.items()}
 
 
 def read_stm(path: str | os.PathLike[str], encoding: str | None = None) -> dict[str, str]:
     """Read a sclite STM reference into ``{file: words}``.
 
-    A line is ``<F> <C> <S> <BT> <ET> [<LABEL>] transcript``; an optional
-    ``<...>`` label is dropped, and so is a segment whose transcript is
-    ``IGNORE_TIME_SEGMENT_IN_SCORING``. Several segments of one file are joined in
-    begin-time order: onsite pairs a CTM with its STM by file, not by time as
-    sclite does, which gives sclite's totals when each word lies in its segment
-    (as `onsite export --format ctm` writes them).
+    Segments are read by `read_stm_segments`; those marked
+    ``IGNORE_TIME_SEGMENT_IN_SCORING`` are dropped and the others of one file are
+    joined in begin-time order. This per-file view suits a reference with one
+    segment per waveform (as `onsite export --format stm` writes it); `onsite
+    score asr` scores an STM against a CTM segment by segment
+    (`scoring.asr_stm.pair_ctm_stm`), as sclite does.
     """
     segments: dict[str, list[tuple[float, int, str]]] = {}
-    for lineno, text in _decoded_lines(path, encoding):
-        fields = text.split(maxsplit=5)
-        if len(fields) < 5:
-            raise FormatError(
-                path, lineno, f"{len(fields)} fields, expected at least 5", f"write {_STM_EXAMPLE}"
-            )
-        begin = _number(path, lineno, fields[3], "begin time", f"write {_STM_EXAMPLE}")
-        _number(path, lineno, fields[4], "end time", f"write {_STM_EXAMPLE}")
-        words = fields[5] if len(fields) > 5 else ""
-        if words.startswith("<"):
-            _, _, words = words.partition(">")
-        words = words.strip()
-        segment = segments.setdefault(fields[0], [])
-        if words != "IGNORE_TIME_SEGMENT_IN_SCORING":
-            segment.append((begin, lineno, words))
+    for s in read_stm_segments(path, encoding):
+        segment = segments.setdefault(s.file, [])
+        if not s.ignored:
+            segment.append((s.begin, s.line, s.text))
     return {f: " ".join(w for _, _, w in sorted(s) if w) for f, s in segments.items()}
 
 
@@ -396,3 +479,66 @@ def transcript_lines(
         utt_id, words = _parse_trn(path, lineno, text) if fmt == "trn" else _parse_kaldi(text)
         out.append((lineno, utt_id, words))
     return fmt, out
+
+
+_UTF8_BOM = b"\xef\xbb\xbf"
+_BYTE_FIELD = re.compile(rb"[ \t]+")
+
+
+def sclite_byte_warnings(
+    path: str | os.PathLike[str], fmt: str, encoding: str | None = None
+) -> list[str]:
+    """Lines saying where sclite would read a byte-order mark or a CR of `path` as text.
+
+    onsite drops a leading BOM and the CR of CR LF line ends; sclite reads bytes
+    and keeps them. `fmt` is the file's format (``trn``, ``stm``, ``ctm``; any other
+    is not sclite's and gets no warning). A CR matters to sclite only where it ends
+    a CTM word (a five-field line: ``a\\r`` is not ``a``); in trn and STM text
+    sclite splits words at a CR as at a space. A BOM becomes part of line 1's first
+    field: a trn file's first word, an STM's or CTM's file name. Files in UTF-16
+    get none: sclite cannot read them at all. For ``trn`` the file may be Kaldi text
+    too (not read by sclite: no warning); it is told apart only when it has a BOM.
+    """
+    codec = codec_of(encoding)
+    if fmt not in ("trn", "stm", "ctm") or codec.startswith("utf-16"):
+        return []
+    with open(path, "rb") as fh:
+        data = fh.read()
+    shown = os.fspath(path)
+    out: list[str] = []
+    if (
+        data.startswith(_UTF8_BOM)
+        and codec == "utf-8"
+        and (fmt != "trn" or detect_format(t for _, t in _decoded_lines(path, encoding)) == "trn")
+    ):
+        where = {
+            "trn": "part of the first word of line 1, which it would count as a different "
+            "word from the other file's",
+            "stm": "part of the file name on line 1, so it would not pair that segment's "
+            "channel with the CTM's (it scores the channel as deleted, or stops with "
+            "'Alignment failed')",
+            "ctm": "part of the file name on line 1, so it would not pair that word's "
+            "channel with the STM's (it stops with 'Alignment failed')",
+        }[fmt]
+        out.append(
+            f"{shown}: starts with a byte-order mark, which onsite drops and sclite reads as "
+            f"{where}. Save the file without the BOM to get the same figures from both "
+            "(no flag reproduces sclite here: nobody wants the bytes scored)."
+        )
+    if fmt == "ctm" and b"\r" in data:
+        lines = [
+            k
+            for k, line in enumerate(data.split(b"\n"), start=1)
+            if line.endswith(b"\r")
+            and len(_BYTE_FIELD.split(line[:-1].strip(b" \t"))) == 5
+            and not line.startswith(b";;")
+        ]
+        if lines:
+            out.append(
+                f"{shown}: {len(lines)} line(s) end in CR LF after the word (first: line "
+                f"{lines[0]}); onsite drops the CR, sclite keeps it as part of the word, so it "
+                "would count the last word of each such line as a different word (`a\\r` is "
+                "not `a`). Save the file with LF line ends to get the same figures from both "
+                "(no flag reproduces sclite here: nobody wants the bytes scored)."
+            )
+    return out

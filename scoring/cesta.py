@@ -74,6 +74,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .encoded_text import iter_named_lines
 from .errors import FormatError
 from .meta import pearson, spearman
 from .rouge import Lang, tokenize
@@ -297,44 +298,53 @@ def ranking_correlation(
 # --- readers -------------------------------------------------------------------
 
 
-def read_texts(path: str | Path, role: str) -> dict[str, str]:
+def read_texts(path: str | Path, role: str, encoding: str | None = None) -> dict[str, str]:
     """Text id -> text: JSON lines {"id", "text"}, or CWMT XML with one text per document.
 
     A reference file holding several references (CWMT XML, or JSON lines
     repeating an id) gives its first: the significant-word score compares with
-    one reference corpus.
+    one reference corpus. ``encoding`` is the file's (scoring.charsets; None:
+    UTF-8, or for CWMT XML the encoding its declaration names).
     """
+    from .charsets import codec_of
     from .rouge import read_summaries
 
-    with open(path, encoding="utf-8", errors="replace") as f:
-        head = f.read(200).lstrip("\ufeff \t\r\n")
-    if head.startswith("<"):
+    with open(path, "rb") as f:
+        data = f.read(400)
+    # Enough of the start to tell XML from JSON lines, whatever the encoding.
+    head = data.decode(codec_of(encoding), errors="replace")
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")) and encoding is None:
+        head = data.decode("utf-16", errors="replace")
+    if head.lstrip("\ufeff \t\r\n").startswith("<"):
         from .cwmt_xml import load_mt_file
 
-        mt_file = load_mt_file(path, role)  # type: ignore[arg-type]
+        mt_file = load_mt_file(path, role, encoding)  # type: ignore[arg-type]
         texts: dict[str, list[str]] = {}
         for seg in mt_file.split_references()[0].segments:
             texts.setdefault(seg.doc_id, []).append(seg.text)
         return {doc: "\n".join(lines) for doc, lines in texts.items()}
     # A reference file may repeat an id (one line per reference): its first is taken.
-    return {d: t[0] for d, t in read_summaries(path, several=role == "reference").items()}
+    found = read_summaries(path, several=role == "reference", encoding=encoding)
+    return {d: t[0] for d, t in found.items()}
 
 
-def _tsv_lines(path: Path) -> list[tuple[int, list[str]]]:
+def _tsv_lines(path: Path, encoding: str | None) -> list[tuple[int, list[str]]]:
     out = []
-    with path.open(encoding="utf-8") as f:
-        for n, raw in enumerate(f, 1):
-            line = raw.rstrip("\n")
-            if line.strip() and not line.lstrip().startswith("#"):
-                out.append((n, line.split("\t")))
+    for n, raw in enumerate(iter_named_lines(path, encoding), 1):
+        line = raw.removesuffix("\r")
+        if line.strip() and not line.lstrip().startswith("#"):
+            out.append((n, line.split("\t")))
     return out
 
 
-def read_rankings(path: str | Path) -> dict[str, dict[str, float]]:
-    """``name<TAB>ranking`` lines (ranking like ``4 [1 2] 6 [3 5]``) -> name -> item -> rank."""
+def read_rankings(path: str | Path, encoding: str | None = None) -> dict[str, dict[str, float]]:
+    """``name<TAB>ranking`` lines (ranking like ``4 [1 2] 6 [3 5]``) -> name -> item -> rank.
+
+    ``encoding`` is the file's (scoring.charsets; None: UTF-8, a BOM allowed).
+    """
     path = Path(path)
     out: dict[str, dict[str, float]] = {}
-    for n, cells in _tsv_lines(path):
+    for n, cells in _tsv_lines(path, encoding):
         if len(cells) != 2:
             raise FormatError(
                 path, n, f"{len(cells)} tab-separated fields", "write name<TAB>4 [1 2] 6 [3 5]"
@@ -351,11 +361,11 @@ def read_rankings(path: str | Path) -> dict[str, dict[str, float]]:
     return out
 
 
-def read_item_scores(path: str | Path) -> dict[str, float]:
-    """``item<TAB>score`` lines -> item -> score."""
+def read_item_scores(path: str | Path, encoding: str | None = None) -> dict[str, float]:
+    """``item<TAB>score`` lines -> item -> score, read in ``encoding`` (None: UTF-8)."""
     path = Path(path)
     out: dict[str, float] = {}
-    for n, cells in _tsv_lines(path):
+    for n, cells in _tsv_lines(path, encoding):
         try:
             if len(cells) != 2:
                 raise ValueError

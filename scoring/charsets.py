@@ -28,9 +28,9 @@ __all__ = [
     "encode_text",
     "guess_encoding",
     "iter_lines",
+    "plausibility",
     "read_lines",
     "read_text",
-    "utf8_only_fix",
     "xml_name",
 ]
 
@@ -164,21 +164,22 @@ def decode_text(path: str | os.PathLike[str], data: bytes, encoding: str | None 
     """``data`` (the bytes of ``path``) decoded, without a leading byte-order mark.
 
     FormatError naming the file, the first line that does not decode and the
-    encoding the file reads as; UTF-16 read as UTF-8 (valid bytes, NUL between the
-    letters) is refused the same way.
+    encoding the file reads as; UTF-16 read as UTF-8, GBK or Big5 (valid bytes, NUL
+    between the letters) is refused the same way.
     """
     codec = codec_of(encoding)
     try:
         text = data.decode(codec)
     except UnicodeDecodeError as exc:
         raise _undecodable(path, data, encoding, exc) from None
-    if codec == "utf-8" and "\x00" in text:
+    if not codec.startswith("utf-16") and "\x00" in text:
         _refuse_utf16(path, data, encoding)
     return text.removeprefix(_BOM)
 
 
 def _refuse_utf16(path: str | os.PathLike[str], data: bytes, encoding: str | None) -> None:
-    """FormatError when UTF-8 bytes holding NUL are UTF-16 text (ASCII in UTF-16)."""
+    """FormatError when bytes read in an ASCII-based encoding (UTF-8, GBK, Big5) hold NUL
+    and are UTF-16 text (ASCII in UTF-16)."""
     guess = guess_encoding(data)
     if guess is not None and guess.startswith("utf-16"):
         line = data[: data.index(b"\x00")].count(b"\n") + 1
@@ -215,8 +216,8 @@ def iter_lines(path: str | os.PathLike[str], encoding: str | None = None) -> Ite
     read again to name the line, as `decode_text` does.
     """
     codec = codec_of(encoding)
-    # UTF-8 holding NUL may be UTF-16 of ASCII: asked once per file, at the first NUL.
-    asked = codec != "utf-8"
+    # Text holding NUL may be UTF-16 of ASCII: asked once per file, at the first NUL.
+    asked = codec.startswith("utf-16")
     try:
         with open(path, encoding=codec, newline="\n") as fh:
             first = True
@@ -232,21 +233,6 @@ def iter_lines(path: str | os.PathLike[str], encoding: str | None = None) -> Ite
         data = Path(path).read_bytes()
         decode_text(path, data, encoding)
         raise  # decode_text raised unless the stream and the bytes disagree
-
-
-def utf8_only_fix(path: str | os.PathLike[str]) -> str:
-    """The fix for a file a UTF-8-only reader (JSON lines, lists) refused: re-save it as
-    UTF-8, with the iconv command for the encoding it reads as when one does."""
-    try:
-        guess = guess_encoding(Path(path).read_bytes())
-    except OSError:
-        guess = None
-    if guess is None:
-        return "re-save it as UTF-8 (this file is read as UTF-8 only)"
-    return (
-        f"it reads as {guess}; re-save it as UTF-8, e.g. "
-        f"`iconv -f {guess.upper()} -t UTF-8` (this file is read as UTF-8 only)"
-    )
 
 
 def encode_text(text: str, encoding: str | None, where: str | os.PathLike[str]) -> bytes:
@@ -316,6 +302,13 @@ def _sample(data: bytes) -> bytes:
         return data
     cut = data.rfind(b"\n", 0, _SAMPLE_BYTES)
     return data[: cut + 1] if cut > 0 else data[:_SAMPLE_BYTES]
+
+
+def plausibility(text: str, standard: str) -> float:
+    """How plausible ``text`` is as Chinese read in ``standard`` ("gb" or "big5"): the
+    share of its Chinese characters that are that standard's frequent ones (the measure
+    `guess_encoding` weighs GB18030 against Big5 with)."""
+    return _plausibility(text, _frequent_gb if standard == "gb" else _frequent_big5)
 
 
 def _plausibility(text: str, frequent: Frequent) -> float:

@@ -39,6 +39,8 @@ __all__ = [
     "ResultName",
     "SystemDescription",
     "TextSegment",
+    "EntitySpots",
+    "MtevalReading",
     "check_mirror",
     "check_submissions",
     "is_xml",
@@ -51,6 +53,8 @@ __all__ = [
 ]
 
 Role = Literal["source", "target", "reference"]
+# How mteval-v13a reads the file: as SGML (any name but *.xml) or with XML::Twig.
+MtevalReading = Literal["sgml", "xml"]
 _SET_TAGS: dict[str, frozenset[str]] = {
     "source": frozenset({"srcset"}),
     "target": frozenset({"tgtset", "tstset"}),
@@ -111,6 +115,29 @@ class SystemDescription:
 
 
 @dataclass(frozen=True)
+class EntitySpots:
+    """Where a file's segments hold text that one of mteval-v13a's two readings takes
+    otherwise than XML does: ``count`` of them, the first (``first``) in segment
+    ``doc_id``/``seg_id`` at ``line`` (see `MtFile.xml_only_refs` and
+    `MtFile.decoded_entities`)."""
+
+    count: int
+    doc_id: str
+    seg_id: str
+    line: int
+    first: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "count": self.count,
+            "doc_id": self.doc_id,
+            "seg_id": self.seg_id,
+            "line": self.line,
+            "first": self.first,
+        }
+
+
+@dataclass(frozen=True)
 class MtFile:
     """A parsed source, target or reference file (XML or plain text)."""
 
@@ -124,6 +151,11 @@ class MtFile:
     root_line: int | None = None
     system: SystemDescription | None = None
     notes: tuple[str, ...] = ()
+    # &apos;, &#N; and CDATA, which mteval-v13a's SGML reading keeps as written.
+    xml_only_refs: EntitySpots | None = None
+    # &amp; or &quot; in the decoded text (written &amp;amp;, &amp;quot;), which
+    # mteval-v13a decodes a second time when it reads the file as *.xml.
+    decoded_entities: EntitySpots | None = None
 
     def split_references(self) -> list[MtFile]:
         """One MtFile per reference (a reference file may hold several)."""
@@ -232,7 +264,12 @@ def read_plain(path: str | Path, role: Role = "target", encoding: str | None = N
 _SEG_TAG = re.compile(r"<seg\b", re.IGNORECASE)
 
 
-def load_mt_file(path: str | Path, role: Role = "target", encoding: str | None = None) -> MtFile:
+def load_mt_file(
+    path: str | Path,
+    role: Role = "target",
+    encoding: str | None = None,
+    mteval: MtevalReading | None = None,
+) -> MtFile:
     """Read ``path`` as CWMT XML if its content looks like XML, else as plain text.
 
     A file that starts like XML (``<!--``, ``<tstset`` ...) but has no
@@ -240,14 +277,15 @@ def load_mt_file(path: str | Path, role: Role = "target", encoding: str | None =
     that happens to start with markup (a translated comment, say) and is
     read as such when it does not parse; malformed XML with segments is
     still an error. ``encoding`` (scoring.charsets) is the file's; left out, an XML
-    file's declaration names it, and UTF-8 is read otherwise.
+    file's declaration names it, and UTF-8 is read otherwise. ``mteval``: see
+    `read_xml`.
     """
     path = Path(path)
     text = _decode(path, encoding)
     if not is_xml(text):
         return read_plain(path, role, encoding)
     try:
-        return read_xml(path, role, text)
+        return read_xml(path, role, text, mteval=mteval)
     except FormatError:
         declared = text.lstrip("\ufeff \t\r\n").startswith("<?xml")
         if declared or _SEG_TAG.search(text):
@@ -307,8 +345,56 @@ _STAND_IN = 0xF0000
 _RESTORE = {_STAND_IN + c: c for c in [*range(0, 9), 11, 12, *range(14, 32)]}
 
 
-def _parse_tree(path: Path, text: str) -> tuple[_Node, int]:
+# XML markup that mteval's SGML reading does not decode (it knows only &quot; &amp;
+# &lt; &gt;). Before parsing, each is replaced by its own text escaped, between
+# two noncharacters, so the parser hands it on literally and `_finish` decides:
+# decoded as XML (the default) or kept as mteval keeps it (--mteval-entities).
+_XML_ONLY = re.compile(r"&(?:apos|#[0-9]+|#[xX][0-9A-Fa-f]+);|<!\[CDATA\[.*?\]\]>", re.S)
+_OPEN, _CLOSE = "\ufdd0", "\ufdd1"
+_MARKED = re.compile(f"{_OPEN}([^{_CLOSE}]*){_CLOSE}")
+
+
+def _xml_char(code: int) -> bool:
+    return code in (0x9, 0xA, 0xD) or 0x20 <= code <= 0xD7FF or 0xE000 <= code <= 0x10FFFF
+
+
+def _mark(m: re.Match[str]) -> str:
+    raw = m.group()
+    if raw.startswith("&#"):
+        digits = raw[2:-1]
+        code = int(digits[1:], 16) if digits[:1] in "xX" else int(digits)
+        if not _xml_char(code) or 0xFFFE <= code <= 0xFFFF:
+            return raw  # left to the parser, which names the error
+    escaped = raw.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return f"{_OPEN}{escaped}{_CLOSE}"
+
+
+def _decoded(raw: str) -> str:
+    if raw.startswith("<![CDATA["):
+        return raw[9:-3]
+    if raw == "&apos;":
+        return "'"
+    digits = raw[2:-1]
+    return chr(int(digits[1:], 16) if digits[:1] in "xX" else int(digits))
+
+
+def _finish(text: str, literal: bool = False) -> str:
+    """Text with each marked reference decoded (XML) or, ``literal``, as written."""
+    if _OPEN not in text:
+        return text
+    return _MARKED.sub(lambda m: m.group(1) if literal else _decoded(m.group(1)), text)
+
+
+# XML::Twig (mteval's *.xml reader) drops whitespace-only text between two CDATA
+# sections, as it drops it between elements.
+_CDATA_GAP = re.compile(r"(?<=\]\]>)\s+(?=<!\[CDATA\[)")
+
+
+def _parse_tree(path: Path, text: str, twig: bool = False) -> tuple[_Node, int]:
     text, repaired = _quote_attributes(text)
+    if twig:
+        text = _CDATA_GAP.sub("", text)
+    text = _XML_ONLY.sub(_mark, text)
     if _FORBIDDEN_CONTROL.search(text):
         text = _FORBIDDEN_CONTROL.sub(lambda m: chr(_STAND_IN + ord(m.group())), text)
     parser = xml.parsers.expat.ParserCreate()
@@ -318,7 +404,7 @@ def _parse_tree(path: Path, text: str) -> tuple[_Node, int]:
     def start(tag: str, attrs: dict[str, str]) -> None:
         node = _Node(
             tag.lower(),
-            {k.lower(): v.translate(_RESTORE) for k, v in attrs.items()},
+            {k.lower(): _finish(v.translate(_RESTORE)) for k, v in attrs.items()},
             parser.CurrentLineNumber,
         )
         if stack:
@@ -372,14 +458,26 @@ def _segments_of(node: _Node) -> Iterable[_Node]:
 
 
 def read_xml(
-    path: str | Path, role: Role = "target", text: str | None = None, encoding: str | None = None
+    path: str | Path,
+    role: Role = "target",
+    text: str | None = None,
+    encoding: str | None = None,
+    mteval: MtevalReading | None = None,
 ) -> MtFile:
     """Parse a CWMT (or mteval) XML file of the given role (its text in ``encoding``, or
-    in what its declaration names)."""
+    in what its declaration names).
+
+    ``&apos;``, numeric character references and CDATA in segments are decoded
+    as XML; ``mteval="sgml"`` keeps them as written, as mteval-v13a's SGML
+    reading does, and ``mteval="xml"`` drops whitespace between two CDATA
+    sections, as its XML::Twig reading does (``MtFile.xml_only_refs`` and
+    ``decoded_entities`` say where either reading would differ).
+    """
     path = Path(path)
     if text is None:
         text = _decode(path, encoding)
-    root, repaired = _parse_tree(path, text)
+    root, repaired = _parse_tree(path, text, twig=mteval == "xml")
+    literal = mteval == "sgml"
     wanted = _SET_TAGS[role]
     sets = [root] if root.tag in wanted else [c for c in root.children if c.tag in wanted]
     if not sets:
@@ -396,6 +494,8 @@ def read_xml(
     first = sets[0]
     system = None
     segments: list[TextSegment] = []
+    marked: list[tuple[int, str, TextSegment]] = []
+    twice: list[tuple[int, str, TextSegment]] = []
     for set_index, node in enumerate(sets):
         set_ref = next((node.attrib[a] for a in _REF_ATTRS if a in node.attrib), None)
         if set_ref is None and len(sets) > 1:
@@ -405,7 +505,7 @@ def read_xml(
                 system = SystemDescription(
                     child.attrib.get("site"),
                     child.attrib.get("sysid"),
-                    _clean_description(child.own_text()),
+                    _clean_description(_finish(child.own_text())),
                     child.line,
                 )
         docs = [c for c in node.children if c.tag == "doc"]
@@ -426,21 +526,32 @@ def read_xml(
                 if not seg_id:
                     raise FormatError(path, seg.line, f"<{seg.tag}> without id", 'add id="N"')
                 cands = tuple(
-                    Candidate(" ".join(c.own_text().split()), _float_attr(path, c, "score"), c.line)
+                    Candidate(
+                        " ".join(_finish(c.own_text(), literal).split()),
+                        _float_attr(path, c, "score"),
+                        c.line,
+                    )
                     for c in seg.children
                     if c.tag in _CAND_TAGS
                 )
+                raw = seg.own_text(skip=_CAND_TAGS)
                 segments.append(
                     TextSegment(
                         doc_id,
                         seg_id,
-                        seg.own_text(skip=_CAND_TAGS).strip(),
+                        _finish(raw, literal).strip(),
                         seg.line,
                         _float_attr(path, seg, "score"),
                         cands,
                         ref_id if role == "reference" else None,
                     )
                 )
+                found = _MARKED.findall(raw)
+                if found:
+                    marked.append((len(found), found[0], segments[-1]))
+                again = _DECODED_AGAIN.findall(segments[-1].text)
+                if again:
+                    twice.append((len(again), again[0], segments[-1]))
     notes = (f"quoted {repaired} unquoted attribute value(s)",) if repaired else ()
     return MtFile(
         path,
@@ -453,7 +564,21 @@ def read_xml(
         first.line,
         system,
         notes,
+        _spots(marked),
+        _spots(twice),
     )
+
+
+# After XML decoding, what mteval-v13a's tokeniser decodes once more when it reads
+# a *.xml file (&lt; and &gt; read as < and > in onsite's reading too).
+_DECODED_AGAIN = re.compile("&amp;|&quot;")
+
+
+def _spots(found: Sequence[tuple[int, str, TextSegment]]) -> EntitySpots | None:
+    if not found:
+        return None
+    _, first, seg = found[0]
+    return EntitySpots(sum(n for n, _, _ in found), seg.doc_id, seg.seg_id, seg.line, first)
 
 
 def _clean_description(text: str) -> str:
@@ -655,9 +780,7 @@ def task_id(
     return f"{src}_{tgt}_{domain}_{task}"
 
 
-def combination_task_id(
-    setid: str, srclang: str | None = None, tgtlang: str | None = None
-) -> str:
+def combination_task_id(setid: str, srclang: str | None = None, tgtlang: str | None = None) -> str:
     """The system-combination task's id for an MT set: its ``task_id`` with the last part
     ``combi`` (zh_en_news_trans -> zh_en_news_combi, CWMT 2008's ZH-EN-NEWS-COMBI)."""
     src, tgt, domain, _ = task_id(setid, srclang, tgtlang).split("_")

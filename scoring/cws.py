@@ -20,8 +20,10 @@ Conventions, as in the bakeoff ``score`` script:
   script warns "possible misalignment"); such lines are listed in
   ``warnings``. Unlike the script, files with different line counts are an
   error rather than silently truncated to the shorter one.
-* Two slips of the script (an empty word before a leading U+3000, ``chop``
-  of a word list's last byte) are reproduced only with ``script_quirks``.
+* Three slips of the script (an empty word before a leading U+3000, ``chop``
+  of a word list's last byte, a UTF-8 BOM kept as part of line 1's first
+  word) are reproduced only with ``script_quirks``; by default each is
+  reported in ``warnings`` where it would change a number.
 
 The HTRDP error-tolerance procedure (differing pieces reviewed by judges,
 accepted pieces added to the reference) is `write_cws_review` +
@@ -34,7 +36,7 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,6 +61,8 @@ __all__ = [
     "score_cws",
     "score_cws_files",
     "script_encoding",
+    "sighan_answer_notes",
+    "sighan_file_notes",
     "split_words",
     "write_cws_review",
 ]
@@ -163,11 +167,17 @@ def read_segmentation(
     in the rare UTF-8 text where a character ending in byte A1 precedes
     ``@`` (``¡@``), the script's cut is kept too: the broken bytes stay in
     the words as ``surrogateescape`` characters. `script_quirks` adds the
-    empty first word the script sees when a line starts with such a space.
+    empty first word the script sees when a line starts with such a space,
+    and keeps a UTF-8 BOM on line 1 in front of the first word, as the
+    script does (the default drops it).
     """
     out = []
     script = script_encoding(encoding)
-    for line in read_lines(path, encoding):
+    lines = read_lines(path, encoding)
+    if script_quirks and lines and _has_utf8_bom(path, encoding):
+        # The script reads bytes: the BOM is no blank to `s/^\s*//`, so it stays in front.
+        lines[0] = _BOM + lines[0]
+    for line in lines:
         raw = line.encode(script, "surrogateescape").strip(_ASCII_BYTES)
         spaced = _SCRIPT_SPACE.sub(b" ", raw)
         words = [w.decode(script, "surrogateescape") for w in spaced.split()]
@@ -179,6 +189,14 @@ def read_segmentation(
 
 _ASCII_BYTES = b" \t\n\r\f\v"
 _SCRIPT_SPACE = re.compile(rb"\xe3\x80\x80|\xa1\x40")
+
+
+def _has_utf8_bom(path: str | os.PathLike[str], encoding: str) -> bool:
+    """True when a UTF-8 file starts with the BOM bytes ``EF BB BF`` (read_lines drops them)."""
+    if codec_of(encoding) != "utf-8":
+        return False
+    with open(path, "rb") as fh:
+        return fh.read(3) == _BOM.encode()
 
 
 def _script_phantom(line: str, encoding: str) -> bool:
@@ -194,10 +212,13 @@ def read_word_list(
     With `script_quirks`, a last line without a newline loses its last
     byte, as Perl's ``chop`` makes the script do; the cut word is kept with
     the broken byte escaped (``surrogateescape``), so it matches nothing
-    unless the cut left a valid word.
+    unless the cut left a valid word. A UTF-8 BOM stays in front of the
+    first word, as in the script.
     """
     words: set[str] = set()
     lines = read_lines(path, encoding)
+    if script_quirks and lines and _has_utf8_bom(path, encoding):
+        lines[0] = _BOM + lines[0]  # the script's dictionary key keeps the BOM's bytes
     if script_quirks and lines and _last_byte(path) not in (b"", b"\n", b"\r"):
         script = script_encoding(encoding)
         raw = lines[-1].encode(script, "surrogateescape")[:-1]
@@ -690,11 +711,12 @@ def score_cws_files(
 
     ``words``: training word list (one word per line); ``accepted``: a
     judged review file (`write_cws_review`, verdicts filled in); ``lcs``:
-    see `score_cws`. ``script_quirks`` reproduces two slips of the script
+    see `score_cws`. ``script_quirks`` reproduces three slips of the script
     that are off by default (and reported in ``warnings`` when they would
     change a number): a line starting with U+3000 gets an extra empty word,
-    and a word list without a final newline loses the last byte of its
-    last word (Perl's ``chop``).
+    a word list without a final newline loses the last byte of its last
+    word (Perl's ``chop``), and a UTF-8 BOM on line 1 of any of the files
+    stays part of the first word.
     """
     gold_lines = read_segmentation(gold, encoding, script_quirks=script_quirks)
     test_lines = read_segmentation(test, encoding, script_quirks=script_quirks)
@@ -703,10 +725,18 @@ def score_cws_files(
     _refuse_empty(test, test_lines, "test")
     notes: list[str] = []
     if not script_quirks:
+        notes += _bom_notes(gold, encoding) + _bom_notes(test, encoding)
         notes += _phantom_notes(gold, encoding) + _phantom_notes(test, encoding)
     word_list = None
     if words is not None:
         word_list = read_word_list(words, encoding, script_quirks=script_quirks)
+        if not script_quirks and _has_utf8_bom(words, encoding):
+            notes.append(
+                f"{os.fspath(words)}:1: starts with a byte-order mark (U+FEFF); onsite drops "
+                "it, the SIGHAN script keeps its bytes in front of the list's first word, which "
+                "then matches no gold word without a BOM: that word counts as OOV "
+                "(--sighan-quirks reproduces that)"
+            )
         if not script_quirks and not _ends_with_newline(words):
             notes.append(
                 f"{os.fspath(words)}: no newline after the last word; the script's `chop` "
@@ -735,9 +765,60 @@ def _ends_with_newline(path: Path | str) -> bool:
     return _last_byte(path) in (b"", b"\n")
 
 
+def _bom_notes(path: Path | str, encoding: str) -> list[str]:
+    """The warning for a UTF-8 BOM on line 1, which the script keeps as part of the first word."""
+    if not _has_utf8_bom(path, encoding):
+        return []
+    lines = read_lines(path, encoding)
+    # Line 1 as the script splits it: the BOM's bytes are no blank, so they lead.
+    raw = (_BOM + (lines[0] if lines else "")).encode("utf-8", "surrogateescape")
+    first = _SCRIPT_SPACE.sub(b" ", raw.strip(_ASCII_BYTES)).split()[0]
+    word = first.decode("utf-8", "surrogateescape")
+    what = (
+        "the BOM counts as a word of its own on line 1"
+        if word == _BOM
+        else f"the first word {word[1:]!r} is read as U+FEFF + {word[1:]!r} and matches no "
+        "word without the BOM"
+    )
+    return [
+        f"{os.fspath(path)}:1: starts with a byte-order mark (U+FEFF); onsite drops it, the "
+        f"SIGHAN script keeps its bytes: {what} (--sighan-quirks reproduces that)"
+    ]
+
+
+def sighan_file_notes(path: Path | str, encoding: str = "utf-8") -> list[str]:
+    """Where the SIGHAN script would read a segmented file otherwise than onsite: a BOM
+    on line 1 (part of the first word to it) and lines starting with U+3000 (an extra
+    empty word to it), each naming the line and ``--sighan-quirks``."""
+    return _bom_notes(path, encoding) + _phantom_notes(path, encoding)
+
+
+def sighan_answer_notes(answers: Mapping[str, str]) -> list[str]:
+    """The same for a run's answers (item id -> segmented text): one line naming the
+    items whose segmentation starts with U+3000, where the script counts an extra word."""
+    starting = [item for item, text in answers.items() if _phantom_text(text)]
+    if not starting:
+        return []
+    shown = ", ".join(repr(i) for i in starting[:5]) + (
+        f" and {len(starting) - 5} more" if len(starting) > 5 else ""
+    )
+    return [
+        f"{len(starting)} answer(s) start with U+3000 (ideographic space): {shown}; the SIGHAN "
+        "script would count an extra empty word in each (`onsite score cws --run RUN "
+        "--sighan-quirks` reproduces that)"
+    ]
+
+
+def _phantom_text(text: str) -> bool:
+    return text.strip(_ASCII_SPACE).startswith("\u3000")
+
+
 def _phantom_notes(path: Path | str, encoding: str) -> list[str]:
     notes = []
+    bom = _has_utf8_bom(path, encoding)
     for lineno, line in enumerate(read_lines(path, encoding), start=1):
+        if lineno == 1 and bom:
+            continue  # the script sees the BOM first, not the U+3000
         if _script_phantom(line, encoding):
             notes.append(
                 f"{os.fspath(path)}:{lineno}: starts with U+3000 (ideographic space); the script "

@@ -33,8 +33,10 @@ from typing import Any
 
 import numpy as np
 
+from .charsets import iter_lines
 from .det import RocCurve, roc_curve
 from .det import equal_error_rate as det_eer
+from .ocr import misread_hint
 
 __all__ = [
     "CMC_MAX_RANK",
@@ -689,24 +691,26 @@ class _Line:
         return (self.number(value[0], what, example), self.number(value[1], what, example))
 
 
-def _lines(path: str | Path) -> Iterable[_Line]:
+def _lines(path: str | Path, encoding: str | None = None) -> Iterable[_Line]:
+    # Decoded through scoring.charsets: a file not in ``encoding`` is refused naming
+    # its first bad line and the encoding it reads as.
     p = Path(path)
-    with p.open(encoding="utf-8") as fh:
-        for lineno, text in enumerate(fh, start=1):
-            if not text.strip():
-                continue  # blank lines (e.g. a trailing newline) carry nothing
-            try:
-                obj = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise ValueError(
-                    f"{p}:{lineno}: not valid JSON ({exc.msg}); write one JSON object per line"
-                ) from None
-            if not isinstance(obj, dict):
-                raise ValueError(
-                    f"{p}:{lineno}: expected a JSON object, got {text.strip()[:40]!r}; "
-                    "write one JSON object {...} per line"
-                )
-            yield _Line(p, lineno, obj)
+    for lineno, text in enumerate(iter_lines(p, encoding), start=1):
+        if not text.strip():
+            continue  # blank lines (e.g. a trailing newline) carry nothing
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(
+                f"{p}:{lineno}: not valid JSON ({exc.msg}); write one JSON object per line"
+                + misread_hint(p, encoding)
+            ) from None
+        if not isinstance(obj, dict):
+            raise ValueError(
+                f"{p}:{lineno}: expected a JSON object, got {text.strip()[:40]!r}; "
+                "write one JSON object {...} per line" + misread_hint(p, encoding)
+            )
+        yield _Line(p, lineno, obj)
 
 
 def _first_seen(seen: dict[Any, int], key: Any, line: _Line, what: str) -> None:
@@ -724,12 +728,17 @@ def _subset(line: _Line) -> str | None:
     return value
 
 
-def read_face_references(path: str | Path) -> dict[str, ImageReference]:
-    """Read `{"image", "subset"?, "faces": [{"left_eye", "right_eye", "mouth"}]}` lines."""
+def read_face_references(
+    path: str | Path, encoding: str | None = None
+) -> dict[str, ImageReference]:
+    """Read `{"image", "subset"?, "faces": [{"left_eye", "right_eye", "mouth"}]}` lines.
+
+    ``encoding``: the file's (scoring.charsets; None: UTF-8).
+    """
     out: dict[str, ImageReference] = {}
     seen: dict[Any, int] = {}
     face_ex = '"faces": [{"left_eye": [x, y], "right_eye": [x, y], "mouth": [x, y]}]'
-    for line in _lines(path):
+    for line in _lines(path, encoding):
         image = line.get("image", str, '"image": "img001.jpg"')
         _first_seen(seen, image, line, "image")
         faces: list[FaceLandmarks] = []
@@ -746,13 +755,16 @@ def read_face_references(path: str | Path) -> dict[str, ImageReference]:
     return out
 
 
-def read_face_detections(path: str | Path) -> DetectionInput:
-    """Read `{"image", "boxes": [[x, y, w, h, score?], ...], "seconds"?}` lines."""
+def read_face_detections(path: str | Path, encoding: str | None = None) -> DetectionInput:
+    """Read `{"image", "boxes": [[x, y, w, h, score?], ...], "seconds"?}` lines.
+
+    ``encoding``: the file's (scoring.charsets; None: UTF-8).
+    """
     boxes: dict[str, tuple[Box, ...]] = {}
     seconds: dict[str, float] = {}
     seen: dict[Any, int] = {}
     box_ex = '"boxes": [[x, y, w, h, score], ...] with w, h >= 0'
-    for line in _lines(path):
+    for line in _lines(path, encoding):
         image = line.get("image", str, '"image": "img001.jpg"')
         _first_seen(seen, image, line, "image")
         parsed: list[Box] = []
@@ -772,12 +784,17 @@ def read_face_detections(path: str | Path) -> DetectionInput:
     return DetectionInput(boxes, seconds)
 
 
-def read_identification_candidates(path: str | Path) -> dict[str, tuple[tuple[str, float], ...]]:
-    """Read `{"probe", "candidates": [[gallery_id, similarity], ...]}` lines."""
+def read_identification_candidates(
+    path: str | Path, encoding: str | None = None
+) -> dict[str, tuple[tuple[str, float], ...]]:
+    """Read `{"probe", "candidates": [[gallery_id, similarity], ...]}` lines.
+
+    ``encoding``: the file's (scoring.charsets; None: UTF-8).
+    """
     out: dict[str, tuple[tuple[str, float], ...]] = {}
     seen: dict[Any, int] = {}
     ex = '"candidates": [["id17", 0.93], ["id04", 0.88]]'
-    for line in _lines(path):
+    for line in _lines(path, encoding):
         probe = line.get("probe", str, '"probe": "p0001"')
         _first_seen(seen, probe, line, "probe")
         cands: list[tuple[str, float]] = []
@@ -796,11 +813,16 @@ def read_identification_candidates(path: str | Path) -> dict[str, tuple[tuple[st
     return out
 
 
-def read_identification_truth(path: str | Path) -> dict[str, ProbeTruth]:
-    """Read `{"probe", "id", "subset"?}` lines."""
+def read_identification_truth(
+    path: str | Path, encoding: str | None = None
+) -> dict[str, ProbeTruth]:
+    """Read `{"probe", "id", "subset"?}` lines.
+
+    ``encoding``: the file's (scoring.charsets; None: UTF-8).
+    """
     out: dict[str, ProbeTruth] = {}
     seen: dict[Any, int] = {}
-    for line in _lines(path):
+    for line in _lines(path, encoding):
         probe = line.get("probe", str, '"probe": "p0001"')
         _first_seen(seen, probe, line, "probe")
         true_id = line.get("id", str, '"id": "id17"')
@@ -816,22 +838,28 @@ def _pair_of(line: _Line, seen: dict[Any, int]) -> PairKey:
     return key
 
 
-def read_verification_scores(path: str | Path) -> dict[PairKey, float]:
-    """Read `{"a", "b", "score"}` lines; keys are unordered pairs (sorted a, b)."""
+def read_verification_scores(path: str | Path, encoding: str | None = None) -> dict[PairKey, float]:
+    """Read `{"a", "b", "score"}` lines; keys are unordered pairs (sorted a, b).
+
+    ``encoding``: the file's (scoring.charsets; None: UTF-8).
+    """
     out: dict[PairKey, float] = {}
     seen: dict[Any, int] = {}
     ex = '"score": 0.73'
-    for line in _lines(path):
+    for line in _lines(path, encoding):
         key = _pair_of(line, seen)
         out[key] = line.number(line.get("score", (int, float), ex), "'score'", ex)
     return out
 
 
-def read_verification_truth(path: str | Path) -> dict[PairKey, bool]:
-    """Read `{"a", "b", "genuine": true|false}` lines; keys are unordered pairs."""
+def read_verification_truth(path: str | Path, encoding: str | None = None) -> dict[PairKey, bool]:
+    """Read `{"a", "b", "genuine": true|false}` lines; keys are unordered pairs.
+
+    ``encoding``: the file's (scoring.charsets; None: UTF-8).
+    """
     out: dict[PairKey, bool] = {}
     seen: dict[Any, int] = {}
-    for line in _lines(path):
+    for line in _lines(path, encoding):
         key = _pair_of(line, seen)
         out[key] = line.get("genuine", bool, '"genuine": true')
     return out

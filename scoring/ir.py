@@ -25,6 +25,11 @@ R-precision and P@10 as TREC does, so every rule here follows trec_eval
   an error. A later topic with only negative judgements scores 0 there.
   Here every such topic scores 0 (a topic with no relevant document), and
   ``warnings`` names the one trec_eval would stop at.
+* Files are UTF-8 by default (a BOM allowed); ``encoding`` names another
+  (GBK, Big5, UTF-16 ...: `scoring.charsets`). trec_eval reads bytes; here
+  the text is decoded first and tied docnos are ordered by code point, which
+  is UTF-8's byte order: a GBK or Big5 file gets the figures trec_eval gives
+  its UTF-8 conversion.
 """
 
 from __future__ import annotations
@@ -41,6 +46,8 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any, TypeVar
 
+from . import charsets
+from .encoded_text import refuse_false_utf16
 from .errors import FormatError
 
 __all__ = [
@@ -240,27 +247,20 @@ def _trec_eval_stops(qrels: Mapping[str, Any], per: tuple[TopicScore, ...]) -> t
 # --- readers -------------------------------------------------------------------
 
 
-def _utf8_lines(path: str | Path) -> list[str]:
+def _text_lines(path: str | Path, encoding: str | None) -> list[str]:
+    """The file's lines in ``encoding`` (None: UTF-8, a BOM allowed); a line that does
+    not decode is a FormatError naming it and the encoding the file reads as."""
     try:
-        data = Path(path).read_bytes()
+        refuse_false_utf16(path, encoding)
+        return charsets.read_lines(path, encoding)
     except OSError as exc:
         raise FormatError(path, None, f"cannot read ({exc.strerror})", "check the path") from None
-    out: list[str] = []
-    # split on b"\n" so line numbers match an editor's; \r is stripped later.
-    for lineno, raw in enumerate(data.split(b"\n"), start=1):
-        try:
-            out.append(raw.decode("utf-8-sig" if lineno == 1 else "utf-8"))
-        except UnicodeDecodeError as exc:
-            raise FormatError(
-                path, lineno, f"not UTF-8 ({exc.reason})", "save the file as UTF-8 (or ASCII)"
-            ) from None
-    return out
 
 
-def _fields(path: str | Path) -> list[tuple[int, list[str]]]:
+def _fields(path: str | Path, encoding: str | None = None) -> list[tuple[int, list[str]]]:
     """Whitespace-split non-empty, non-comment lines with their line numbers."""
     out = []
-    for lineno, line in enumerate(_utf8_lines(path), start=1):
+    for lineno, line in enumerate(_text_lines(path, encoding), start=1):
         parts = line.split()
         if parts and not parts[0].startswith("#"):
             out.append((lineno, parts))
@@ -276,21 +276,29 @@ class _NotQuick(Exception):
 _CHUNK_BYTES = 1 << 18
 
 
-def _quick_chunks(path: str | Path, n_columns: int) -> Iterator[list[list[str]]]:
+def _quick_chunks(
+    path: str | Path, n_columns: int, encoding: str | None = None
+) -> Iterator[list[list[str]]]:
     """The whitespace-split data lines of a well-formed file, a chunk of lines at a time.
 
     The readers' quick path: the file is streamed, so only what the caller
     keeps stays in memory, with no line numbers or per-line records. Anything
-    odd (a line with another number of columns, bytes that are not UTF-8)
-    raises `_NotQuick`, which sends the caller to the line-by-line reader: it
-    finds and reports the problem.
+    odd (a line with another number of columns, bytes that are not in
+    ``encoding``, a NUL: UTF-16 read as UTF-8) raises `_NotQuick`, which sends
+    the caller to the line-by-line reader: it finds and reports the problem.
     """
+    codec = charsets.codec_of(encoding)
+    if codec.startswith("utf-16"):
+        # Rare, and a file wrongly named UTF-16 decodes without error: the line
+        # reader checks it (`scoring.encoded_text.refuse_false_utf16`).
+        raise _NotQuick
     try:
         # Lines end at "\n" alone, as in the line-by-line reader; "\r" is
         # whitespace to str.split.
-        f = open(path, encoding="utf-8-sig", newline="\n")  # noqa: SIM115
+        f = open(path, encoding=codec, newline="\n")  # noqa: SIM115
     except OSError:
         raise _NotQuick from None
+    first = True
     with f:
         while True:
             try:
@@ -299,8 +307,14 @@ def _quick_chunks(path: str | Path, n_columns: int) -> Iterator[list[list[str]]]
                 raise _NotQuick from None
             if not lines:
                 return
+            if first:
+                lines[0] = lines[0].removeprefix("\ufeff")
+                first = False
             rows = list(map(str.split, lines))
-            if set(map(len, rows)) != {n_columns} or "#" in "".join(lines):
+            joined = "".join(lines)
+            if "\x00" in joined:
+                raise _NotQuick
+            if set(map(len, rows)) != {n_columns} or "#" in joined:
                 # str.split and str.lstrip share one whitespace set: a comment
                 # line is one whose first field starts with "#".
                 rows = [r for r in rows if r and not r[0].startswith("#")]
@@ -361,12 +375,15 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def read_qrels(path: str | Path) -> dict[str, dict[str, int]]:
-    """Read TREC qrels ``topic iter docno judgement`` into topic -> docno -> judgement."""
+def read_qrels(path: str | Path, encoding: str | None = None) -> dict[str, dict[str, int]]:
+    """Read TREC qrels ``topic iter docno judgement`` into topic -> docno -> judgement.
+
+    ``encoding``: the file's (None: UTF-8, a BOM allowed).
+    """
     try:
-        return _collect(_quick_chunks(path, 4), 3, int)
+        return _collect(_quick_chunks(path, 4, encoding), 3, int)
     except _NotQuick:
-        return _read_qrels_lines(path)
+        return _read_qrels_lines(path, encoding)
 
 
 @dataclass(frozen=True)
@@ -404,14 +421,17 @@ _RUN = _Layout(
 
 
 def _read_lines(
-    path: str | Path, layout: _Layout, value: Callable[[list[str], int], V]
+    path: str | Path,
+    layout: _Layout,
+    value: Callable[[list[str], int], V],
+    encoding: str | None = None,
 ) -> dict[str, dict[str, V]]:
     """topic -> docno -> ``value(columns, line number)``, line by line, reporting the first
     bad line (``value`` raises FormatError for a bad value)."""
     n = len(layout.columns.split())
     out: dict[str, dict[str, V]] = {}
     where: dict[tuple[str, str], int] = {}
-    for lineno, parts in _fields(path):
+    for lineno, parts in _fields(path, encoding):
         if len(parts) != n:
             raise FormatError(
                 path,
@@ -436,7 +456,7 @@ def _read_lines(
     return out
 
 
-def _read_qrels_lines(path: str | Path) -> dict[str, dict[str, int]]:
+def _read_qrels_lines(path: str | Path, encoding: str | None = None) -> dict[str, dict[str, int]]:
     """`read_qrels` line by line, reporting the first bad line."""
 
     def judgement(parts: list[str], lineno: int) -> int:
@@ -451,25 +471,25 @@ def _read_qrels_lines(path: str | Path) -> dict[str, dict[str, int]]:
                 f"use 0, 1, 2 ...; {_QRELS.example}",
             ) from None
 
-    return _read_lines(path, _QRELS, judgement)
+    return _read_lines(path, _QRELS, judgement, encoding)
 
 
-def read_run(path: str | Path) -> dict[str, dict[str, float]]:
+def read_run(path: str | Path, encoding: str | None = None) -> dict[str, dict[str, float]]:
     """Read a TREC run ``topic Q0 docno rank score tag`` into topic -> docno -> score.
 
     The rank column is kept only for validation of the column count: ranking
-    is by score, as in trec_eval.
+    is by score, as in trec_eval. ``encoding``: the file's (None: UTF-8).
     """
     try:
-        out = _collect(_quick_chunks(path, 6), 4, float)
+        out = _collect(_quick_chunks(path, 6, encoding), 4, float)
     except _NotQuick:
-        return _read_run_lines(path)
+        return _read_run_lines(path, encoding)
     if all(map(math.isfinite, chain.from_iterable(map(dict.values, out.values())))):
         return out
-    return _read_run_lines(path)
+    return _read_run_lines(path, encoding)
 
 
-def _read_run_lines(path: str | Path) -> dict[str, dict[str, float]]:
+def _read_run_lines(path: str | Path, encoding: str | None = None) -> dict[str, dict[str, float]]:
     """`read_run` line by line, reporting the first bad line."""
 
     def score(parts: list[str], lineno: int) -> float:
@@ -487,7 +507,7 @@ def _read_run_lines(path: str | Path) -> dict[str, dict[str, float]]:
             )
         return found
 
-    return _read_lines(path, _RUN, score)
+    return _read_lines(path, _RUN, score, encoding)
 
 
 # --- topics --------------------------------------------------------------------
@@ -522,31 +542,29 @@ def _clean(value: str) -> str:
 
 
 def _decode_topics(path: str | Path, data: bytes, encoding: str | None) -> tuple[str, str]:
-    tried = ""
-    if encoding is None:
-        try:
-            return data.decode("utf-8-sig"), "utf-8"
-        except UnicodeDecodeError:
-            tried = "utf-8"
-        # Files labelled GB2312 are often GBK in practice; GB18030 reads both.
-        encoding = "gb2312"
-        try:
-            return data.decode("gb2312"), "gb2312"
-        except UnicodeDecodeError:
-            encoding = "gb18030"
+    if encoding is not None:
+        # Named (--encoding, a task's `encoding`): read as charsets reads every other file.
+        return charsets.decode_text(path, data, encoding), encoding
     try:
-        return data.decode(encoding), encoding
+        return data.decode("utf-8-sig"), "utf-8"
+    except UnicodeDecodeError:
+        pass
+    # Files labelled GB2312 are often GBK in practice; GB18030 reads both.
+    try:
+        return data.decode("gb2312"), "gb2312"
+    except UnicodeDecodeError:
+        pass
+    try:
+        return data.decode("gb18030"), "gb18030"
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         raise FormatError(
             path,
             line,
-            f"{'neither UTF-8 nor' if tried else 'not'} {encoding.upper()} text "
-            f"(bad bytes {data[exc.start : exc.end]!r})",
-            "save the topic file as UTF-8 or GB2312",
+            f"neither UTF-8 nor GB18030 text (bad bytes {data[exc.start : exc.end]!r})",
+            "save the topic file as UTF-8 or GB2312, or name its encoding with `--encoding` "
+            "(in a site file, the task's `encoding`)",
         ) from None
-    except LookupError:
-        raise ValueError(f"unknown encoding {encoding!r}") from None
 
 
 def read_topics(path: str | Path, encoding: str | None = None) -> tuple[list[Topic], str]:
@@ -641,29 +659,41 @@ def read_topics(path: str | Path, encoding: str | None = None) -> tuple[list[Top
 
 
 def score_ir_files(
-    qrels: Path, run: Path, complete: bool = False, relevance_level: int = 1
+    qrels: Path,
+    run: Path,
+    complete: bool = False,
+    relevance_level: int = 1,
+    encoding: str | None = None,
 ) -> dict[str, Any]:
     """Score a TREC run file against a qrels file; JSON-ready `IrReport`.
 
     Keys ``map``, ``rprec``, ``p10`` and ``per_topic`` (topic -> scores),
-    plus the topic bookkeeping of `IrReport`.
+    plus the topic bookkeeping of `IrReport`. ``encoding``: both files' (None: UTF-8).
     """
+    # ASCII reads alike in every encoding but UTF-16: the byte readers take those files.
+    plain = not charsets.codec_of(encoding).startswith("utf-16")
     try:
+        if not plain:
+            raise _NotQuick
         judged = _plain_qrels(qrels)
     except _NotQuick:
-        judged = {t: {d.encode(): r for d, r in j.items()} for t, j in read_qrels(qrels).items()}
+        judged = {
+            t: {d.encode(): r for d, r in j.items()} for t, j in read_qrels(qrels, encoding).items()
+        }
     try:
+        if not plain:
+            raise _NotQuick
         per, run_topics = _score_plain_run(run, judged, relevance_level)
         return _report(judged, per, run_topics, complete, relevance_level).to_dict()
     except _NotQuick:
         pass
-    judgements = read_qrels(qrels)
+    judgements = read_qrels(qrels, encoding)
     try:
-        per, run_topics = _score_run_stream(run, judgements, relevance_level)
+        per, run_topics = _score_run_stream(run, judgements, relevance_level, encoding)
     except _NotQuick:
         # Topics out of order or a bad line: the whole-file reader merges the
         # first and reports the second.
-        return score_ir(judgements, read_run(run), complete, relevance_level).to_dict()
+        return score_ir(judgements, read_run(run, encoding), complete, relevance_level).to_dict()
     return _report(judgements, per, run_topics, complete, relevance_level).to_dict()
 
 
@@ -715,6 +745,7 @@ def _plain_columns(path: str | Path, n_columns: int) -> Iterator[list[bytes]]:
             if (
                 len(fields) != n_columns * n_lines
                 or not block.isascii()
+                or b"\x00" in block  # UTF-16 without a BOM: its NULs would vanish below
                 or block.translate(*_SEPARATORS_ONLY) != pattern * n_lines
                 # A comment line (its first field starts with "#").
                 or block.startswith(b"#")
@@ -828,7 +859,10 @@ def _score_plain_run(
 
 
 def _score_run_stream(
-    run: Path, qrels: Mapping[str, Mapping[str, int]], relevance_level: int
+    run: Path,
+    qrels: Mapping[str, Mapping[str, int]],
+    relevance_level: int,
+    encoding: str | None = None,
 ) -> tuple[dict[str, TopicScore], set[str]]:
     """Score a run file topic by topic as it is read: one topic's documents in memory.
 
@@ -856,7 +890,7 @@ def _score_run_stream(
     # The collector's passes over each chunk's freshly split lines cost more
     # than scoring them; nothing here makes a reference cycle.
     with _gc_paused():
-        for run_topic, n, pairs in _topic_runs(_quick_chunks(run, 6), 4, float):
+        for run_topic, n, pairs in _topic_runs(_quick_chunks(run, 6, encoding), 4, float):
             if run_topic != topic:
                 finish()
                 topic, scores, n_rows = run_topic, {}, 0

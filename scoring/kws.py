@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .charsets import utf8_only_fix
 from .det import equal_error_rate
 from .errors import FormatError
 from .ocr import read_jsonl
@@ -97,14 +96,16 @@ class _Record:
         seen[key] = self.line
 
 
-def _records(path: str | Path, what: str) -> list[_Record]:
-    """Non-blank lines of a JSONL file holding at least one `what`."""
+def _records(path: str | Path, what: str, encoding: str | None = None) -> list[_Record]:
+    """Non-blank lines of a JSONL file holding at least one `what`.
+
+    ``encoding`` is the file's (scoring.charsets; None: UTF-8, a BOM allowed); a file
+    not in it is a FormatError naming the line and the encoding to name instead.
+    """
     try:
-        rows = read_jsonl(path)
-    except UnicodeDecodeError as exc:
-        raise FormatError(
-            path, None, f"not UTF-8 text ({exc.reason})", utf8_only_fix(path)
-        ) from None
+        rows = read_jsonl(path, encoding)
+    except FormatError:
+        raise  # it names the file, the line and the fix already
     except ValueError as exc:
         # read_jsonl already names file:line and the problem; add the fix.
         raise ValueError(f"{exc}; write one JSON object per line") from None
@@ -131,16 +132,19 @@ class SlotFrame:
         }
 
 
-def read_slot_file(path: str | Path, require_setting: bool = True) -> dict[str, SlotFrame]:
+def read_slot_file(
+    path: str | Path, require_setting: bool = True, encoding: str | None = None
+) -> dict[str, SlotFrame]:
     """Read JSONL lines ``{"id", "setting", "slots": {name: [keyword, ...]}}``.
 
     Used for both references and system output; system files may omit
     ``setting`` when `require_setting` is False (it is stored as "").
-    Errors name ``file:line``.
+    ``encoding`` is the file's (scoring.charsets; None: UTF-8). Errors name
+    ``file:line``.
     """
     out: dict[str, SlotFrame] = {}
     lines: dict[str, int] = {}
-    for lineno, obj in read_jsonl(path):
+    for lineno, obj in read_jsonl(path, encoding):
         where = f"{path}:{lineno}"
         required = ("id", "setting", "slots") if require_setting else ("id", "slots")
         for key in required:
@@ -292,11 +296,12 @@ class Detection:
     is_true: bool
 
 
-def read_detections(path: str | Path) -> list[Detection]:
+def read_detections(path: str | Path, encoding: str | None = None) -> list[Detection]:
     """Read ``{"keyword", "utterance", "score", "is_true"}`` lines (higher score: surer).
 
     The same keyword may be proposed more than once per utterance (at
     different times), so repeated (keyword, utterance) lines are allowed.
+    ``encoding`` is the file's (scoring.charsets; None: UTF-8).
     """
     return [
         Detection(
@@ -305,7 +310,7 @@ def read_detections(path: str | Path) -> list[Detection]:
             float(rec.number("score", '"score": 0.87')),
             rec.flag("is_true", '"is_true": true'),
         )
-        for rec in _records(path, "detections")
+        for rec in _records(path, "detections", encoding)
     ]
 
 

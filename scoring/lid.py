@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .charsets import utf8_only_fix
+from .charsets import read_lines
 from .errors import FormatError
 
 __all__ = [
@@ -127,19 +127,18 @@ def item_hits(references: Mapping[str, str], answers: Mapping[str, str | None]) 
 
 
 def read_language_table(
-    path: str | Path, problems: list[FormatError] | None = None
+    path: str | Path, problems: list[FormatError] | None = None, encoding: str | None = None
 ) -> dict[str, str]:
     """``<utt-id> <code>`` lines (blank lines and ``#`` comments skipped).
 
     A line without two fields, a code that is no BCP 47 tag or an id given twice
     is a FormatError naming the line and the fix: raised, or, given a `problems`
     list, added to it and the line skipped (a test set's author sees every one).
+    ``encoding`` is the file's (scoring.charsets; None: UTF-8): bytes that do not
+    decode are a FormatError naming the line and the encoding the file reads as.
     """
     path = Path(path)
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError:
-        raise FormatError(path, None, "not UTF-8", utf8_only_fix(path)) from None
+    lines = read_lines(path, encoding)
     table: dict[str, str] = {}
     for number, line in enumerate(lines, 1):
         if not line.strip() or line.lstrip().startswith("#"):
@@ -170,11 +169,12 @@ def read_language_table(
     return table
 
 
-def read_language_answers(path: str | Path) -> dict[str, str | None]:
-    """JSON lines ``{"id", "language"}``; errors name the line and the fix."""
+def read_language_answers(path: str | Path, encoding: str | None = None) -> dict[str, str | None]:
+    """JSON lines ``{"id", "language"}`` in ``encoding`` (scoring.charsets; None:
+    UTF-8); errors name the line and the fix."""
     path = Path(path)
     answers: dict[str, str | None] = {}
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for number, line in enumerate(read_lines(path, encoding), 1):
         if not line.strip():
             continue
         try:

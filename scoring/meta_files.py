@@ -24,6 +24,9 @@ Two shapes, each as CSV (comma- or tab-separated, chosen by the header) or JSON:
   level, one column per task named ``task:metric`` (e.g. ``asr-2x:wer``).
   A task not scored for every system is left out and said in `notes`.
 
+Files are UTF-8 (a byte-order mark allowed) unless an encoding is named
+(`onsite meta ... --encoding gbk`; scoring.charsets reads them).
+
 Every row must give every column a finite number (an empty cell is an
 error: the meta-evaluation needs complete tables); a system (or system and
 segment) given twice is an error. Errors are `FormatError` naming the file
@@ -41,6 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .charsets import read_text
 from .errors import FormatError
 
 __all__ = ["ScoreTable", "read_score_table"]
@@ -186,10 +190,13 @@ def _from_report(path: Path, records: list[tuple[int | None, Any]]) -> ScoreTabl
     return ScoreTable(path, "system", tuple(columns), rows, notes)
 
 
-def read_score_table(path: str | Path) -> ScoreTable:
-    """Read a system- or segment-level score file (module docstring)."""
+def read_score_table(path: str | Path, encoding: str | None = None) -> ScoreTable:
+    """Read a system- or segment-level score file (module docstring) in ``encoding``
+    (scoring.charsets: gbk, big5, utf-16le ...; None: UTF-8, a BOM allowed). A file
+    not in that encoding is a `FormatError` naming its first bad line and the
+    encoding it reads as."""
     path = Path(path)
-    text = path.read_text(encoding="utf-8-sig")
+    text = read_text(path, encoding)
     records = _records(path, text)
     if not records:
         raise FormatError(path, None, "no scores", "give a header and one row per system")

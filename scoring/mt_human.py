@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .encoded_text import read_named_text
 from .errors import FormatError
 
 __all__ = [
@@ -77,13 +78,17 @@ def _record(path: Path, line: int, row: dict[str, Any]) -> HumanJudgement:
     )
 
 
-def read_human_sheet(path: str | Path) -> list[HumanJudgement]:
-    """Read a CSV (header line) or JSONL (``.jsonl`` or a line starting with ``{``) sheet."""
+def read_human_sheet(path: str | Path, encoding: str | None = None) -> list[HumanJudgement]:
+    """Read a CSV (header line) or JSONL (``.jsonl`` or a line starting with ``{``) sheet.
+
+    ``encoding`` is the sheet's (scoring.charsets: gbk, big5, utf-16le ...; None:
+    UTF-8, a BOM allowed): judges' sheets are written where the judging is done.
+    """
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise FormatError(path, None, f"cannot read as UTF-8 ({exc})", "save as UTF-8") from exc
+        text = read_named_text(path, encoding)
+    except OSError as exc:
+        raise FormatError(path, None, f"cannot read ({exc.strerror})", "check the path") from None
     out: list[HumanJudgement] = []
     if path.suffix == ".jsonl" or text.lstrip().startswith("{"):
         for n, line in enumerate(text.splitlines(), 1):
@@ -152,12 +157,13 @@ def _mean(values: Sequence[float]) -> float:
     return sum(values) / len(values)
 
 
-def score_human(sheets: Sequence[str | Path]) -> HumanReport:
-    """Average the judgements of one or more sheets per system (duplicates rejected)."""
+def score_human(sheets: Sequence[str | Path], encoding: str | None = None) -> HumanReport:
+    """Average the judgements of one or more sheets (each in ``encoding``; None: UTF-8)
+    per system (duplicates rejected)."""
     seen: dict[tuple[str, str, str, str], str] = {}
     rows: list[HumanJudgement] = []
     for sheet in sheets:
-        for n, j in enumerate(read_human_sheet(sheet), 1):
+        for n, j in enumerate(read_human_sheet(sheet, encoding), 1):
             key = (j.judge, j.system, j.doc_id, j.seg_id)
             if key in seen:
                 raise FormatError(

@@ -31,12 +31,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .charsets import codec_of, guess_encoding, iter_lines
+
 __all__ = [
     "MAX_CANDIDATES",
     "CharacterScore",
     "OcrReport",
     "OcrScore",
     "OcrTruth",
+    "misread_hint",
     "read_jsonl",
     "read_ocr_outputs",
     "read_ocr_truth",
@@ -48,24 +51,47 @@ __all__ = [
 MAX_CANDIDATES = 10
 
 
-def read_jsonl(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
+def read_jsonl(path: str | Path, encoding: str | None = None) -> list[tuple[int, dict[str, Any]]]:
     """Read a JSONL file as ``(line number, object)`` pairs, skipping blank lines.
 
-    Raises ValueError naming ``file:line`` for invalid JSON or a non-object line.
+    ``encoding`` is the file's (scoring.charsets: gbk, big5, utf-16le ...; None:
+    UTF-8, a BOM allowed). Raises ValueError naming ``file:line`` for invalid JSON
+    or a non-object line, and scoring's FormatError naming the line and the encoding
+    to name for bytes that do not decode.
     """
     out: list[tuple[int, dict[str, Any]]] = []
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{lineno}: invalid JSON: {exc.msg}") from None
-            if not isinstance(obj, dict):
-                raise ValueError(f"{path}:{lineno}: expected a JSON object")
-            out.append((lineno, obj))
+    for lineno, line in enumerate(iter_lines(path, encoding), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            hint = misread_hint(path, encoding)
+            raise ValueError(f"{path}:{lineno}: invalid JSON: {exc.msg}{hint}") from None
+        if not isinstance(obj, dict):
+            raise ValueError(
+                f"{path}:{lineno}: expected a JSON object{misread_hint(path, encoding)}"
+            )
+        out.append((lineno, obj))
     return out
+
+
+def misread_hint(path: str | Path, encoding: str | None) -> str:
+    """For a JSON lines file that decoded in the ``encoding`` named but is not JSON: ``;
+    it reads as big5 ...`` when the file is plainly in another encoding (Big5 bytes
+    decode as UTF-16LE, into nonsense), else "". Only read when a line was refused."""
+    if encoding is None:
+        return ""
+    try:
+        guess = guess_encoding(Path(path).read_bytes())
+    except OSError:
+        return ""
+    if guess is None or codec_of(guess) == codec_of(encoding):
+        return ""
+    return (
+        f"; decoded as {encoding}, but the file reads as {guess}: read it with "
+        f'`--encoding {guess}` (in a site file, the task\'s `encoding = "{guess}"`)'
+    )
 
 
 def _require(obj: Mapping[str, Any], key: str, where: str) -> Any:
@@ -93,11 +119,13 @@ class OcrTruth:
         return {"id": self.id, "char": self.char, "subsets": list(self.subsets)}
 
 
-def read_ocr_truth(path: str | Path) -> list[OcrTruth]:
-    """Read truth lines ``{"id", "char", "subsets": [...]}``; ``subsets`` may be omitted."""
+def read_ocr_truth(path: str | Path, encoding: str | None = None) -> list[OcrTruth]:
+    """Read truth lines ``{"id", "char", "subsets": [...]}``; ``subsets`` may be omitted.
+
+    ``encoding``: the file's (`read_jsonl`; None: UTF-8)."""
     out: list[OcrTruth] = []
     seen: dict[str, int] = {}
-    for lineno, obj in read_jsonl(path):
+    for lineno, obj in read_jsonl(path, encoding):
         where = f"{path}:{lineno}"
         sid = _require(obj, "id", where)
         char = _require(obj, "char", where)
@@ -111,11 +139,13 @@ def read_ocr_truth(path: str | Path) -> list[OcrTruth]:
     return out
 
 
-def read_ocr_outputs(path: str | Path) -> dict[str, tuple[str, ...]]:
-    """Read system output lines ``{"id", "candidates": [...]}`` (best first, at most ten)."""
+def read_ocr_outputs(path: str | Path, encoding: str | None = None) -> dict[str, tuple[str, ...]]:
+    """Read system output lines ``{"id", "candidates": [...]}`` (best first, at most ten).
+
+    ``encoding``: the file's (`read_jsonl`; None: UTF-8)."""
     out: dict[str, tuple[str, ...]] = {}
     seen: dict[str, int] = {}
-    for lineno, obj in read_jsonl(path):
+    for lineno, obj in read_jsonl(path, encoding):
         where = f"{path}:{lineno}"
         sid = _require(obj, "id", where)
         if not isinstance(sid, str):

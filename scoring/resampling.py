@@ -52,6 +52,7 @@ __all__ = [
     "Comparison",
     "PairResult",
     "SystemResult",
+    "ToolValue",
     "bootstrap_indices",
     "compare",
     "full_score",
@@ -101,9 +102,27 @@ class SystemResult:
 
 
 @dataclass(frozen=True)
+class ToolValue:
+    """What the reference tool (``tool``: "sacrebleu", "sc_stats") would give a pair
+    where onsite's correct value differs: its p-value, its verdict at alpha (the better
+    system) and whether it calls the difference significant (sacrebleu does so for two
+    systems of equal scores, naming neither better)."""
+
+    tool: str
+    p: float
+    better: str | None
+    significant: bool
+
+
+@dataclass(frozen=True)
 class PairResult:
     """One test of one pair: the observed difference ``a - b``, the p-value, and the
-    significantly better system at alpha (None when the test does not separate them)."""
+    significantly better system at alpha (None when the test does not separate them).
+
+    ``tool``: the reference tool's value where it differs from this one (sacrebleu's
+    strict count where resampled differences equal to the observed one were counted),
+    None where the tool agrees.
+    """
 
     a: str
     b: str
@@ -111,6 +130,7 @@ class PairResult:
     statistic: float
     p: float
     better: str | None
+    tool: ToolValue | None = None
 
 
 @dataclass(frozen=True)
@@ -327,7 +347,8 @@ def compare(
     order given, the first system being the first of each pair as sacrebleu's
     baseline is. Ranks come from the pairs' verdicts (:func:`rank_ranges`).
     ``strict`` counts only resampled differences larger than the observed one, as
-    sacrebleu does (its p-values exactly); by default equal ones count too.
+    sacrebleu does (its p-values exactly); by default equal ones count too, and a
+    pair where that changed its p-value carries sacrebleu's in ``tool``.
     """
     names = list(systems)
     if len(names) < 2:
@@ -357,19 +378,28 @@ def compare(
         for b in names[i + 1 :]:
             score_a, score_b = full[a], full[b]
             for test in tests:
+                # sacrebleu's strict count beside the default one: they differ only where
+                # a resampled difference equals the observed one (a tie).
+                p = p_strict = 1.0
                 if score_a is None or score_b is None:
-                    p = 1.0
+                    pass
                 elif test == "bootstrap":
                     p = bootstrap_p(score_a, score_b, boot[a], boot[b], strict)
+                    p_strict = bootstrap_p(score_a, score_b, boot[a], boot[b], True)
                 else:
                     assert keep is not None
                     first, second = _swapped_scores(systems[a], systems[b], aggregate, keep)
                     p = ar_p(score_a, score_b, first, second, strict)
+                    p_strict = ar_p(score_a, score_b, first, second, True)
                 statistic = (
                     (score_a - score_b) if score_a is not None and score_b is not None else math.nan
                 )
                 better = _better(a, b, score_a, score_b, p, alpha, higher_is_better)
-                pairs.append(PairResult(a, b, test, statistic, p, better))
+                tool = None
+                if p_strict != p:
+                    verdict = _better(a, b, score_a, score_b, p_strict, alpha, higher_is_better)
+                    tool = ToolValue("sacrebleu", p_strict, verdict, p_strict < alpha)
+                pairs.append(PairResult(a, b, test, statistic, p, better, tool))
 
     ranks = rank_ranges(names, pairs)
     results = []

@@ -40,7 +40,13 @@ so what is done here:
   ROUGE-1.5.5 prints per-document figures rounded to 5 decimals (F from the
   rounded R and P) and, as the system figure, the mean of 1,000 bootstrap
   resamples of those rounded values (``-r 1000``): the two differ in the 3rd
-  to 5th decimal.
+  to 5th decimal. ROUGE seeds Perl's generator with the resample's number
+  (``srand($i)``, i = 0..999) and draws ``int(rand(n))`` over its evaluation
+  ids sorted as strings, so its figure is the same on every run, but depends
+  on those ids (``<eval id>.<peer id>``): `rouge155_bootstrap` repeats it with
+  Perl's own drand48 (Perl 5.20 and later, on every platform), which
+  ``average="rouge155"`` uses; the exact mean is what that estimate
+  approximates.
 * **Length limit** (optional, ROUGE's ``-l N``, `cut_to_limit`): the summary
   *and every reference* are cut to their first N words before scoring, as
   ROUGE-1.5.5's readText does: sentences are taken whole while they fit and
@@ -50,7 +56,7 @@ so what is done here:
   limit of 0 means no limit, as ``-l 0`` does. The unit ``char`` (non-space
   characters, for Chinese, where ROUGE's ``-b`` bytes would cut characters in
   half and ROUGE deletes non-ASCII text anyway) is onsite's own and cuts the
-  same way.
+  same way; it is the default unit for ``lang="zh"`` only (`default_unit`).
 """
 
 from __future__ import annotations
@@ -65,6 +71,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from .encoded_text import iter_named_lines
 from .errors import FormatError
 
 __all__ = [
@@ -72,9 +79,13 @@ __all__ = [
     "RougeCounts",
     "RougeScore",
     "cut_to_limit",
+    "default_unit",
     "read_summaries",
+    "rouge155_bootstrap",
+    "rouge155_printed",
     "rouge_document",
     "rouge_length",
+    "rouge_warnings",
     "score_rouge",
     "score_rouge_files",
     "summary_length",
@@ -85,6 +96,7 @@ __all__ = [
 Lang = Literal["en", "zh"]
 Formula = Literal["A", "B"]
 LengthUnit = Literal["char", "word"]
+Average = Literal["exact", "rouge155"]
 ROUGE_METRICS = ("rouge1", "rouge2", "rougeL")
 
 _NOT_ROUGE = re.compile(r"[^a-z0-9\-]")
@@ -116,6 +128,12 @@ def tokenize(text: str, lang: Lang = "en") -> list[str]:
     lowered = text.translate(_ASCII_LOWER).replace("-", " - ")
     # What is left is [a-z0-9-]: of ROUGE's "starts with [a-z0-9$]" only the "-" tokens fail.
     return [t for t in _NOT_ROUGE.sub(" ", lowered).split() if t != "-"]
+
+
+def default_unit(lang: Lang) -> LengthUnit:
+    """The length unit a limit counts when none is given: words (ROUGE's ``-l``) for
+    English; non-space characters for Chinese, where ROUGE-1.5.5 has no unit."""
+    return "char" if lang == "zh" else "word"
 
 
 def summary_length(text: str, unit: LengthUnit = "char") -> int:
@@ -323,6 +341,48 @@ def rouge_document(
     return out
 
 
+# Perl's drand48 (util.c, Perl 5.20 on): the 48-bit congruential generator of POSIX drand48.
+_DRAND48_MULT, _DRAND48_ADD, _DRAND48_MASK = 0x5DEECE66D, 0xB, (1 << 48) - 1
+
+
+def rouge155_printed(recall: float, precision: float, alpha: float = 0.5) -> tuple[float, ...]:
+    """R, P and F of one document as ROUGE-1.5.5 keeps them: R and P rounded to 5
+    decimals, F computed from the rounded values and rounded too."""
+    r, p = float(f"{recall:7.5f}"), float(f"{precision:7.5f}")
+    below = (1.0 - alpha) * p + alpha * r
+    return r, p, float(f"{p * r / below:7.5f}") if below > 0 else 0.0
+
+
+def rouge155_bootstrap(values: Mapping[str, float], resamples: int = 1000) -> float:
+    """ROUGE-1.5.5's system figure (``-r resamples``, default ``-t 0``) from per-document values.
+
+    `values` are keyed by ROUGE's evaluation ids (``<eval id>.<peer id>``) and should
+    be rounded as `rouge155_printed` rounds them. ROUGE sorts the ids as strings; for
+    resample i it calls ``srand(i)`` and draws ``int(rand(n))`` n times; the figure is
+    the mean of the sorted resample means, rounded to 5 decimals. Perl 5.20 and later
+    use their own drand48 (x = seed << 16 | 0x330E, then x = x * 0x5DEECE66D + 11
+    mod 2**48, rand(n) = n * x / 2**48) on every platform, so this is exact.
+    """
+    ordered = [values[k] for k in sorted(values)]
+    n = len(ordered)
+    if n == 0:
+        raise ValueError("no documents")
+    means: list[float] = []
+    for seed in range(resamples):
+        x = ((seed & 0xFFFFFFFF) << 16) | 0x330E
+        total = 0.0
+        for _ in range(n):
+            x = (x * _DRAND48_MULT + _DRAND48_ADD) & _DRAND48_MASK
+            # Perl's += in draw order, and int() of n * drand48(): the float ops as ROUGE does.
+            total += ordered[int(n * (x / 2.0**48))]
+        means.append(total / n)
+    means.sort()
+    total = 0.0
+    for m in means:
+        total += m
+    return float(f"{total / resamples:7.5f}")
+
+
 def score_rouge(
     summaries: Mapping[str, str],
     references: Mapping[str, Sequence[str]],
@@ -332,13 +392,16 @@ def score_rouge(
     alpha: float = 0.5,
     length_limit: int | None = None,
     length_unit: LengthUnit = "word",
+    average: Average = "exact",
 ) -> dict[str, Any]:
     """Score every document; the system figures are means over the reference documents.
 
     A document with references but no summary scores 0 and is listed under
     `missing`; a summary of a document without references is a ValueError.
     With `length_limit` (not 0) the summaries and the references are cut to it
-    first, as ROUGE-1.5.5's ``-l`` does (`cut_to_limit`).
+    first, as ROUGE-1.5.5's ``-l`` does (`cut_to_limit`). With ``average="rouge155"``
+    the system figures are ROUGE-1.5.5's bootstrap estimate (`rouge155_bootstrap`,
+    evaluation ids ``<document>.onsite``) instead of the exact means.
     """
     extra = [d for d in summaries if d not in references]
     if extra:
@@ -362,9 +425,19 @@ def score_rouge(
     if n == 0:
         raise ValueError("no reference documents")
     figures: dict[str, Any] = {"lang": lang, "formula": formula, "alpha": alpha, "documents": n}
+    figures["average"] = average
     for m in metrics:
         for k in ("recall", "precision", "f"):
             figures[f"{m}_{k}"] = math.fsum(d[f"{m}_{k}"] for d in documents) / n
+        if average == "rouge155":
+            printed = {
+                f"{d['document']}.onsite": rouge155_printed(
+                    d[f"{m}_recall"], d[f"{m}_precision"], alpha
+                )
+                for d in documents
+            }
+            for i, k in enumerate(("recall", "precision", "f")):
+                figures[f"{m}_{k}"] = rouge155_bootstrap({e: v[i] for e, v in printed.items()})
     return {**figures, "missing": missing, "per_document": documents}
 
 
@@ -380,28 +453,36 @@ def _text_field(path: Path, line: int, row: Any) -> tuple[str, str]:
     return str(doc), text
 
 
-def read_summaries(path: str | Path, several: bool = False) -> dict[str, list[str]]:
+def read_summaries(
+    path: str | Path, several: bool = False, encoding: str | None = None
+) -> dict[str, list[str]]:
     """Read JSON lines ``{"id": doc, "text": summary}`` (``summary``/``document`` also accepted).
 
     With `several` (reference files) an id may repeat: one line per
-    reference summary. Otherwise a repeated id is a `FormatError`.
+    reference summary. Otherwise a repeated id is a `FormatError`. ``encoding`` is
+    the file's (scoring.charsets: gbk, big5, utf-16le ...; None: UTF-8, a BOM
+    allowed): a corpus's summaries are JSON lines in the corpus's encoding.
     """
+    from .ocr import misread_hint
+
     path = Path(path)
     out: dict[str, list[str]] = {}
-    with path.open(encoding="utf-8") as f:
-        for n, raw in enumerate(f, 1):
-            if not raw.strip():
-                continue
-            try:
-                row = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise FormatError(
-                    path, n, f"invalid JSON ({exc.msg})", "one object per line"
-                ) from None
-            doc, text = _text_field(path, n, row)
-            if doc in out and not several:
-                raise FormatError(path, n, f"document {doc!r} repeated", "one summary per document")
-            out.setdefault(doc, []).append(text)
+    for n, raw in enumerate(iter_named_lines(path, encoding), 1):
+        if not raw.strip():
+            continue
+        try:
+            row = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise FormatError(
+                path,
+                n,
+                f"invalid JSON ({exc.msg}){misread_hint(path, encoding)}",
+                "one object per line",
+            ) from None
+        doc, text = _text_field(path, n, row)
+        if doc in out and not several:
+            raise FormatError(path, n, f"document {doc!r} repeated", "one summary per document")
+        out.setdefault(doc, []).append(text)
     if not out:
         raise FormatError(path, None, "no summaries", 'write one {"id", "text"} object per line')
     return out
@@ -414,19 +495,26 @@ def score_rouge_files(
     formula: Formula = "A",
     alpha: float = 0.5,
     length_limit: int | None = None,
-    length_unit: LengthUnit = "char",
+    length_unit: LengthUnit | None = None,
+    average: Average = "exact",
+    encoding: str | None = None,
 ) -> dict[str, Any]:
     """`onsite score rouge`: a system's summaries against one or more reference files.
 
+    Every file is read in ``encoding`` (`read_summaries`; None: UTF-8).
+
     With `length_limit` (0: none) the summaries and the references are cut to it
-    first, as ROUGE-1.5.5's ``-l`` does (`cut_to_limit`).
+    first, as ROUGE-1.5.5's ``-l`` does (`cut_to_limit`), counting `length_unit`
+    (default: `default_unit` of `lang`). The result's ``warnings`` say how its
+    system figures relate to ROUGE-1.5.5's (`rouge_warnings`).
     """
     if length_limit is not None and length_limit < 0:
         raise ValueError(f"--length-limit {length_limit}: give 0 (no limit) or more")
-    summaries = {d: texts[0] for d, texts in read_summaries(hyp).items()}
+    unit = length_unit or default_unit(lang)
+    summaries = {d: texts[0] for d, texts in read_summaries(hyp, encoding=encoding).items()}
     references: dict[str, list[str]] = {}
     for path in ref:
-        for doc, texts in read_summaries(path, several=True).items():
+        for doc, texts in read_summaries(path, several=True, encoding=encoding).items():
             references.setdefault(doc, []).extend(texts)
     try:
         result = score_rouge(
@@ -436,10 +524,43 @@ def score_rouge_files(
             formula=formula,
             alpha=alpha,
             length_limit=length_limit,
-            length_unit=length_unit,
+            length_unit=unit,
+            average=average,
         )
     except ValueError as exc:
         raise FormatError(
             hyp, None, str(exc), "give summaries only for reference documents"
         ) from None
+    if length_limit:
+        result["length_limit"], result["length_unit"] = length_limit, unit
+    result["warnings"] = rouge_warnings(lang, average, unit if length_limit else None)
     return result
+
+
+def rouge_warnings(lang: Lang, average: Average, limit_unit: LengthUnit | None) -> list[str]:
+    """What a user comparing with ROUGE-1.5.5 must know about these figures, and the flag."""
+    out: list[str] = []
+    if average == "exact":
+        out.append(
+            "system figures are the exact means of the per-document R, P and F; ROUGE-1.5.5 "
+            "prints the mean of 1,000 bootstrap resamples of the per-document values rounded "
+            "to 5 decimals, which differs from it in the 3rd to 5th decimal "
+            "(--average rouge155 prints ROUGE-1.5.5's figure)"
+        )
+    else:
+        out.append(
+            "system figures are ROUGE-1.5.5's bootstrap means (-r 1000, srand(0..999), evaluation "
+            "ids '<document>.onsite'); ROUGE run with other ids gives another estimate; "
+            "--average exact prints the exact means"
+        )
+    if lang == "zh":
+        out.append(
+            "--lang zh: scored one token per Chinese character; ROUGE-1.5.5 deletes non-ASCII "
+            "text (--lang en tokenises as it does)"
+        )
+        if limit_unit == "char":
+            out.append(
+                "--lang zh: the length limit counts non-space characters (ROUGE-1.5.5 has no "
+                "unit for Chinese; --length-unit word counts words, as its -l does)"
+            )
+    return out

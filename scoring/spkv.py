@@ -97,23 +97,29 @@ _ENROL = '"enrol": "spk1-a.wav"'
 _TEST = '"test": "spk1-b.wav"'
 
 
-def _by_trial(path: str | Path, what: str, value: Callable[[Any], T]) -> dict[Trial, T]:
+def _by_trial(
+    path: str | Path, what: str, value: Callable[[Any], T], encoding: str | None
+) -> dict[Trial, T]:
     """``{"enrol", "test", ...}`` lines of ``what`` -> ``value(line)`` by trial; a trial
-    given twice is an error."""
+    given twice is an error. ``encoding``: the file's (scoring.charsets; None: UTF-8)."""
     out: dict[Trial, T] = {}
     seen: dict[Any, int] = {}
-    for rec in _records(path, what):
+    for rec in _records(path, what, encoding):
         trial = (rec.text("enrol", _ENROL), rec.text("test", _TEST))
         rec.once(seen, trial, "trial")
         out[trial] = value(rec)
     return out
 
 
-def read_trials(path: str | Path) -> dict[Trial, bool]:
-    """``{"enrol", "test", "target": true|false}`` lines; a trial given twice is an error."""
-    return _by_trial(path, "trials", lambda rec: rec.flag("target", '"target": true'))
+def read_trials(path: str | Path, encoding: str | None = None) -> dict[Trial, bool]:
+    """``{"enrol", "test", "target": true|false}`` lines in ``encoding`` (None: UTF-8);
+    a trial given twice is an error."""
+    return _by_trial(path, "trials", lambda rec: rec.flag("target", '"target": true'), encoding)
 
 
-def read_trial_scores(path: str | Path) -> dict[Trial, float]:
-    """``{"enrol", "test", "score"}`` lines (higher: more likely one speaker)."""
-    return _by_trial(path, "scores", lambda rec: float(rec.number("score", '"score": 2.7')))
+def read_trial_scores(path: str | Path, encoding: str | None = None) -> dict[Trial, float]:
+    """``{"enrol", "test", "score"}`` lines (higher: more likely one speaker) in
+    ``encoding`` (None: UTF-8)."""
+    return _by_trial(
+        path, "scores", lambda rec: float(rec.number("score", '"score": 2.7')), encoding
+    )

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .encoded_text import read_named_lines
 from .errors import FormatError
 
 __all__ = [
@@ -151,20 +152,21 @@ def score_summarization(
     return SummarizationReport(out)
 
 
-def read_expert_ratings(path: str | Path) -> list[ExpertRating]:
-    """Read ``task<TAB>system<TAB>document<TAB>expert<TAB>score`` lines."""
+def read_expert_ratings(path: str | Path, encoding: str | None = None) -> list[ExpertRating]:
+    """Read ``task<TAB>system<TAB>document<TAB>expert<TAB>score`` lines.
+
+    ``encoding`` is the file's (scoring.charsets: gbk, big5, utf-16le ...; None:
+    UTF-8, a BOM allowed); a line that does not decode is a FormatError naming it
+    and the encoding the file reads as.
+    """
     example = "summary<TAB>sysA<TAB>doc07<TAB>E2<TAB>4"
     try:
-        data = Path(path).read_bytes()
+        lines = read_named_lines(path, encoding)
     except OSError as exc:
         raise FormatError(path, None, f"cannot read ({exc.strerror})", "check the path") from None
     out: list[ExpertRating] = []
     seen: dict[tuple[str, str, str, str], int] = {}
-    for lineno, raw in enumerate(data.split(b"\n"), start=1):
-        try:
-            line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8").rstrip("\r")
-        except UnicodeDecodeError as exc:
-            raise FormatError(path, lineno, f"not UTF-8 ({exc.reason})", "save as UTF-8") from None
+    for lineno, line in enumerate(lines, start=1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         parts = [p.strip() for p in line.split("\t")]
@@ -202,9 +204,12 @@ def read_expert_ratings(path: str | Path) -> list[ExpertRating]:
     return out
 
 
-def score_summarization_files(path: Path, allow_missing: bool = False) -> dict[str, Any]:
-    """Score an expert rating file; JSON-ready report (task -> ranked systems)."""
-    ratings = read_expert_ratings(path)
+def score_summarization_files(
+    path: Path, allow_missing: bool = False, encoding: str | None = None
+) -> dict[str, Any]:
+    """Score an expert rating file (in ``encoding``; None: UTF-8); JSON-ready report
+    (task -> ranked systems)."""
+    ratings = read_expert_ratings(path, encoding)
     try:
         report = score_summarization(ratings, allow_missing)
     except ValueError as exc:

@@ -13,8 +13,9 @@ typesetting slip and is used here throughout.
 As in the evaluation, precision, recall and F1 use only the system's first
 (highest ranked) category; the general score uses both.
 
-File format (UTF-8, one document per line, ``#`` comments and blank lines
-skipped)::
+File format (UTF-8 by default, a BOM allowed; GBK, Big5, UTF-16 ... with
+``encoding``, see `scoring.charsets`; one document per line, ``#`` comments and
+blank lines skipped)::
 
     doc_id<TAB>category[,category2]
 
@@ -30,7 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from .charsets import utf8_only_fix
+from . import charsets
+from .encoded_text import refuse_false_utf16
 from .errors import FormatError
 
 __all__ = [
@@ -272,36 +274,34 @@ def score_textcat(
     )
 
 
-def _lines(path: str | Path) -> list[str]:
+def _lines(path: str | Path, encoding: str | None = None) -> list[str]:
+    """The file's lines in ``encoding`` (None: UTF-8); a line that does not decode is a
+    FormatError naming it and the encoding the file reads as."""
     try:
-        data = Path(path).read_bytes()
+        refuse_false_utf16(path, encoding)
+        return charsets.read_lines(path, encoding)
     except OSError as exc:
         raise FormatError(path, None, f"cannot read ({exc.strerror})", "check the path") from None
-    lines = data.split(b"\n")
-    out: list[str] = []
-    for lineno, raw in enumerate(lines, start=1):
-        try:
-            out.append(raw.decode("utf-8-sig" if lineno == 1 else "utf-8"))
-        except UnicodeDecodeError as exc:
-            raise FormatError(
-                path, lineno, f"not UTF-8 ({exc.reason})", utf8_only_fix(path)
-            ) from None
-    return out
 
 
-def read_category_file(path: str | Path, system: bool = False) -> dict[str, tuple[str, ...]]:
+def read_category_file(
+    path: str | Path, system: bool = False, encoding: str | None = None
+) -> dict[str, tuple[str, ...]]:
     """Read ``doc_id<TAB>cat[,cat2]`` lines into doc id -> ranked categories.
 
     `system` allows an empty category field (no answer); gold lines need one.
+    ``encoding``: the file's (None: UTF-8).
     """
-    return {doc: cats for doc, (cats, _) in _read_categories(path, system).items()}
+    return {doc: cats for doc, (cats, _) in _read_categories(path, system, encoding).items()}
 
 
-def _read_categories(path: str | Path, system: bool) -> dict[str, tuple[tuple[str, ...], int]]:
+def _read_categories(
+    path: str | Path, system: bool, encoding: str | None = None
+) -> dict[str, tuple[tuple[str, ...], int]]:
     out: dict[str, tuple[tuple[str, ...], int]] = {}
     seen: dict[str, int] = {}
     example = "doc017<TAB>TP or doc017<TAB>TP,TN"
-    for lineno, line in enumerate(_lines(path), start=1):
+    for lineno, line in enumerate(_lines(path, encoding), start=1):
         line = line.rstrip("\r")
         if not line.strip() or line.lstrip().startswith("#"):
             continue
@@ -345,13 +345,15 @@ def score_textcat_files(
     seconds: float | None = None,
     categories: Iterable[str] | None = None,
     gold_mode: GoldMode = "first",
+    encoding: str | None = None,
 ) -> dict[str, Any]:
     """Score a system category file against a gold file; JSON-ready report.
 
-    A system document absent from the gold file is reported at its line.
+    A system document absent from the gold file is reported at its line. ``encoding``:
+    both files' (None: UTF-8).
     """
-    g = _read_categories(gold, system=False)
-    p = _read_categories(pred, system=True)
+    g = _read_categories(gold, system=False, encoding=encoding)
+    p = _read_categories(pred, system=True, encoding=encoding)
     for doc, (_, lineno) in p.items():
         if doc not in g:
             raise FormatError(

@@ -12,18 +12,22 @@ Conventions:
   confidence interval mean +- t * sd / sqrt(n), with t the Student t
   quantile at (1 + confidence) / 2 with n - 1 degrees of freedom. With
   fewer than two values sd and the interval are None.
-* The sample unit is one rating by default. With ``unit="listener"`` each
-  listener's mean score is one value: the survey's Table 56 is consistent
-  with that (its means are multiples of 1/256, e.g. 413/256 = 1.61328, while
-  its interval half-widths equal t(15) * sd / 4, i.e. n = 16).
+* The sample unit is one listener by default (``unit="listener"``): each
+  listener's mean score is one value, as in the survey's Table 56 (its means
+  are multiples of 1/256, e.g. 413/256 = 1.61328, while its interval
+  half-widths equal t(15) * sd / 4, i.e. n = 16 listeners; and its sd
+  0.25538 at mean 1.61328 is impossible for integer ratings, whose sd there
+  is at least sqrt(0.613 * 0.387) = 0.49). ``unit="rating"`` takes each
+  rating as one value (n = ratings: a narrower interval that treats one
+  listener's ratings as independent).
 * SUS intelligibility = correctly filled blanks / all blanks, comparing
   answers after full-width to half-width, whitespace and case normalisation
   (`normalize_sus`); a blank left unanswered (None) is wrong.
 * MOS: ratings must be real numbers in 1..5; anything else is an error.
-* MOS intervals are clipped to the 1..5 scale: with few ratings near an end
-  of it, mean - t * sd / sqrt(n) can fall outside (e.g. -2.85), where no mean
-  of such ratings lies. Pair intervals are reported as computed, as the
-  survey's tables give them; the judging report clips them for display.
+* Intervals are reported as computed, as the survey's tables give them: with
+  few MOS ratings near an end of the scale, mean - t * sd / sqrt(n) can fall
+  outside 1..5 (e.g. -2.85). ``score_mos(..., clip=True)`` clips MOS
+  intervals to 1..5; the judging report clips pair intervals for display.
 
 File readers (JSON lines, errors ``file:line: problem; fix``):
 `read_pair_judgements`, `read_sus_responses`, `read_mos_ratings`, and
@@ -41,8 +45,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .charsets import utf8_only_fix
 from .commands import normalize_command
+from .encoded_text import check_named, read_named_lines
 from .errors import FormatError
 from .kws import _records
 
@@ -257,12 +261,14 @@ def _check_pair_score(j: PairJudgement, index: int) -> None:
 def pair_comparison(
     judgements: Iterable[PairJudgement],
     confidence: float = 0.95,
-    unit: Literal["rating", "listener"] = "rating",
+    unit: Literal["rating", "listener"] = "listener",
 ) -> tuple[PairStats, ...]:
     """Statistics for every ordered pair (X, Y) of compared systems, sorted.
 
     Y-then-X presentations are negated so every value says how much X is
-    preferred to Y. Raises ValueError for scores outside -2..+2 (integers).
+    preferred to Y. One value per listener (their mean) by default, as the
+    survey's Table 56; ``unit="rating"``: one per rating. Raises ValueError
+    for scores outside -2..+2 (integers).
     """
     if unit not in ("rating", "listener"):
         raise ValueError(f"unit must be 'rating' or 'listener', got {unit!r}")
@@ -472,12 +478,13 @@ class MosScore:
 
 
 def score_mos(
-    ratings: Iterable[tuple[str, float]], confidence: float = 0.95
+    ratings: Iterable[tuple[str, float]], confidence: float = 0.95, clip: bool = False
 ) -> dict[str, MosScore]:
     """MOS per system from ``(system, rating)`` pairs, sorted by system name.
 
-    Raises ValueError naming the rating's position for a value that is not a
-    real number in 1..5 (booleans and NaN included).
+    The interval is the t interval as computed (the survey's way); with `clip`
+    it is clipped to 1..5. Raises ValueError naming the rating's position for
+    a value that is not a real number in 1..5 (booleans and NaN included).
     """
     per: dict[str, list[float]] = {}
     for i, (system, value) in enumerate(ratings):
@@ -490,7 +497,7 @@ def score_mos(
         per.setdefault(system, []).append(float(value))
     out: dict[str, MosScore] = {}
     for system in sorted(per):
-        st = _summary(per[system], confidence, (MOS_MIN, MOS_MAX))
+        st = _summary(per[system], confidence, (MOS_MIN, MOS_MAX) if clip else None)
         out[system] = MosScore(system, st.n, st.mean, st.sd, st.ci_low, st.ci_high, confidence)
     return out
 
@@ -498,15 +505,24 @@ def score_mos(
 # --- File readers -----------------------------------------------------------
 
 
-def read_pair_judgements(path: str | Path) -> list[PairJudgement]:
+def _jsonl(path: str | Path, what: str, encoding: str | None) -> list[Any]:
+    """The JSON lines of a listening-test file in ``encoding``: UTF-16 named for an 8-bit
+    file, or Big5 for a GBK one, is refused before its bytes decode to nonsense
+    (scoring.encoded_text)."""
+    check_named(path, encoding)
+    return _records(path, what, encoding)
+
+
+def read_pair_judgements(path: str | Path, encoding: str | None = None) -> list[PairJudgement]:
     """Read ``{"listener", "sentence", "first", "second", "score"}`` lines.
 
     `score` is an integer in -2..+2 (2.0 is taken as 2); extra keys such as a
     plan's ``position`` are ignored, so a filled-in plan file reads as is.
+    ``encoding`` is the file's (scoring.charsets; None: UTF-8, a BOM allowed).
     """
     out: list[PairJudgement] = []
     seen: dict[Any, int] = {}
-    for rec in _records(path, "judgements"):
+    for rec in _jsonl(path, "judgements", encoding):
         listener = rec.text("listener", '"listener": "L01"')
         sentence = rec.text("sentence", '"sentence": "s017"')
         first = rec.text("first", '"first": "sysA"')
@@ -524,16 +540,18 @@ def read_pair_judgements(path: str | Path) -> list[PairJudgement]:
     return out
 
 
-def read_sus_responses(path: str | Path) -> list[SusResponse]:
+def read_sus_responses(path: str | Path, encoding: str | None = None) -> list[SusResponse]:
     """Read ``{"system", "listener", "sentence", "expected": [...], "answer": [...]}`` lines.
 
     One line per listener and played sentence; ``answer[i]`` is what was
     written in blank i (null if left empty). Returns one `SusResponse` per blank.
+    ``encoding`` is the file's (scoring.charsets; None: UTF-8, a BOM allowed): the
+    answers are what listeners typed, in the site's encoding.
     """
     out: list[SusResponse] = []
     seen: dict[Any, int] = {}
     blank_ex = '"expected": ["red", "cat"], "answer": ["red", null]'
-    for rec in _records(path, "responses"):
+    for rec in _jsonl(path, "responses", encoding):
         system = rec.text("system", '"system": "sysA"')
         listener = rec.text("listener", '"listener": "L01"')
         sentence = rec.text("sentence", '"sentence": "sus03"')
@@ -556,11 +574,12 @@ def read_sus_responses(path: str | Path) -> list[SusResponse]:
     return out
 
 
-def read_mos_ratings(path: str | Path) -> list[tuple[str, float]]:
-    """Read ``{"system", "listener", "sentence", "score"}`` lines as (system, score) pairs."""
+def read_mos_ratings(path: str | Path, encoding: str | None = None) -> list[tuple[str, float]]:
+    """Read ``{"system", "listener", "sentence", "score"}`` lines as (system, score) pairs,
+    in ``encoding`` (None: UTF-8)."""
     out: list[tuple[str, float]] = []
     seen: dict[Any, int] = {}
-    for rec in _records(path, "ratings"):
+    for rec in _jsonl(path, "ratings", encoding):
         system = rec.text("system", '"system": "sysA"')
         listener = rec.text("listener", '"listener": "L01"')
         sentence = rec.text("sentence", '"sentence": "s017"')
@@ -575,17 +594,15 @@ def read_mos_ratings(path: str | Path) -> list[tuple[str, float]]:
     return out
 
 
-def read_sentence_ids(path: str | Path) -> list[str]:
-    """Read a plan's sentence list: one id per line (UTF-8), blank lines skipped."""
+def read_sentence_ids(path: str | Path, encoding: str | None = None) -> list[str]:
+    """Read a plan's sentence list: one id per line, blank lines skipped.
+
+    ``encoding`` is the file's (scoring.charsets; None: UTF-8, a BOM allowed).
+    """
     out: list[str] = []
     seen: dict[str, int] = {}
-    try:
-        # split("\n"), not splitlines(): line numbers must match an editor's.
-        lines = Path(path).read_text(encoding="utf-8").split("\n")
-    except UnicodeDecodeError as exc:
-        raise FormatError(
-            path, None, f"not UTF-8 text ({exc.reason})", utf8_only_fix(path)
-        ) from None
+    # Split at "\n" only, not splitlines(): line numbers must match an editor's.
+    lines = read_named_lines(path, encoding)
     for lineno, line in enumerate(lines, start=1):
         sid = line.strip()
         if not sid:

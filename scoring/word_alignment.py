@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .encoded_text import read_named_lines
 from .errors import FormatError
 
 __all__ = [
@@ -48,22 +49,21 @@ class GoldAlignment:
     possible: frozenset[Link]
 
 
-def _lines(path: Path) -> list[str]:
+def _lines(path: Path, encoding: str | None) -> list[str]:
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise FormatError(path, None, f"cannot read as UTF-8 ({exc})", "save as UTF-8") from exc
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return [ln.rstrip("\r") for ln in lines]
+        return read_named_lines(path, encoding)
+    except OSError as exc:
+        raise FormatError(path, None, f"cannot read ({exc.strerror})", "check the path") from None
 
 
-def read_gold(path: str | Path) -> list[GoldAlignment]:
-    """Read a gold file with sure (``i-j``) and possible (``i-j-p``, ``i?j``) links."""
+def read_gold(path: str | Path, encoding: str | None = None) -> list[GoldAlignment]:
+    """Read a gold file with sure (``i-j``) and possible (``i-j-p``, ``i?j``) links.
+
+    ``encoding`` is the file's (scoring.charsets; None: UTF-8, a BOM allowed).
+    """
     path = Path(path)
     out = []
-    for n, line in enumerate(_lines(path), 1):
+    for n, line in enumerate(_lines(path, encoding), 1):
         sure: set[Link] = set()
         possible: set[Link] = set()
         for tok in line.split():
@@ -81,11 +81,12 @@ def read_gold(path: str | Path) -> list[GoldAlignment]:
     return out
 
 
-def read_alignments(path: str | Path) -> list[frozenset[Link]]:
-    """Read a system alignment file: ``i-j`` links, one sentence pair per line."""
+def read_alignments(path: str | Path, encoding: str | None = None) -> list[frozenset[Link]]:
+    """Read a system alignment file: ``i-j`` links, one sentence pair per line, in
+    ``encoding`` (None: UTF-8)."""
     path = Path(path)
     out = []
-    for n, line in enumerate(_lines(path), 1):
+    for n, line in enumerate(_lines(path, encoding), 1):
         links: set[Link] = set()
         for tok in line.split():
             m = _SURE.fullmatch(tok)
@@ -153,9 +154,12 @@ def score_alignment(
     return AlignmentCounts(a, s, a_s, a_p)
 
 
-def score_alignment_files(system: str | Path, gold: str | Path) -> dict[str, Any]:
-    """Read both files, check they have the same number of lines, score them."""
-    sys_links, gold_links = read_alignments(system), read_gold(gold)
+def score_alignment_files(
+    system: str | Path, gold: str | Path, encoding: str | None = None
+) -> dict[str, Any]:
+    """Read both files (in ``encoding``; None: UTF-8), check they have the same number
+    of lines, score them."""
+    sys_links, gold_links = read_alignments(system, encoding), read_gold(gold, encoding)
     if len(sys_links) != len(gold_links):
         short, n = (
             (system, len(sys_links))

@@ -146,7 +146,9 @@ def test_status_pause_resume_during_a_run_and_after(tmp_path: Path, plan_env) ->
 
 
 def test_skip_a_device_then_stop(tmp_path: Path, plan_env) -> None:
-    run = start_run(slow_site(tmp_path, plan_env, items=30, delay=0.25, systems=2))
+    # Items enough that the second session is still running when the stop comes, however
+    # slowly a loaded machine polls (30 could all finish first: the stop then met no run).
+    run = start_run(slow_site(tmp_path, plan_env, items=80, delay=0.25, systems=2))
     try:
         wait_for(lambda: job_status(run.url)["completed"] >= 1)
         assert call(run.url + "/api/devices/nowhere/skip", "POST", TOKEN)[0] == 404

@@ -4,8 +4,9 @@ GB2312/GBK and GB18030 (simplified Chinese), Big5 (traditional), UTF-16 (with a 
 UTF-16LE without one) and UTF-8 with or without a BOM: `onsite score mt|asr` and
 `onsite compare` read each with `--encoding` to the UTF-8 file's numbers; without it, a
 file that is not UTF-8 is refused with the file, the line and the encoding it reads as;
-a task's ``encoding`` key reads its test set; `onsite export --encoding` writes CWMT XML
-that declares its encoding and reads back.
+a task's ``encoding`` key reads its test set (every kind takes it:
+tests/test_encodings_every_kind.py); `onsite export --encoding` writes CWMT XML that
+declares its encoding and reads back.
 """
 
 from __future__ import annotations
@@ -166,6 +167,13 @@ def test_score_mt_asr_command_with_encoding_give_the_utf8_numbers(
         )
         for key in ("hyp_file", "ref_files"):
             plain.pop(key, None), read.pop(key, None)
+        # sclite keeps a UTF-8 BOM in a trn file's first word: onsite drops it and says so.
+        notes = read.pop("warnings", [])
+        assert notes == plain.pop("warnings", []) or (
+            family == "asr"
+            and codec == "utf-8-sig"
+            and all("starts with a byte-order mark" in n for n in notes)
+        ), notes
         assert read == plain, (family, name)
         headline = plain.get("bleu", plain.get("wer", plain.get("overall", {}).get("correct_rate")))
         assert headline not in (0.0, 1.0, None), (family, plain)
@@ -346,6 +354,12 @@ def test_score_cws_ner_pos_with_encoding_give_the_utf8_numbers(
             coded += [flag, str(_write(_dir(tmp_path / name) / f"{family}.{what}", content, codec))]
         want = _score(family, *plain)
         got = _score(family, *coded, "--encoding", name)
+        # The SIGHAN script keeps a UTF-8 BOM in the first word: onsite drops it and says so.
+        notes = got.pop("warnings", [])
+        assert notes == [] or (
+            family == "cws" and codec == "utf-8-sig" and all("--sighan-quirks" in n for n in notes)
+        ), notes
+        want.pop("warnings", None)
         assert got == want, (family, name)
 
 
@@ -359,11 +373,8 @@ def test_text_test_sets_in_the_tasks_encoding_load_as_in_utf8(
     codec = codec_of(encoding)
     for path in root.iterdir():
         if path.is_file() and path.name != "README.md":
-            text = path.read_text("utf-8")
-            try:
-                path.write_bytes(text.encode(codec))
-            except UnicodeEncodeError:
-                pytest.skip(f"the demo {kind} set has characters {encoding} lacks")
+            # The demo sets hold GBK's characters only: a change that breaks this fails here.
+            path.write_bytes(path.read_text("utf-8").encode(codec))
     loader = task_kind(kind).load
     task = SimpleNamespace(encoding=encoding)
     want = loader(demo, None)
@@ -377,24 +388,14 @@ def test_text_test_sets_in_the_tasks_encoding_load_as_in_utf8(
         loader(root, None)
 
 
-def test_a_kind_that_reads_only_utf8_refuses_the_encoding_key(tmp_path: Path) -> None:
-    site = _mt_site(tmp_path, "mt", None)
-    text = site.read_text("utf-8").replace('kind = "mt"', 'kind = "textcat"\nencoding = "gbk"')
-    site.write_text(text, "utf-8")
-    with pytest.raises(
-        SiteError, match=r"\[tasks\.mt\.encoding\]: a textcat test set is read as UTF-8"
-    ):
-        load_site(site)
-
-
-def test_a_utf8_only_format_names_the_encoding_to_convert_from(tmp_path: Path) -> None:
+def test_textcat_names_the_encoding_to_read_with(tmp_path: Path) -> None:
     gold = _write(
         tmp_path / "gold.tsv", [f"d{k}\t{t[:2]}" for k, t in enumerate(TRADITIONAL)], "big5"
     )
     done = onsite("score", "textcat", "--gold", str(gold), "--pred", str(gold))
     assert done.returncode == 2
-    assert f"{gold}:1: not UTF-8" in done.stderr
-    assert "it reads as big5; re-save it as UTF-8, e.g. `iconv -f BIG5 -t UTF-8`" in done.stderr
+    assert f"{gold}:1: not valid UTF-8" in done.stderr
+    assert "it reads as big5; read it with `--encoding big5`" in done.stderr
 
 
 def test_mt_check_reads_a_big5_source_with_encoding(tmp_path: Path) -> None:

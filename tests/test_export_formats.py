@@ -562,14 +562,15 @@ CASES = [
         -1.0,
         task_keys={"kind": "combination"},
     ),
-    # The summaries as scored: ROUGE of the answered ones; over the limit is invalid.
+    # The summaries as scored: ROUGE of the answered ones; over the limit is invalid
+    # (the site's choice; the default truncates, as ROUGE-1.5.5's -l).
     Case(
         "summarization",
         "rouge",
         summarization_set,
         (Offline("score-jsonl", "ref.jsonl", "hyp.jsonl", ref_hyp("rouge")),),
         -1.0,
-        task_keys={"length_limit": 8, "length_unit": "word"},
+        task_keys={"length_limit": 8, "length_unit": "word", "over_limit": "invalid"},
     ),
     # truncate: the export holds the text cut at the limit, so no --length-limit offline.
     # Characters: x cut to 北京今天下雨, the reference (1); y the reference's characters

@@ -148,7 +148,8 @@ def test_bad_trials_file_names_line_and_fix(tmp_path: Path) -> None:
     with pytest.raises(TestSetError) as caught:
         task_kind("spkv").load(root, load_site(_site(tmp_path, root)).config.tasks["spkv"])
     [problem] = caught.value.problems
-    assert "trials.jsonl:1" in problem.message and "'target'" in problem.message
+    assert "trials.jsonl:1: missing key 'target'" in str(problem)
+    assert problem.line == 1 and problem.fix == 'add it, e.g. "target": true'
 
 
 def test_odd_recordings_are_invalid_items_not_a_crash(tmp_path: Path) -> None:

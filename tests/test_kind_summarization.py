@@ -78,7 +78,7 @@ def test_bad_documents_are_invalid_items_and_the_run_goes_on(tmp_path: Path) -> 
     assert [i.id for i in testset.items] == ["a"]
     reasons = {b.id: b.reason for b in testset.invalid}
     assert "no document" in reasons["b"] and "empty" in reasons["c"]
-    assert "not UTF-8" in reasons["d"] and "iconv" in reasons["d"]
+    assert "not valid UTF-8" in reasons["d"] and 'encoding = "gbk"' in reasons["d"]
     [warning] = testset.warnings
     assert "extra.txt" in warning and "no reference" in warning
 
@@ -144,16 +144,18 @@ def test_length_counts_non_space_characters_or_words() -> None:
 
 def test_over_the_limit_is_invalid_output_exactly_at_it_is_not(tmp_path: Path) -> None:
     root = make_set(tmp_path / "set", "zh", {"a": "一二三。"}, {"a": ["一二。"]})
-    [item] = KIND.load(root, options(length_limit=4)).items
+    [item] = KIND.load(root, options(length_limit=4, over_limit="invalid")).items
     assert KIND.check_item is not None
     assert KIND.check_item(item, {"text": "一二 三。"}) is None
     problem = KIND.check_item(item, {"text": "一二三四五"})
     assert problem is not None and "5 characters is over the limit of 4" in problem
-    [item] = KIND.load(root, options(length_limit=2, length_unit="word")).items
+    [item] = KIND.load(
+        root, options(length_limit=2, length_unit="word", over_limit="invalid")
+    ).items
     problem = KIND.check_item(item, {"text": "one two three"})
     assert problem is not None and "3 words" in problem
-    # With over_limit = "truncate" nothing is refused: the summary is cut before scoring.
-    [item] = KIND.load(root, options(length_limit=4, over_limit="truncate")).items
+    # With over_limit = "truncate" (the default) nothing is refused: the summary is cut.
+    [item] = KIND.load(root, options(length_limit=4)).items
     assert KIND.check_item(item, {"text": "一二三四五"}) is None
 
 

@@ -153,7 +153,7 @@ def test_tts_pair(tmp_path: Path) -> None:
         j("L2", "s1", "B", "A", 0),
         j("L2", "s2", "A", "B", 1.0),  # an integral float is the integer
     )
-    result = score("tts-pair", "--hyp", str(judgements))
+    result = score("tts-pair", "--hyp", str(judgements), "--unit", "rating")
     assert (result["judgements"], result["listeners"], result["unit"]) == (4, 2, "rating")
     ab, ba = result["pairs"]
     # A over B, per rating: 2, 1, 0, 1 -> mean 1, sd sqrt(2/3), half-width t(3) sd / 2.
@@ -164,8 +164,9 @@ def test_tts_pair(tmp_path: Path) -> None:
     assert (ab["ci_low"], ab["ci_high"]) == pytest.approx((1 - half, 1 + half), abs=1e-9)
     assert (ba["system_a"], ba["mean"], ba["ci_high"]) == ("B", -1.0, pytest.approx(half - 1))
 
-    # Per listener: L1 mean (2 + 1) / 2 = 1.5, L2 (0 + 1) / 2 = 0.5 -> n 2, sd sqrt(0.5).
-    by_listener = score("tts-pair", "--hyp", str(judgements), "--unit", "listener")
+    # Per listener (the default): L1 mean (2 + 1) / 2 = 1.5, L2 (0 + 1) / 2 = 0.5 -> n 2.
+    by_listener = score("tts-pair", "--hyp", str(judgements))
+    assert by_listener["unit"] == "listener"
     ab = by_listener["pairs"][0]
     assert (ab["n"], ab["ratings"], ab["mean"]) == (2, 4, 1.0)
     assert ab["sd"] == pytest.approx(0.5**0.5, abs=1e-12)
@@ -217,8 +218,12 @@ def test_tts_mos(tmp_path: Path) -> None:
     # A: 4, 5, 3 -> mean 4, sd 1, half-width t(2) / sqrt(3); B has one rating: no interval.
     assert (a["system"], a["n"], a["mean"], a["sd"]) == ("A", 3, 4.0, 1.0)
     half = T_975_DF2 / 3**0.5
-    # The upper end 4 + half lies above the 1..5 scale: clipped.
-    assert (a["ci_low"], a["ci_high"]) == pytest.approx((4 - half, 5), abs=1e-9)
+    # The upper end 4 + half lies above the 1..5 scale: printed as computed, with a
+    # warning naming --clip; --clip clips it.
+    assert (a["ci_low"], a["ci_high"]) == pytest.approx((4 - half, 4 + half), abs=1e-9)
+    assert "system 'A'" in result["warnings"][0] and "--clip" in result["warnings"][0]
+    clipped = score("tts-mos", "--hyp", str(ratings), "--clip")
+    assert clipped["systems"][0]["ci_high"] == 5 and not clipped["warnings"]
     assert b == {
         "system": "B",
         "n": 1,

@@ -326,7 +326,7 @@ PAIRS = [
 
 
 def test_pair_comparison_ratings() -> None:
-    ab, ba = pair_comparison(PAIRS)
+    ab, ba = pair_comparison(PAIRS, unit="rating")
     assert (ab.system_a, ab.system_b, ab.played_ab, ab.played_ba) == ("A", "B", 2, 2)
     # Oriented scores for A over B: 2, 1, 1, 0.
     sd = math.sqrt(2 / 3)
@@ -341,14 +341,14 @@ def test_pair_comparison_ratings() -> None:
 
 
 def test_pair_comparison_per_listener() -> None:
-    ab = pair_comparison(PAIRS, unit="listener")[0]
+    ab = pair_comparison(PAIRS)[0]  # one value per listener: the default
     # L1: (2 + 1) / 2 = 1.5, L2: (1 + 0) / 2 = 0.5.
     assert (ab.n, ab.ratings, ab.unit) == (2, 4, "listener")
     assert ab.mean == pytest.approx(1.0) and ab.sd == pytest.approx(math.sqrt(0.5))
 
 
 def test_pair_comparison_errors_and_single_rating() -> None:
-    one = pair_comparison([PairJudgement("L", "s", "A", "B", 1)])[0]
+    one = pair_comparison([PairJudgement("L", "s", "A", "B", 1)], unit="rating")[0]
     assert (one.n, one.mean, one.sd, one.ci_low) == (1, 1.0, None, None)
     for bad in (3, -3, 1.5, True):
         with pytest.raises(ValueError, match="judgement #0"):
@@ -421,15 +421,18 @@ def test_score_sus() -> None:
 
 
 def test_score_mos() -> None:
-    res = score_mos([("S1", 4), ("S1", 5), ("S1", 3), ("S2", 2), ("S1", 4.0)])
+    ratings = [("S1", 4), ("S1", 5), ("S1", 3), ("S2", 2), ("S1", 4.0)]
+    res = score_mos(ratings)
     s1 = res["S1"]
     assert (s1.n, s1.mean) == (4, 4.0)
     sd = math.sqrt(2 / 3)
     assert s1.sd == pytest.approx(sd)
-    # 4 + t * sd / 2 = 5.30 lies above the scale: the interval is clipped to 1..5.
-    assert s1.ci_low == pytest.approx(4 - 3.182446305284263 * sd / 2)
-    assert s1.ci_high == 5
-    low = score_mos([("S", 1), ("S", 1), ("S", 3)])["S"]
+    # 4 + t * sd / 2 = 5.30 lies above the scale: printed as computed (the survey's way),
+    # clipped to 1..5 on request.
+    half = 3.182446305284263 * sd / 2
+    assert (s1.ci_low, s1.ci_high) == (pytest.approx(4 - half), pytest.approx(4 + half))
+    assert score_mos(ratings, clip=True)["S1"].ci_high == 5
+    low = score_mos([("S", 1), ("S", 1), ("S", 3)], clip=True)["S"]
     assert low.ci_low == 1 and low.ci_high == pytest.approx(5 / 3 + 4.302652729911275 * 2 / 3)
     assert res["S2"].sd is None and res["S2"].ci_low is None
     assert mean_ci([1.0, 3.0])[:2] == (2.0, pytest.approx(math.sqrt(2)))

@@ -311,7 +311,7 @@ def test_qrels_errors_name_the_line(tmp_path: Path, text: str, line: int, needle
 def test_run_not_utf8_names_line(tmp_path: Path) -> None:
     path = tmp_path / "run"
     path.write_bytes(b"1 Q0 a 1 1.0 t\n1 Q0 \xff 2 0.5 t\n")
-    with pytest.raises(FormatError, match="not UTF-8") as exc:
+    with pytest.raises(FormatError, match="not valid UTF-8") as exc:
         read_run(path)
     assert exc.value.line == 2
 

@@ -10,6 +10,8 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.cli.shared import text_encoding
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -32,6 +34,13 @@ def add_combination_set_parser(sub: Any) -> None:
         help="the combination task's CWMT set id (default: the MT set's with _combi, "
         "e.g. zh_en_news_combi)",
     )
+    parser.add_argument(
+        "--encoding",
+        type=text_encoding,
+        help="the MT test set's encoding: utf-8, gb2312, gbk, gb18030, big5, utf-16 (with a "
+        "BOM), utf-16le (default: the task's `encoding` in the site file, else utf-8; a "
+        "CWMT XML file's declaration is read when neither names one)",
+    )
     parser.set_defaults(handler=cmd_combination_set)
 
 
@@ -46,6 +55,7 @@ def cmd_combination_set(args: argparse.Namespace, console: Console) -> int:
         Path(args.key) if args.key else None,
         args.seed,
         args.setid,
+        args.encoding,
     )
     console.print(
         f"wrote {made.directory.resolve()}: {made.segments} segments, "

@@ -13,6 +13,9 @@ run for a task whose kind the ``asr`` family reads (``from_run``). A kind whose
 statistics have an additive form (``ItemStatistics.additive``: BLEU, WER, rates, pooled
 F) is resampled with matrix products (harness/significance.py), to the same figures as
 one ``aggregate`` call per resample and far faster; the others call ``aggregate``.
+Where sacrebleu (ties) or sc_stats (its binomial bug, its normal table, its sign-test
+verdict) would print another p-value or verdict, the output says so under ``notes``,
+with the tool's value and the flag that reproduces it (``--sacrebleu``, ``--sc-stats``).
 
 Registering the command loads nothing of the run store, the kinds, numpy or the scorers.
 """
@@ -25,7 +28,7 @@ import math
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from harness.cli.shared import text_encoding
 
@@ -210,20 +213,36 @@ def _with_error_rate_tests(
     and the rank ranges of all the tests' verdicts."""
     from dataclasses import replace
 
+    from harness.significance import sc_stats_value
     from scoring.resampling import PairResult, rank_ranges
-    from scoring.sctk_stats import compare_error_rates
+    from scoring.sctk_stats import TestName, compare_error_rates
 
     assert compared.units is not None  # checked before resampling
     units = compared.units()
-    sctk = compare_error_rates(
-        units,
-        [t for t in tests if t in ERROR_RATE_TESTS],  # type: ignore[misc]
-        alpha=args.alpha,
-        sc_stats=args.sc_stats,
+    asked = cast("list[TestName]", [t for t in tests if t in ERROR_RATE_TESTS])
+    sctk = compare_error_rates(units, asked, alpha=args.alpha, sc_stats=args.sc_stats)
+    # The exact values by default; sc_stats's own beside them where a user comparing
+    # with its report would see another p-value or verdict (harness.significance notes).
+    tool = (
+        {}
+        if args.sc_stats
+        else {
+            (p.a, p.b, p.test): sc_stats_value(exact, p)
+            for exact, p in zip(
+                sctk,
+                compare_error_rates(units, asked, alpha=args.alpha, sc_stats=True),
+                strict=True,
+            )
+        }
     )
     found = {(p.a, p.b, p.test): p for p in result.pairs}
     found.update(
-        {(p.a, p.b, p.test): PairResult(p.a, p.b, p.test, p.statistic, p.p, p.better) for p in sctk}
+        {
+            (p.a, p.b, p.test): PairResult(
+                p.a, p.b, p.test, p.statistic, p.p, p.better, tool.get((p.a, p.b, p.test))
+            )
+            for p in sctk
+        }
     )
     names = [s.system for s in result.systems]
     pairs = tuple(
@@ -243,7 +262,11 @@ def _number(value: float | None) -> float | None:
 
 
 def comparison_json(compared: Compared, result: Comparison) -> dict[str, Any]:
-    """The comparison as `onsite compare --json` prints it."""
+    """The comparison as `onsite compare --json` prints it: ``notes`` says where a
+    reference tool (sacrebleu, sc_stats) would print another p-value or verdict, and
+    each such pair's ``tool`` gives that tool's value."""
+    from harness.significance import tool_notes
+
     return {
         "task": compared.task,
         "metric": compared.metric,
@@ -270,9 +293,18 @@ def comparison_json(compared: Compared, result: Comparison) -> dict[str, Any]:
                 "statistic": _number(p.statistic),
                 "p": p.p,
                 "better": p.better,
+                "tool": None
+                if p.tool is None
+                else {
+                    "name": p.tool.tool,
+                    "p": p.tool.p,
+                    "better": p.tool.better,
+                    "significant": p.tool.significant,
+                },
             }
             for p in result.pairs
         ],
+        "notes": tool_notes(result.pairs),
     }
 
 
@@ -286,6 +318,8 @@ def _label(test: str) -> str:
 
 
 def _print_table(compared: Compared, result: Comparison, alpha: float, console: Console) -> None:
+    from harness.significance import tool_notes
+
     sizes = ", ".join(
         f"{test} {n} {'resamples' if test == 'bootstrap' else 'trials'}"
         for test, n in result.samples.items()
@@ -317,6 +351,10 @@ def _print_table(compared: Compared, result: Comparison, alpha: float, console: 
             f"  {p.a} vs {p.b}  {p.test:<9} {_label(p.test)} {p.statistic:+.4f}  "
             f"p = {p.p:.4f}  {verdict}"
         )
+    notes = tool_notes(result.pairs)
+    if notes:
+        lines += ["", "notes (where the reference tool would print another value):"]
+        lines += [f"  {note}" for note in notes]
     for line in lines:
         console.print(line, markup=False, highlight=False, soft_wrap=True)
 
@@ -426,12 +464,11 @@ def asr_systems_from_files(hyps: Sequence[str], ref: str, encoding: str | None =
 
     from harness.kinds.base import refuse_outputs_file
     from scoring.asr import AsrScore
-    from scoring.sctk_stats import unit_errors_from_trn
 
     units = {}
     for hyp in hyps:
         refuse_outputs_file(hyp, "asr")
-        units[hyp] = unit_errors_from_trn(ref, hyp, encoding)
+        units[hyp] = _asr_units(ref, hyp, encoding)
     first = [u.id for u in units[hyps[0]]]
     systems = {}
     for hyp, found in units.items():
@@ -448,6 +485,19 @@ def asr_systems_from_files(hyps: Sequence[str], ref: str, encoding: str | None =
         return AsrScore.from_counts([[int(x) for x in row]]).wer
 
     return _of_counts("asr", "wer", False, systems, score, units=lambda: units)
+
+
+def _asr_units(ref: str, hyp: str, encoding: str | None) -> list[Any]:
+    """A hypothesis file's utterances as `onsite score asr` scores them: an STM against a
+    CTM paired segment by segment as sclite pairs them, any other pair by utterance id."""
+    from scoring.sctk_stats import unit_errors, unit_errors_from_trn
+
+    if ref.lower().endswith(".stm") and hyp.lower().endswith(".ctm"):
+        from scoring.asr_stm import read_paired_ctm_stm
+
+        paired = read_paired_ctm_stm(ref, hyp, encoding=encoding)
+        return unit_errors(paired.refs, paired.hyps, speaker_of=paired.speakers)
+    return unit_errors_from_trn(ref, hyp, encoding)
 
 
 def mt_systems_from_files(

@@ -33,6 +33,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from harness.cli.shared import text_encoding
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -64,8 +66,8 @@ def _correlate(args: argparse.Namespace) -> dict[str, Any]:
     from scoring.errors import FormatError
     from scoring.meta import correlation_matrix, length_correlations, metric_human_correlations
 
-    metrics_table = _read(args.metrics)
-    human_table = _read(args.human)
+    metrics_table = _read(args.metrics, args.encoding)
+    human_table = _read(args.human, args.encoding)
     if metrics_table.level != human_table.level:
         raise FormatError(
             args.human,
@@ -129,7 +131,7 @@ def _range(text: str) -> tuple[str, float, float]:
 def _profile(args: argparse.Namespace) -> dict[str, Any]:
     from scoring.meta import test_set_profile
 
-    table = _read(args.scores)
+    table = _read(args.scores, args.encoding)
     by_system = table.by_system()
     names = _columns(table, args.metric)
     spans = {name: (low, high) for name, low, high in args.range}
@@ -210,8 +212,8 @@ def _pooled(args: argparse.Namespace) -> Compared:
     if args.family == "asr":
         if len(args.ref) > 1:
             raise _usage(args, "asr takes one reference file", "give --ref once")
-        return compare.asr_systems_from_files(hyps, args.ref[0])
-    return compare.mt_systems_from_files(hyps, args.ref, args.lang)
+        return compare.asr_systems_from_files(hyps, args.ref[0], args.encoding)
+    return compare.mt_systems_from_files(hyps, args.ref, args.lang, args.encoding)
 
 
 def _statistic(compared: Compared) -> str:
@@ -247,7 +249,7 @@ def _segment_systems(
 def _segment_table(args: argparse.Namespace) -> ScoreTable:
     from scoring.errors import FormatError
 
-    table = _read(args.segments)
+    table = _read(args.segments, args.encoding)
     if table.level != "segment":
         raise FormatError(
             args.segments, None, "system-level scores", "give one row per system and segment"
@@ -444,7 +446,7 @@ def _mean(items: Sequence[Any]) -> float | None:
 def _cluster(args: argparse.Namespace) -> dict[str, Any]:
     from scoring.meta import cluster_systems, plot_dendrogram
 
-    table = _read(args.scores)
+    table = _read(args.scores, args.encoding)
     by_system = table.by_system()
     names = _columns(table, args.metric)
     for name in args.lower_is_better:
@@ -496,10 +498,10 @@ def _node(labels: tuple[str, ...], node: int) -> str:
 _NOTES: list[str] = []
 
 
-def _read(path: str) -> ScoreTable:
+def _read(path: str, encoding: str | None) -> ScoreTable:
     from scoring.meta_files import read_score_table
 
-    table = read_score_table(path)
+    table = read_score_table(path, encoding)
     _NOTES.extend(f"{path}: {n}" for n in table.notes)
     return table
 
@@ -607,6 +609,13 @@ def add_meta_parser(sub: Any) -> None:
     k.add_argument("--plot", metavar="STEM", help="write the dendrogram to STEM.png and STEM.svg")
 
     for parser in (c, p, s, d, k):
+        parser.add_argument(
+            "--encoding",
+            type=text_encoding,
+            help="the input files' encoding: utf-8 (the default; a BOM is allowed), gb2312, "
+            "gbk, gb18030, big5, utf-16 (with a BOM), utf-16le; left out, a CWMT XML "
+            "file's declaration is read",
+        )
         parser.add_argument("--json", action="store_true", help="print one JSON object")
     meta.set_defaults(handler=cmd_meta)
 

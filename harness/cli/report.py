@@ -119,12 +119,20 @@ def cmd_report(args: argparse.Namespace, console: Console) -> int:
         found = []
         for row in rows:
             item = row.to_dict()
+            # What the reference tool would print otherwise, even without the scores.
+            item["notes"] = list((row.scores or {}).get("warnings") or ())
             if not args.full:
                 item.pop("scores")
             found.append(item)
         sys.stdout.write(json.dumps(found, indent=2, ensure_ascii=False) + "\n")
         return EXIT_OK
     console.print(leaderboard_table(rows, console.width))
+    from harness.cli.terminal import printable
+
+    for row in rows:
+        for note in (row.scores or {}).get("warnings") or ():
+            # A note may quote what a system wrote: no control character reaches the terminal.
+            console.print(printable(f"note ({row.task}, {row.system}): {note}"), markup=False)
     if run.run_dir is not None:
         _judging_section(run.run_dir, console)
     return EXIT_OK

@@ -196,13 +196,35 @@ def _score(args: argparse.Namespace, family: ScoreFamily, console: Console) -> i
         sys.stdout.write(json.dumps(result, ensure_ascii=False, indent=2) + "\n")
         return status
     if family.lines is not None:
-        for item in result[family.lines]:
-            sys.stdout.write(json.dumps(item, ensure_ascii=False) + "\n")
-        return 0
+        lines = [json.dumps(item, ensure_ascii=False) + "\n" for item in result[family.lines]]
+        encoding = getattr(args, "encoding", None)
+        if encoding is None:
+            # Line by line: a closed pipe (`| head`) then ends the command (main.py).
+            for line in lines:
+                sys.stdout.write(line)
+            return 0
+        return _write_encoded("".join(lines), encoding)
     from harness.cli.score_tables import print_result
 
     print_result(console, args.family, result, family.tables)
     return status
+
+
+def _write_encoded(text: str, encoding: str) -> int:
+    """Write a family's lines in the encoding its input was named in, whatever the
+    terminal's locale: a plan filled in reads back with the same --encoding. Encoded
+    whole (UTF-16 has one BOM), written in pieces so a closed pipe is met as above."""
+    from scoring.charsets import encode_text
+
+    data = scored_or_reported(lambda: encode_text(text, encoding, "<standard output>"))
+    if data is None:
+        return 2
+    sys.stdout.flush()
+    piece = 1 << 12
+    for start in range(0, len(data), piece):
+        sys.stdout.buffer.write(data[start : start + piece])
+    sys.stdout.buffer.flush()
+    return 0
 
 
 def _interval(args: argparse.Namespace, family: ScoreFamily) -> dict[str, Any]:

@@ -30,15 +30,11 @@ def add_run_location(parser: argparse.ArgumentParser) -> None:
 
 
 def text_encoding(text: str) -> str:
-    """An ``--encoding`` argument: a name scoring.charsets reads and writes (gbk, big5,
-    utf-16le ...); argparse's error lists them all."""
-    from scoring.charsets import codec_of
+    """``--encoding``'s argparse type: harness.kinds.base's, loaded only when an
+    ``--encoding`` is given so that building the parser loads no kind."""
+    from harness.kinds.base import text_encoding as parse
 
-    try:
-        codec_of(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return text.strip().lower()
+    return parse(text)
 
 
 def scored_or_reported(compute: Callable[[], T]) -> T | None:

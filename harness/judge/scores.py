@@ -1,8 +1,10 @@
 """Scores of a panel, from its export file through scoring/'s readers and scorers.
 
 Every interval is a Student t interval (`scoring.tts.mean_ci`) clipped to the
-test's scale: 0..1 for SUS intelligibility, -2..+2 for pairs, 1..5 for MOS,
-0..5 for adequacy, fluency and summaries.
+test's scale: 0..1 for SUS intelligibility, -2..+2 for pairs, 0..5 for
+adequacy, fluency and summaries; MOS intervals are `onsite score tts-mos`'s,
+as computed (the survey's way). Pairs take one sample per listener, as the
+survey's Table 56 and `onsite score tts-pair` do.
 """
 
 from __future__ import annotations

@@ -48,12 +48,14 @@ _SOURCES = ("source.txt", "source.xml")
 _BLEU_FIGURES = ("bleu", "bleu_precisions", "hyp_len", "ref_len", "lang", "n_refs", "n_segments")
 
 
-def _read_or_fail(path: Path, role: Any, fix: str) -> MtFile:
+def _read_or_fail(path: Path, role: Any, fix: str, encoding: str | None = None) -> MtFile:
     # Imported here: every command that lists the task kinds would load the XML reader.
     from scoring.cwmt_xml import load_mt_file, read_xml
 
     try:
-        return load_mt_file(path, role) if role == "source" else read_xml(path, role)
+        if role == "source":
+            return load_mt_file(path, role, encoding)
+        return read_xml(path, role)
     except FormatError as exc:
         raise TestSetError([Problem(Path(exc.path), "", exc.problem, exc.fix, exc.line)]) from exc
 
@@ -72,7 +74,10 @@ def load_combination(root: Path, task: TaskConfig) -> TestSet:
 
     testset = load_mt_testset(root, task)
     [source_path] = [root / n for n in _SOURCES if (root / n).is_file()]
-    source = _read_or_fail(source_path, "source", "give the MT test set's source")
+    # The source is the MT set's, in the task's encoding as load_mt_testset reads it; the
+    # candidate lists are XML that `onsite combination-set` wrote, declaring their own.
+    encoding = getattr(task, "encoding", None)
+    source = _read_or_fail(source_path, "source", "give the MT test set's source", encoding)
     folder = root / CANDIDATES_DIR
     fix = "make the set with `onsite combination-set RUN_DIR --task MT_TASK -o DIR`"
     files = sorted(folder.glob("*.xml")) if folder.is_dir() else []
@@ -134,6 +139,7 @@ COMBINATION = TaskKind(
         "mt": FromRun(mt_run_args(("bleu",))),
         "mt-check": FromRun(mt_check_run_args, same_as={}),
     },
+    text_encodings=True,
 )
 
 KINDS = (COMBINATION,)

@@ -15,8 +15,10 @@ from typing import TYPE_CHECKING, Any, cast
 
 from harness.errors import Problem, TestSetError
 from harness.kinds.base import (
+    ENCODING_ARG,
     IMAGE_SUFFIXES,
     MS_PER_FRAME,
+    REF_HYP,
     AdditiveStatistics,
     FromRun,
     ItemStatistics,
@@ -116,13 +118,20 @@ def _check_score(output: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _read_frame_faces(path: Path) -> dict[int, ImageReference]:
-    """frames.jsonl: {"frame": n, "subset"?: ..., "faces": [{left_eye, right_eye, mouth}]}."""
+def _read_frame_faces(path: Path, encoding: str | None = None) -> dict[int, ImageReference]:
+    """frames.jsonl: {"frame": n, "subset"?: ..., "faces": [{left_eye, right_eye, mouth}]},
+    in ``encoding`` (the task's; scoring.charsets, None: UTF-8)."""
+    from scoring.charsets import read_lines
+    from scoring.errors import FormatError
     from scoring.faces import FaceLandmarks, ImageReference
 
     out: dict[int, ImageReference] = {}
     example = '{"frame": 0, "faces": [{"left_eye": [x, y], "right_eye": [x, y], "mouth": [x, y]}]}'
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    try:
+        lines = read_lines(path, encoding)
+    except FormatError as exc:
+        raise TestSetError([Problem(path, "", exc.problem, exc.fix, exc.line)]) from None
+    for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
@@ -142,8 +151,8 @@ def _read_frame_faces(path: Path) -> dict[int, ImageReference]:
     return out
 
 
-def _load_video(root: Path, video: Path) -> TestSet:
-    references = _read_frame_faces(root / "frames.jsonl")
+def _load_video(root: Path, video: Path, encoding: str | None = None) -> TestSet:
+    references = _read_frame_faces(root / "frames.jsonl", encoding)
     frames = extract_frames(video)
     items = []
     invalid = []
@@ -169,12 +178,13 @@ def _load_video(root: Path, video: Path) -> TestSet:
 def _load_faces(root: Path, task: TaskConfig) -> TestSet:
     from scoring import read_face_references
 
+    encoding = getattr(task, "encoding", None)
     videos = [p for p in sorted(root.iterdir()) if p.suffix.lower() in VIDEO_SUFFIXES]
     if (root / "frames.jsonl").is_file() and videos:
-        return _load_video(root, videos[0])
+        return _load_video(root, videos[0], encoding)
     references = read_truth(
         root / "faces.jsonl",
-        read_face_references,
+        lambda path: read_face_references(path, encoding),
         'one line per image: {"image": "<file>", "faces": [{"left_eye", "right_eye", "mouth"}]}',
     )
     ids = {image: Path(image).stem for image in references}
@@ -245,9 +255,10 @@ def _check_ranked(output: Mapping[str, Any]) -> str | None:
 def _load_identify(root: Path, task: TaskConfig) -> TestSet:
     from scoring import read_identification_truth
 
+    encoding = getattr(task, "encoding", None)
     truth = read_truth(
         root / "probes.jsonl",
-        read_identification_truth,
+        lambda path: read_identification_truth(path, encoding),
         'one line per probe image: {"probe": "<file>", "id": "<gallery id>", "subset": "..."}',
     )
     gallery_dir = root / "gallery"
@@ -322,9 +333,10 @@ def _identify_headline(task: TaskConfig, sums: Mapping[Hashable, float]) -> floa
 def _load_pairs(root: Path, task: TaskConfig) -> TestSet:
     from scoring import read_verification_truth
 
+    encoding = getattr(task, "encoding", None)
     truth = read_truth(
         root / "pairs.jsonl",
-        read_verification_truth,
+        lambda path: read_verification_truth(path, encoding),
         'one line per pair: {"a": "<image file>", "b": "<image file>", "genuine": true}',
     )
     refs = {trial_id(a, b): ((a, b), genuine) for (a, b), genuine in truth.items()}
@@ -373,9 +385,12 @@ def _identify_plots(task: str, metric: str, scores: Mapping[str, Mapping[str, An
 def _score_detect_files(args: argparse.Namespace) -> dict[str, Any]:
     from scoring.faces import read_face_detections, read_face_references, score_detection
 
-    detections = read_face_detections(args.hyp)
+    encoding = getattr(args, "encoding", None)
+    detections = read_face_detections(args.hyp, encoding)
     report = score_detection(
-        read_face_references(args.ref), detections.boxes, seconds=detections.seconds or None
+        read_face_references(args.ref, encoding),
+        detections.boxes,
+        seconds=detections.seconds or None,
     )
     return report.to_dict(include_images=args.details)
 
@@ -387,8 +402,10 @@ def _identification(args: argparse.Namespace) -> Any:
         score_identification,
     )
 
+    encoding = getattr(args, "encoding", None)
     return score_identification(
-        read_identification_candidates(args.hyp), read_identification_truth(args.ref)
+        read_identification_candidates(args.hyp, encoding),
+        read_identification_truth(args.ref, encoding),
     )
 
 
@@ -399,8 +416,10 @@ def _verification(args: argparse.Namespace) -> Any:
         score_verification_pairs,
     )
 
+    encoding = getattr(args, "encoding", None)
     return score_verification_pairs(
-        read_verification_scores(args.hyp), read_verification_truth(args.ref)
+        read_verification_scores(args.hyp, encoding),
+        read_verification_truth(args.ref, encoding),
     )
 
 
@@ -450,8 +469,12 @@ write_identify_jsonl = score_jsonl(
 write_verify_jsonl = trials_jsonl("a", "b", "genuine")
 
 
+# Every face family's files: truth and output, in one encoding (--encoding).
+_FILE_ARGS = (*REF_HYP, ENCODING_ARG)
+
 FACE_DETECT = TaskKind(
     name="face-detect",
+    text_encodings=True,
     summary="face detection: an image (or video frame) in, face boxes out",
     options_model=_detect_options,
     load=_load_faces,
@@ -468,7 +491,9 @@ FACE_DETECT = TaskKind(
     writers={"score-jsonl": write_detect_jsonl},
     score_families={
         "faces-detect": ScoreFamily(
-            _score_detect_files, "face detection: correct detection rate, false detections"
+            _score_detect_files,
+            "face detection: correct detection rate, false detections",
+            _FILE_ARGS,
         )
     },
     from_run={"faces-detect": FromRun(ref_hyp_files(write_detect_jsonl, ".jsonl"))},
@@ -476,6 +501,7 @@ FACE_DETECT = TaskKind(
 
 FACE_IDENTIFY = TaskKind(
     name="face-identify",
+    text_encodings=True,
     summary="face identification: a probe image in, ranked gallery ids out",
     load=_load_identify,
     check_output=_check_ranked,
@@ -495,6 +521,7 @@ FACE_IDENTIFY = TaskKind(
         "faces-identify": ScoreFamily(
             lambda args: _identification(args).to_dict(include_probes=args.details),
             "face identification: rank-1, rank-10, CMC",
+            _FILE_ARGS,
             plot=_plot_cmc,
         )
     },
@@ -503,6 +530,7 @@ FACE_IDENTIFY = TaskKind(
 
 FACE_VERIFY = TaskKind(
     name="face-verify",
+    text_encodings=True,
     summary="face verification: two images in, a similarity out",
     max_output_bytes=64 << 10,
     load=_load_pairs,
@@ -518,6 +546,7 @@ FACE_VERIFY = TaskKind(
         "faces-verify": ScoreFamily(
             lambda args: _verification(args).to_dict(include_roc=args.details),
             "face verification: ROC, EER, VR at FAR 1%% and 0.1%%",
+            _FILE_ARGS,
             plot=_plot_roc,
         )
     },

@@ -317,8 +317,14 @@ def write_sighan(job: JobData, references: bool) -> str:
 
     out = []
     for item in job.testset.items:
-        words = list(item.reference.words) if references else split_words(job.text(item.id))
-        out.append(" ".join(words) + "\n")
+        if references:
+            out.append(" ".join(item.reference.words) + "\n")
+            continue
+        text = job.text(item.id)
+        # An answer led by U+3000 keeps it: the SIGHAN script counts an extra empty word
+        # there, which `onsite score cws --run --sighan-quirks` must see to reproduce.
+        lead = "\u3000" if text.strip(" \t\n\r\f\v").startswith("\u3000") else ""
+        out.append(lead + " ".join(split_words(text)) + "\n")
     return "".join(out)
 
 

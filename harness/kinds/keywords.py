@@ -84,15 +84,17 @@ class KwsTruth(SlotFrame):
         return frozenset().union(*self.vocabulary.values()) if self.vocabulary else frozenset()
 
 
-def read_keyword_list(path: Path) -> Any:
-    """Read keywords.json; errors name the file and the key."""
+def read_keyword_list(path: Path, encoding: str | None = None) -> Any:
+    """Read keywords.json in ``encoding`` (the task's; scoring.charsets, None: UTF-8);
+    errors name the file and the key, or the line and the encoding to name."""
+    from scoring.charsets import read_text
+    from scoring.errors import FormatError
+
     fix = 'write {"settings": {"<setting>": {"<slot>": ["<keyword>", ...]}}}'
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as exc:
-        raise TestSetError(
-            [Problem(path, "", f"not UTF-8 ({exc.reason})", "save it as UTF-8")]
-        ) from None
+        data = json.loads(read_text(path, encoding))
+    except FormatError as exc:
+        raise TestSetError([Problem(path, "", exc.problem, exc.fix, exc.line)]) from None
     except json.JSONDecodeError as exc:
         raise TestSetError([Problem(path, "", f"not JSON ({exc.msg})", fix, exc.lineno)]) from None
     from pydantic import ValidationError
@@ -107,9 +109,15 @@ def read_keyword_list(path: Path) -> Any:
         raise TestSetError(problems) from None
 
 
-def with_keywords(testset: TestSet, frames: Mapping[str, SlotFrame], slots_path: Path) -> TestSet:
+def with_keywords(
+    testset: TestSet,
+    frames: Mapping[str, SlotFrame],
+    slots_path: Path,
+    encoding: str | None = None,
+) -> TestSet:
     """The kws test set with its keyword list: hello's file, each item's setting, the
     vocabulary the checks use. Without keywords.json the set is returned as it is, warned.
+    ``encoding`` is the task's, keywords.json's as the slot file's.
     """
     path = testset.root / KEYWORDS_FILE
     if not path.is_file():
@@ -118,7 +126,7 @@ def with_keywords(testset: TestSet, frames: Mapping[str, SlotFrame], slots_path:
             "and no DET curve is computed"
         )
         return replace(testset, warnings=(*testset.warnings, warning))
-    listed = read_keyword_list(path)
+    listed = read_keyword_list(path, encoding)
     problems: list[Problem] = []
     vocabularies: dict[str, dict[str, frozenset[str]]] = {
         setting: {slot: frozenset(words) for slot, words in slots.items()}

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.errors import Problem, TestSetError
 from harness.kinds.base import (
+    ENCODING_ARG,
     RATE_ADDITIVE,
     RTF,
     FromRun,
@@ -64,9 +65,10 @@ def _load(root: Path, task: TaskConfig) -> TestSet:
         raise TestSetError(
             [Problem(lang, "", "the test set has no 'lang' file", "write '<utt-id> <code>' lines")]
         )
+    encoding = getattr(task, "encoding", None)
     found: list[FormatError] = []
     try:
-        references = read_language_table(lang, found)
+        references = read_language_table(lang, found, encoding)
     except FormatError as exc:
         raise TestSetError([_problem(exc)]) from exc
     if found:
@@ -74,7 +76,13 @@ def _load(root: Path, task: TaskConfig) -> TestSet:
     conditions: dict[str, str] = {}
     labels = root / "conditions.tsv"
     if labels.is_file():
-        for number, line in enumerate(labels.read_text(encoding="utf-8").splitlines(), 1):
+        from scoring.charsets import read_lines
+
+        try:
+            lines = read_lines(labels, encoding)
+        except FormatError as exc:
+            raise TestSetError([_problem(exc)]) from exc
+        for number, line in enumerate(lines, 1):
             if not line.strip() or line.lstrip().startswith("#"):
                 continue
             item, tab, label = line.partition("\t")
@@ -156,8 +164,9 @@ def _plots(task: str, metric: str, scores: Mapping[str, Mapping[str, Any]]) -> l
 def _score_files(args: argparse.Namespace) -> dict[str, Any]:
     from scoring.lid import read_language_answers, read_language_table
 
-    references = read_language_table(args.ref)
-    answers = read_language_answers(args.hyp)
+    encoding = getattr(args, "encoding", None)
+    references = read_language_table(args.ref, encoding=encoding)
+    answers = read_language_answers(args.hyp, encoding)
     unknown = sorted(set(answers) - set(references))
     if unknown:
         raise ValueError(
@@ -186,6 +195,7 @@ def _run_args(job: JobData, directory: Path) -> dict[str, Any]:
 
 LID = TaskKind(
     name="lid",
+    text_encodings=True,
     summary="spoken language identification: audio in, a language code out",
     options_model=audio_options,
     max_output_bytes=4 << 10,
@@ -208,6 +218,7 @@ LID = TaskKind(
             (
                 arg("--ref", required=True, help="'<utt-id> <language code>' lines"),
                 arg("--hyp", required=True, help='JSON lines {"id", "language"}'),
+                ENCODING_ARG,
             ),
             tables=("languages",),
         )

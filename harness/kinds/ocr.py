@@ -12,6 +12,7 @@ from typing import Any
 
 from harness.kinds.base import (
     CHARS_PER_SECOND,
+    ENCODING_ARG,
     IMAGE_SUFFIXES,
     REF_HYP,
     AdditiveStatistics,
@@ -49,9 +50,10 @@ def _load_ocr(root: Path, task: TaskConfig) -> TestSet:
     # reads a site file, which must stay cheap (docs/task-kinds.md).
     from scoring import read_ocr_truth
 
+    encoding = getattr(task, "encoding", None)
     truth = read_truth(
         root / "truth.jsonl",
-        read_ocr_truth,
+        lambda path: read_ocr_truth(path, encoding),
         'one line per sample: {"id", "char", "subsets": [...]}, the image named <id>.png',
     )
     refs = {t.id: t for t in truth}
@@ -123,7 +125,12 @@ def _headline(task: TaskConfig, sums: Mapping[Hashable, float]) -> float:
 def _score_files(args: argparse.Namespace) -> dict[str, Any]:
     from scoring.ocr import read_ocr_outputs, read_ocr_truth, score_ocr
 
-    report = score_ocr(read_ocr_truth(args.ref), read_ocr_outputs(args.hyp), seconds=args.seconds)
+    encoding = getattr(args, "encoding", None)
+    report = score_ocr(
+        read_ocr_truth(args.ref, encoding),
+        read_ocr_outputs(args.hyp, encoding),
+        seconds=args.seconds,
+    )
     return report.to_dict(include_characters=args.details)
 
 
@@ -144,6 +151,7 @@ def _run_args(job: JobData, directory: Path) -> dict[str, Any]:
 
 OCR = TaskKind(
     name="ocr",
+    text_encodings=True,
     summary="character recognition: an image or online ink in, up to ten candidates out",
     max_output_bytes=64 << 10,
     load=_load_ocr,
@@ -160,7 +168,11 @@ OCR = TaskKind(
         "ocr": ScoreFamily(
             _score_files,
             "character recognition: R, R^10 per subset, speed V",
-            (*REF_HYP, arg("--seconds", type=float, help="total recognition seconds, for V")),
+            (
+                *REF_HYP,
+                arg("--seconds", type=float, help="total recognition seconds, for V"),
+                ENCODING_ARG,
+            ),
         )
     },
     from_run={"ocr": FromRun(_run_args)},

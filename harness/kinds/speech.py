@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from harness.kinds.base import (
     ENCODING_ARG,
     RATE_ADDITIVE,
+    REF_HYP,
     RTF,
     AdditiveStatistics,
     FromRun,
@@ -75,6 +76,17 @@ def _command_options() -> type[KindOptions]:
 
 
 @cache
+def _command_kind_options() -> type[KindOptions]:
+    class CommandKindOptions(_command_options()):  # type: ignore[misc]
+        """command: audio options, case, and whether commands are compared as sclite
+        compares sentences (literal = true: no width or CJK-space normalisation)."""
+
+        literal: bool = False
+
+    return CommandKindOptions
+
+
+@cache
 def _asr_options() -> type[KindOptions]:
     class AsrOptions(_command_options()):  # type: ignore[misc]
         """asr: audio options, case, and the token unit (word; char for Chinese characters;
@@ -125,6 +137,7 @@ def _score_command(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any)
         _text(outputs, testset),
         conditions=_conditions(testset),
         case_sensitive=task.case_sensitive,
+        literal=task.literal,
     )
     return report.to_dict()
 
@@ -132,14 +145,15 @@ def _score_command(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any)
 def _load_kws(root: Path, task: TaskConfig) -> TestSet:
     from scoring import read_slot_file
 
+    encoding = getattr(task, "encoding", None)
     frames = read_truth(
         root / "slots.jsonl",
-        read_slot_file,
+        lambda path: read_slot_file(path, encoding=encoding),
         'one line per recording: {"id", "setting", "slots": {name: [keywords]}}',
     )
     settings = {k: f.setting for k, f in frames.items()}
     testset = audio_testset(root, frames, task.sample_rates, settings, root / "slots.jsonl")
-    return with_keywords(testset, frames, root / "slots.jsonl")
+    return with_keywords(testset, frames, root / "slots.jsonl", encoding)
 
 
 def _slot_frames(testset: TestSet, outputs: Outputs) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -202,7 +216,8 @@ def _command_items(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any)
     from scoring import score_commands
 
     refs = testset.references()
-    wrong = set(score_commands(refs, _text(outputs, testset), None, task.case_sensitive).wrong_ids)
+    report = score_commands(refs, _text(outputs, testset), None, task.case_sensitive, task.literal)
+    wrong = set(report.wrong_ids)
     return {k: k not in wrong for k in refs}
 
 
@@ -234,20 +249,50 @@ def _kws_headline(task: TaskConfig, sums: Mapping[Hashable, float]) -> float:
 # --------------------------------------------------------------------------- onsite score
 
 
-def _asr_report(args: argparse.Namespace) -> AsrReport:
+def _asr_format(path: str | Path) -> str:
+    """sclite's name for a transcript file's format, from its suffix (trn for any other)."""
+    suffix = str(path).lower().rsplit(".", 1)[-1]
+    return suffix if suffix in ("ctm", "stm") else "trn"
+
+
+def _asr_report(args: argparse.Namespace) -> tuple[AsrReport, dict[str, Any]]:
+    """The report, and for an STM against a CTM the segments' speakers, files and
+    channels (keys "speakers", "files", "channels"); "warnings" always."""
     from scoring import check_ids, read_any_transcripts, read_conditions, score_asr
+    from scoring.asr_formats import read_stm, sclite_byte_warnings
+    from scoring.asr_stm import fold_name, read_paired_ctm_stm
 
     refuse_outputs_file(args.hyp, "asr")
 
     encoding = getattr(args, "encoding", None)
-    refs = read_any_transcripts(Path(args.ref), encoding)
-    hyps = read_any_transcripts(Path(args.hyp), encoding)
-    if str(args.hyp).lower().endswith(".ctm"):
-        # A CTM has no line for an utterance without words: an empty hypothesis.
-        hyps = {k: hyps.get(k, "") for k in refs} | hyps
-    check_ids(refs, hyps, Path(args.ref), Path(args.hyp))
-    conditions = read_conditions(Path(args.conditions), refs, encoding) if args.conditions else None
-    return score_asr(
+    ref_fmt, hyp_fmt = _asr_format(args.ref), _asr_format(args.hyp)
+    warnings: list[str] = []
+    for path, fmt in ((args.ref, ref_fmt), (args.hyp, hyp_fmt)):
+        warnings += sclite_byte_warnings(Path(path), fmt, encoding)
+    extra: dict[str, Any] = {}
+    if (ref_fmt, hyp_fmt) == ("stm", "ctm"):
+        # sclite's pairing: each CTM word to the STM segment holding its middle.
+        paired = read_paired_ctm_stm(Path(args.ref), Path(args.hyp), args.case_sensitive, encoding)
+        refs, hyps = dict(paired.refs), dict(paired.hyps)
+        warnings += paired.warnings
+        extra = {"speakers": paired.speakers, "files": paired.files, "channels": paired.channels}
+        conditions = None
+        if args.conditions:
+            # The conditions file labels waveforms (STM files); each segment takes its file's.
+            labels = read_conditions(Path(args.conditions), read_stm(Path(args.ref), encoding))
+            by_file = {fold_name(f, args.case_sensitive): v for f, v in labels.items()}
+            conditions = {k: by_file[paired.files[k]] for k in refs}
+    else:
+        refs = read_any_transcripts(Path(args.ref), encoding)
+        hyps = read_any_transcripts(Path(args.hyp), encoding)
+        if hyp_fmt == "ctm":
+            # A CTM has no line for an utterance without words: an empty hypothesis.
+            hyps = {k: hyps.get(k, "") for k in refs} | hyps
+        check_ids(refs, hyps, Path(args.ref), Path(args.hyp))
+        conditions = (
+            read_conditions(Path(args.conditions), refs, encoding) if args.conditions else None
+        )
+    report = score_asr(
         refs,
         hyps,
         unit=args.unit,
@@ -255,12 +300,14 @@ def _asr_report(args: argparse.Namespace) -> AsrReport:
         conditions=conditions,
         unicode=args.unicode,
     )
+    extra["warnings"] = warnings
+    return report, extra
 
 
 def _score_asr_files(args: argparse.Namespace) -> dict[str, Any]:
-    report = _asr_report(args)
+    report, extra = _asr_report(args)
     total = report.overall
-    return {
+    out = {
         "unit": args.unit,
         "case_sensitive": args.case_sensitive,
         "n_ref": total.ref_tokens,
@@ -291,12 +338,36 @@ def _score_asr_files(args: argparse.Namespace) -> dict[str, Any]:
         ],
         "by_condition": {k: v.to_dict() for k, v in report.by_condition.items()},
     }
+    if "speakers" in extra:
+        # An STM against a CTM: sclite's per-speaker report, and the same per file.
+        for key, of in (("by_speaker", extra["speakers"]), ("by_file", extra["files"])):
+            out[key] = _grouped(report, of)
+        for u in out["utterances"]:
+            u |= {k: extra[n][u["id"]] for k, n in _SEGMENT_KEYS}
+    out["warnings"] = extra["warnings"]
+    return out
+
+
+_SEGMENT_KEYS = (("speaker", "speakers"), ("file", "files"), ("channel", "channels"))
+
+
+def _grouped(report: AsrReport, of: Mapping[str, str]) -> dict[str, Any]:
+    """Totals of the report's utterances grouped by `of` (utterance id -> group), in
+    order of first appearance."""
+    from scoring.asr import AsrScore
+
+    rows: dict[str, list[list[int]]] = {}
+    for u in report.utterances:
+        rows.setdefault(of[u.id], []).append(
+            [u.correct, u.substitutions, u.deletions, u.insertions]
+        )
+    return {k: AsrScore.from_counts(v).to_dict() for k, v in rows.items()}
 
 
 def _plot_asr(args: argparse.Namespace, stem: Path) -> PlotFiles:
     from scoring.plots import plot_wer_by_condition
 
-    report = _asr_report(args)
+    report, _ = _asr_report(args)
     if not report.by_condition:
         raise ValueError("--plot for asr shows WER by condition: give --conditions FILE too")
     metric = {"char": "CER", "syllable": "SylER"}.get(args.unit, "WER")
@@ -312,22 +383,26 @@ def _score_command_files(args: argparse.Namespace) -> dict[str, Any]:
         read_command_file(args.ref, encoding),
         read_command_file(args.hyp, encoding),
         case_sensitive=args.case_sensitive,
+        literal=getattr(args, "literal", False),
     ).to_dict()
 
 
 def _score_kws_files(args: argparse.Namespace) -> dict[str, Any]:
     from scoring.kws import read_slot_file, score_slots
 
-    refs = read_slot_file(args.ref)
-    hyps = read_slot_file(args.hyp, require_setting=False)
+    encoding = getattr(args, "encoding", None)
+    refs = read_slot_file(args.ref, encoding=encoding)
+    hyps = read_slot_file(args.hyp, require_setting=False, encoding=encoding)
     return score_slots(refs, hyps).to_dict(include_sentences=args.details)
 
 
 def _score_kws_det_files(args: argparse.Namespace) -> dict[str, Any]:
     from scoring.kws import det_figures, read_detections
 
+    # The reader's errors name the file and line already.
+    detections = read_detections(args.hyp, getattr(args, "encoding", None))
     try:
-        return det_figures(read_detections(args.hyp), args.n_true, args.n_nontarget)
+        return det_figures(detections, args.n_true, args.n_nontarget)
     except ValueError as exc:
         # Counts that contradict the file: name the file, the fix is in the message.
         raise ValueError(f"{args.hyp}: {exc}") from None
@@ -337,16 +412,22 @@ def _plot_det(args: argparse.Namespace, stem: Path) -> PlotFiles:
     from scoring import det_curve, read_detections
     from scoring.plots import plot_det
 
-    curve = det_curve(read_detections(args.hyp), args.n_true, args.n_nontarget)
+    detections = read_detections(args.hyp, getattr(args, "encoding", None))
+    curve = det_curve(detections, args.n_true, args.n_nontarget)
     return plot_det({Path(args.hyp).stem: curve}, stem)
 
 
 ASR_FAMILY = ScoreFamily(
     _score_asr_files,
-    "WER/CER with sclite's conventions; trn or Kaldi text files",
+    "WER/CER with sclite's conventions; trn or Kaldi text files, or an STM with a CTM",
     (
         arg("--ref", required=True, help="reference transcripts (trn, Kaldi text, or .stm)"),
-        arg("--hyp", required=True, help="hypotheses (trn, Kaldi text, or .ctm)"),
+        arg(
+            "--hyp",
+            required=True,
+            help="hypotheses (trn, Kaldi text, or .ctm: against an .stm, each word is "
+            "scored in the segment of its file and channel holding its middle, as sclite does)",
+        ),
         arg(
             "--unit",
             choices=("word", "char", "syllable"),
@@ -377,11 +458,20 @@ COMMAND_FAMILY = ScoreFamily(
             action="store_true",
             help="keep case (default: fold it, as the live command task does)",
         ),
+        arg(
+            "--literal",
+            action="store_true",
+            help="compare as sclite does (words split at whitespace, A-Z folded, no "
+            "full-width or CJK-space normalisation): the correct count is sclite's "
+            "sentence-correct count on the same trn files",
+        ),
         ENCODING_ARG,
     ),
 )
 KWS_FAMILY = ScoreFamily(
-    _score_kws_files, "keyword spotting: correct slot and sentence rates; slot JSON lines"
+    _score_kws_files,
+    "keyword spotting: correct slot and sentence rates; slot JSON lines",
+    (*REF_HYP, ENCODING_ARG),
 )
 KWS_DET_FAMILY = ScoreFamily(
     _score_kws_det_files,
@@ -395,6 +485,7 @@ KWS_DET_FAMILY = ScoreFamily(
         ),
         arg("--n-true", type=positive_int, required=True, help="true keyword occurrences"),
         arg("--n-nontarget", type=positive_int, required=True, help="non-target trials"),
+        ENCODING_ARG,
     ),
     tables=("points",),
     plot=_plot_det,
@@ -434,6 +525,7 @@ def _command_run_args(job: JobData, directory: Path) -> dict[str, Any]:
     return {
         **ref_hyp_files(write_command_jsonl, ".jsonl")(job, directory),
         "case_sensitive": job.config.case_sensitive,
+        "literal": job.config.literal,
     }
 
 
@@ -498,7 +590,7 @@ COMMAND = TaskKind(
     name="command",
     text_encodings=True,
     summary="spoken command recognition: audio in, the command's text out",
-    options_model=_command_options,
+    options_model=_command_kind_options,
     max_output_bytes=64 << 10,
     load=lambda root, task: load_command_testset(
         root, task.sample_rates, getattr(task, "encoding", None)
@@ -517,6 +609,7 @@ COMMAND = TaskKind(
 
 KWS = TaskKind(
     name="kws",
+    text_encodings=True,
     summary="keyword spotting into slots: audio in, keywords per slot (and scored detections) out",
     options_model=audio_options,
     max_output_bytes=256 << 10,

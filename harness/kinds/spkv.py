@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.errors import Problem, TestSetError
 from harness.kinds.base import (
+    ENCODING_ARG,
     RTF,
     FromRun,
     JobData,
@@ -64,7 +65,8 @@ _TRIALS_FIX = (
 def _load(root: Path, task: TaskConfig) -> TestSet:
     from scoring.spkv import read_trials
 
-    truth = read_truth(root / TRIALS, read_trials, _TRIALS_FIX)
+    encoding = getattr(task, "encoding", None)
+    truth = read_truth(root / TRIALS, lambda path: read_trials(path, encoding), _TRIALS_FIX)
     refs: dict[str, Any] = {}
     for (enrol, test), target in truth.items():
         name = trial_id(enrol, test)
@@ -132,7 +134,10 @@ def _report(args: argparse.Namespace) -> Any:
     from scoring.spkv import read_trial_scores, read_trials, score_trials
 
     cost = DetectionCost(args.p_target, args.c_miss, args.c_fa)
-    return score_trials(read_trial_scores(args.hyp), read_trials(args.ref), cost)
+    encoding = getattr(args, "encoding", None)
+    return score_trials(
+        read_trial_scores(args.hyp, encoding), read_trials(args.ref, encoding), cost
+    )
 
 
 def _plot_det(args: argparse.Namespace, stem: Path) -> PlotFiles:
@@ -155,6 +160,7 @@ def _run_args(job: JobData, directory: Path) -> dict[str, Any]:
 
 SPKV = TaskKind(
     name="spkv",
+    text_encodings=True,
     summary="speaker verification: two recordings in, a same-speaker score out",
     options_model=audio_options,
     max_output_bytes=4 << 10,
@@ -178,6 +184,7 @@ SPKV = TaskKind(
                 arg("--c-miss", type=float, default=1.0, help="cost of a miss (default 1)"),
                 arg("--c-fa", type=float, default=1.0, help="cost of a false alarm (default 1)"),
                 arg("--details", action="store_true", help="the DET curve's points too"),
+                ENCODING_ARG,
             ),
             plot=_plot_det,
         )

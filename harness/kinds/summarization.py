@@ -7,11 +7,13 @@ reference: the files `onsite score rouge --ref` reads) and a ``lang`` file
 (``zh`` or ``en``). Every document with a reference is an item.
 
 The task states the limit (``length_limit``, counted in ``length_unit``:
-``char`` = non-space characters, ``word`` = whitespace-separated words); the
-item carries it to the system. A summary over the limit is ``invalid_output``
-(``over_limit = "invalid"``, the default) or is cut at the limit before
-scoring (``"truncate"``, as DUC and ROUGE-1.5.5's ``-l`` do: the references
-are cut to the same limit, scoring.rouge.cut_to_limit).
+``char`` = non-space characters, ``word`` = whitespace-separated words; by
+default words for an ``en`` set, as ROUGE-1.5.5's ``-l``, characters for a
+``zh`` one); the item carries it to the system. A summary over the limit is
+cut at the limit before scoring (``over_limit = "truncate"``, the default, as
+DUC and ROUGE-1.5.5's ``-l`` do: the references are cut to the same limit,
+scoring.rouge.cut_to_limit) or is ``invalid_output`` (``"invalid"``, a site's
+choice when the limit is a rule of the evaluation).
 
 Scores: ROUGE-1/2/L (scoring.rouge, ROUGE-1.5.5's conventions, Chinese at
 character level) and CESTA's significant-word o, u and o&u (scoring.cesta,
@@ -30,7 +32,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 
 from harness.errors import Problem, TestSetError
+from harness.kinds._panel_files import hyp_encoding
 from harness.kinds.base import (
+    ENCODING_ARG,
     AdditiveStatistics,
     FromRun,
     ItemStatistics,
@@ -45,13 +49,15 @@ from harness.kinds.base import (
     write_file,
 )
 from harness.kinds.text import KCHARS_PER_SECOND, document_testset
-from harness.testsets import TestItem, TestSet
+from harness.testsets import TestItem, TestSet, read_text_lines
 from scoring.errors import FormatError
 from scoring.rouge import (
     Lang,
     LengthUnit,
+    default_unit,
     read_summaries,
     rouge_length,
+    rouge_warnings,
     score_rouge,
     summary_length,
     truncate_summary,
@@ -75,8 +81,10 @@ def _options() -> type[KindOptions]:
         """summarization: the length limit, what counts toward it, and what over it means."""
 
         length_limit: Annotated[int, Field(gt=0)]
-        length_unit: Literal["char", "word"] = "char"
-        over_limit: Literal["invalid", "truncate"] = "invalid"
+        # None: the test set's lang decides (scoring.rouge.default_unit): word for en, as -l.
+        length_unit: Literal["char", "word"] | None = None
+        # ROUGE-1.5.5's -l truncates; "invalid" is a site's stricter rule.
+        over_limit: Literal["invalid", "truncate"] = "truncate"
         # Which ROUGE F heads the leaderboard (docs/text-task-kinds.md says why rouge2).
         headline: Literal["rouge1", "rouge2", "rougeL"] = "rouge2"
 
@@ -106,21 +114,19 @@ def _option(task: TaskConfig, name: str, default: Any) -> Any:
     return getattr(task, name, default) if task is not None else default
 
 
-def _read_lang(root: Path) -> Lang:
+def _read_lang(root: Path, encoding: str | None) -> Lang:
     path = root / "lang"
     fix = 'write one code: "zh" (scored at character level) or "en"'
     if not path.is_file():
         raise TestSetError([Problem(path, "", "the test set has no lang file", fix)])
-    try:
-        words = path.read_text(encoding="utf-8-sig").split()
-    except UnicodeDecodeError:
-        words = []
+    # In the task's encoding as the set's other files (a UTF-16 one holds NUL bytes).
+    words = " ".join(read_text_lines(path, encoding)).split()
     if len(words) != 1 or words[0].lower() not in LANGS:
         raise TestSetError([Problem(path, "", f"expected zh or en, found {words[:3]}", fix)])
     return cast(Lang, words[0].lower())
 
 
-def _read_refs(root: Path) -> dict[str, list[str]]:
+def _read_refs(root: Path, encoding: str | None) -> dict[str, list[str]]:
     fix = 'give ref1.jsonl: one {"id": "<document id>", "text": "<reference summary>"} per line'
     paths = sorted(p for p in root.glob("ref*.jsonl") if p.is_file())
     if not paths:
@@ -128,14 +134,12 @@ def _read_refs(root: Path) -> dict[str, list[str]]:
     refs: dict[str, list[str]] = {}
     for path in paths:
         try:
-            found = read_summaries(path, several=True)
+            found = read_summaries(path, several=True, encoding=encoding)
         except FormatError as exc:
+            # The reader's fix names the encoding to read the file with when it is not UTF-8.
             raise TestSetError(
                 [Problem(Path(exc.path), "", exc.problem, exc.fix, exc.line)]
             ) from exc
-        except UnicodeDecodeError as exc:
-            reason = f"not UTF-8 (byte {exc.start})"
-            raise TestSetError([Problem(path, "", reason, "convert it to UTF-8")]) from exc
         for doc, texts in found.items():
             if "/" in doc or "\\" in doc or doc.startswith("."):
                 # The id names docs/<id>.txt: it must not reach outside docs/.
@@ -150,11 +154,12 @@ def _read_refs(root: Path) -> dict[str, list[str]]:
 
 
 def _load(root: Path, task: TaskConfig) -> TestSet:
-    lang = _read_lang(root)
-    refs = _read_refs(root)
+    encoding = _option(task, "encoding", None)
+    lang = _read_lang(root, encoding)
+    refs = _read_refs(root, encoding)
     limit = int(_option(task, "length_limit", 0)) or 1 << 30
-    unit = cast(LengthUnit, _option(task, "length_unit", "char"))
-    over = str(_option(task, "over_limit", "invalid"))
+    unit = cast(LengthUnit, _option(task, "length_unit", None) or default_unit(lang))
+    over = str(_option(task, "over_limit", "truncate"))
 
     def item(doc_id: str, text: str, texts: list[str]) -> TestItem:
         return TestItem(
@@ -165,7 +170,7 @@ def _load(root: Path, task: TaskConfig) -> TestSet:
             units=float(summary_length(text, "char") or 1),
         )
 
-    return document_testset(root, refs, item, "no reference summary; it is not sent")
+    return document_testset(root, refs, item, "no reference summary; it is not sent", encoding)
 
 
 def _check_output(output: Mapping[str, Any]) -> str | None:
@@ -230,6 +235,9 @@ def _score(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict
     figures["truncated"] = over if items[0].reference.over_limit == "truncate" else []
     figures["mean_length"] = math.fsum(lengths) / len(lengths) if lengths else None
     figures.update(_cesta(summaries, references, lang))
+    # As `onsite score rouge` says them: the exact mean against ROUGE-1.5.5's bootstrap
+    # estimate (`onsite score rouge --run RUN --average rouge155` gives ROUGE's figure).
+    figures["warnings"] = rouge_warnings(lang, "exact", items[0].reference.unit)
     return figures
 
 
@@ -308,6 +316,8 @@ def _score_rouge_files(args: argparse.Namespace) -> dict[str, Any]:
         alpha=args.alpha,
         length_limit=args.length_limit,
         length_unit=args.length_unit,
+        average=args.average,
+        encoding=args.encoding,
     )
     if not args.details:
         result.pop("per_document")
@@ -318,8 +328,8 @@ def _score_cesta_files(args: argparse.Namespace) -> dict[str, Any]:
     """CESTA o, u and o&u significant-word scores of one system's texts."""
     from scoring.cesta import read_texts, score_significant_words
 
-    mt = read_texts(args.hyp, "target")
-    refs = read_texts(args.ref, "reference")
+    mt = read_texts(args.hyp, "target", args.encoding)
+    refs = read_texts(args.ref, "reference", args.encoding)
     try:
         result = score_significant_words(mt, refs, lang=args.lang, threshold=args.threshold)
     except ValueError as exc:
@@ -333,8 +343,8 @@ def _score_cesta_rank(args: argparse.Namespace) -> dict[str, Any]:
     """Each human ranking (with ties) correlated with a metric over the ranked items."""
     from scoring.cesta import ranking_correlation, read_item_scores, read_rankings
 
-    rankings = read_rankings(args.rankings)
-    scores = read_item_scores(args.scores)
+    rankings = read_rankings(args.rankings, args.encoding)
+    scores = read_item_scores(args.scores, args.encoding)
     rows = []
     for name, ranks in rankings.items():
         missing = [i for i in ranks if i not in scores]
@@ -360,14 +370,17 @@ def _score_cesta_rank(args: argparse.Namespace) -> dict[str, Any]:
 def _score_expert_files(args: argparse.Namespace) -> dict[str, Any]:
     from scoring.summarization import score_summarization_files
 
-    return score_summarization_files(args.hyp)
+    return score_summarization_files(args.hyp, encoding=hyp_encoding(args))
 
 
 _FAMILIES = {
     "summarization": ScoreFamily(
         _score_expert_files,
         "summaries and keywords: expert scores summed per system",
-        (arg("--hyp", required=True, help="task<TAB>system<TAB>document<TAB>expert<TAB>score"),),
+        (
+            arg("--hyp", required=True, help="task<TAB>system<TAB>document<TAB>expert<TAB>score"),
+            ENCODING_ARG,
+        ),
         tables=("summary", "keywords"),
         panel="summary",
     ),
@@ -385,8 +398,21 @@ _FAMILIES = {
                 type=int,
                 help="cut summaries and references to this many units, as ROUGE's -l (0: none)",
             ),
-            arg("--length-unit", choices=("char", "word"), default="char", help="of the limit"),
+            arg(
+                "--length-unit",
+                choices=("char", "word"),
+                help="of the limit: word (ROUGE's -l) by default for --lang en; char "
+                "(non-space characters) for --lang zh, where ROUGE has no unit",
+            ),
+            arg(
+                "--average",
+                choices=("exact", "rouge155"),
+                default="exact",
+                help="system figures: the exact mean over documents, or ROUGE-1.5.5's "
+                "bootstrap mean of 1,000 resamples of rounded values",
+            ),
             arg("--details", action="store_true", help="per-document scores too"),
+            ENCODING_ARG,
         ),
     ),
     "cesta": ScoreFamily(
@@ -398,6 +424,7 @@ _FAMILIES = {
             arg("--lang", choices=("en", "zh"), default="en", help="zh: character level"),
             arg("--threshold", type=float, default=1.0, help="significant when S > this"),
             arg("--details", action="store_true", help="per-text scores too"),
+            ENCODING_ARG,
         ),
     ),
     "cesta-rank": ScoreFamily(
@@ -407,6 +434,7 @@ _FAMILIES = {
             arg("--rankings", required=True, help="name<TAB>ranking lines, best first"),
             arg("--scores", required=True, help="item<TAB>score lines of the metric"),
             arg("--lower-is-better", action="store_true", help="the metric is an error rate"),
+            ENCODING_ARG,
         ),
     ),
 }
@@ -440,7 +468,7 @@ def _lang(job: JobData) -> str:
 
 def _rouge_run_args(job: JobData, directory: Path) -> dict[str, Any]:
     # The summaries and references are written as scored (cut at the limit when the task
-    # truncates): no --length-limit is needed, and none is given.
+    # truncates): no --length-limit is needed, and none is given. --average is the user's.
     return {
         "hyp": write_file(job, directory, write_summary_jsonl, "hyp.jsonl", False),
         "ref": [write_file(job, directory, write_summary_jsonl, "ref.jsonl", True)],
@@ -448,8 +476,9 @@ def _rouge_run_args(job: JobData, directory: Path) -> dict[str, Any]:
         "formula": "A",
         "alpha": 0.5,
         "length_limit": None,
-        "length_unit": "char",
+        "length_unit": None,
         "details": False,
+        "encoding": None,
     }
 
 
@@ -460,6 +489,7 @@ def _cesta_run_args(job: JobData, directory: Path) -> dict[str, Any]:
         "lang": _lang(job),
         "threshold": 1.0,
         "details": False,
+        "encoding": None,
     }
 
 
@@ -487,5 +517,6 @@ KINDS = (
             "rouge": FromRun(_rouge_run_args),
             "cesta": FromRun(_cesta_run_args, same_as={k: f"cesta_{k}" for k in ("o", "u", "ou")}),
         },
+        text_encodings=True,
     ),
 )

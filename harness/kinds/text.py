@@ -203,6 +203,7 @@ def _mt_categories(
 
 def _load_mt(root: Path, task: TaskConfig) -> TestSet:
     from scoring.cwmt_xml import load_mt_file
+    from scoring.mt_files import entity_warnings
 
     fix = "give source.txt (one segment per line) or a CWMT source.xml"
     source_path = _one_file(root, ("source.txt", "source.xml"), fix)
@@ -215,9 +216,12 @@ def _load_mt(root: Path, task: TaskConfig) -> TestSet:
     )
     ref_fix = "give ref1.txt (one reference per source line) or ref*.xml, one to four references"
     references: list[MtFile] = []
+    # Where mteval-v13a would read a reference otherwise (&apos;, &#N;, CDATA ...).
+    entity_notes: list[str] = []
     for path in ref_paths:
         ref_file = _read(path, lambda p: load_mt_file(p, "reference", encoding), ref_fix)
         references.extend(ref_file.split_references())
+        entity_notes += entity_warnings(ref_file, None)
     if not 1 <= len(references) <= MAX_REFERENCES:
         raise TestSetError(
             [Problem(root, "", f"{len(references)} reference sets, expected 1 to 4", ref_fix)]
@@ -265,7 +269,7 @@ def _load_mt(root: Path, task: TaskConfig) -> TestSet:
     # the system in hello, never read by onsite.
     dictionary = root / "dictionary.txt"
     setup = {"dictionary": dictionary} if dictionary.is_file() else {}
-    return TestSet(root, tuple(items), setup_files=setup)
+    return TestSet(root, tuple(items), setup_files=setup, warnings=tuple(entity_notes))
 
 
 def _check_mt(output: Mapping[str, Any]) -> str | None:
@@ -292,9 +296,18 @@ def _mt_segments(testset: TestSet, outputs: Outputs) -> tuple[list[Any], str]:
 
 def _score_mt(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
     from scoring.mt_batch import score_mt_batch
+    from scoring.mt_files import gtm_warnings
 
+    segments, lang = _mt_segments(testset, outputs)
     # score_mt's report, computed for the whole set at once (equal value for value).
-    return score_mt_batch(*_mt_segments(testset, outputs)).to_dict()
+    out = score_mt_batch(segments, lang).to_dict()
+    # Where GTM 1.4 would give another GTM (docs/scoring-mt.md#gtm), said as
+    # `onsite score mt` says it.
+    # The references' entities mteval would read otherwise (found when the set was loaded).
+    warnings = [*testset.warnings, *gtm_warnings(segments, out["n_refs"])]
+    if warnings:
+        out["warnings"] = warnings
+    return out
 
 
 def _bleu_items(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
@@ -413,7 +426,7 @@ class Segmented:
 
 
 def _load_cws(root: Path, task: TaskConfig) -> TestSet:
-    from scoring.cws import read_segmentation, read_word_list
+    from scoring.cws import read_segmentation, read_word_list, sighan_file_notes
 
     fix = "give gold.txt: one segmented sentence per line, words separated by spaces"
     gold_path = root / "gold.txt"
@@ -441,7 +454,9 @@ def _load_cws(root: Path, task: TaskConfig) -> TestSet:
     if not items:
         raise _no_items(gold_path, fix)
     setup = {"words": words_path} if lexicon is not None else {}
-    return TestSet(root, tuple(items), setup_files=setup)
+    # Where the SIGHAN script would read the gold file otherwise (said on the leaderboard).
+    notes = sighan_file_notes(gold_path, encoding)
+    return TestSet(root, tuple(items), setup_files=setup, warnings=tuple(notes))
 
 
 def _check_segmented(output: Mapping[str, Any]) -> str | None:
@@ -462,9 +477,17 @@ def _cws_lines(testset: TestSet, outputs: Outputs) -> tuple[list[Any], list[Any]
 
 
 def _score_cws(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
-    from scoring.cws import score_cws
+    from scoring.cws import score_cws, sighan_answer_notes
 
-    return score_cws(*_cws_lines(testset, outputs)).to_dict()
+    out = score_cws(*_cws_lines(testset, outputs)).to_dict()
+    answers = {
+        item.id: str(answer["text"])
+        for item in testset.items
+        if (answer := _answer(outputs, item.id)) is not None
+    }
+    # Where the SIGHAN script would count otherwise: the gold file's lines, the answers.
+    out["warnings"] = [*testset.warnings, *sighan_answer_notes(answers), *out["warnings"]]
+    return out
 
 
 def _cws_items(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
@@ -594,11 +617,17 @@ def _ner_tags(testset: TestSet, outputs: Outputs) -> tuple[list[Any], list[Any],
 
 
 def _score_ner(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
-    from scoring.ner import score_ner
+    from scoring.ner import conlleval_sentence_warning, score_ner
 
     gold, predicted, unanswered, wrong_length = _ner_tags(testset, outputs)
     scores = score_ner(gold, cast(list[list[str]], predicted)).to_dict()
-    return {**scores, "unanswered": unanswered, "wrong_length": wrong_length}
+    ids = [item.id for item in testset.items]
+    return {
+        **scores,
+        "unanswered": unanswered,
+        "wrong_length": wrong_length,
+        "warnings": conlleval_sentence_warning(gold, predicted, ids),
+    }
 
 
 def _ner_items(testset: TestSet, task: TaskConfig, outputs: Outputs, _: Any) -> dict[str, Any]:
@@ -745,19 +774,20 @@ def _unlisted_documents(docs: Path, listed: Iterable[str], why: str) -> tuple[st
     return tuple(f"{p}: document with {why}" for p in found if p.is_file() and p.name not in names)
 
 
-def _read_document(docs: Path, doc_id: str) -> tuple[str, InvalidItem | None]:
+def _read_document(
+    docs: Path, doc_id: str, encoding: str | None = None
+) -> tuple[str, InvalidItem | None]:
     """A test set's document ``docs/<doc_id>.txt`` as text, or why it cannot be an item
-    (missing, not UTF-8, empty): the run goes on without it."""
+    (missing, not in ``encoding`` (None: UTF-8), empty): the run goes on without it."""
     path = docs / f"{doc_id}.txt"
     if not path.is_file():
         return "", InvalidItem(doc_id, None, f"no document {path}")
-    try:
-        text = path.read_bytes().decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        from scoring.charsets import utf8_only_fix
+    from scoring.charsets import read_text
 
-        reason = f"not UTF-8 (byte {exc.start}); {utf8_only_fix(path)}"
-        return "", InvalidItem(doc_id, path, reason)
+    try:
+        text = read_text(path, encoding)
+    except FormatError as exc:
+        return "", InvalidItem(doc_id, path, f"{exc.problem}; {exc.fix}")
     if not text.strip():
         return "", InvalidItem(doc_id, path, "the document is empty")
     return text, None
@@ -768,15 +798,17 @@ def document_testset(
     refs: Mapping[str, R],
     item: Callable[[str, str, R], TestItem],
     unlisted: str,
+    encoding: str | None = None,
 ) -> TestSet:
     """A test set of documents ``docs/<doc_id>.txt``, one item per reference: ``item(doc_id,
-    text, reference)``. A document that cannot be read is an invalid item (the run goes on
-    without it); one with no reference is a warning saying it has ``unlisted``."""
+    text, reference)``. A document that cannot be read (in ``encoding``, None: UTF-8) is an
+    invalid item (the run goes on without it); one with no reference is a warning saying it
+    has ``unlisted``."""
     docs = root / "docs"
     items: list[TestItem] = []
     invalid: list[InvalidItem] = []
     for doc_id, ref in refs.items():
-        text, bad = _read_document(docs, doc_id)
+        text, bad = _read_document(docs, doc_id, encoding)
         if bad is not None:
             invalid.append(bad)
             continue
@@ -790,14 +822,17 @@ def _load_textcat(root: Path, task: TaskConfig) -> TestSet:
 
     fix = "give gold.tsv: one 'doc_id<TAB>category[,category2]' line per document"
     gold_path = root / "gold.tsv"
-    gold: dict[str, tuple[str, ...]] = _read(gold_path, read_category_file, fix)
+    encoding = getattr(task, "encoding", None)
+    gold: dict[str, tuple[str, ...]] = _read(
+        gold_path, partial(read_category_file, encoding=encoding), fix
+    )
 
     def item(doc_id: str, text: str, categories: tuple[str, ...]) -> TestItem:
         return TestItem(
             id=doc_id, files={}, fields={"text": text}, reference=categories, units=_chars(text)
         )
 
-    return document_testset(root, gold, item, f"no line in {gold_path}; it is not used")
+    return document_testset(root, gold, item, f"no line in {gold_path}; it is not used", encoding)
 
 
 def _check_categories(output: Mapping[str, Any]) -> str | None:
@@ -893,7 +928,8 @@ def _load_ir(root: Path, task: TaskConfig) -> TestSet:
     qrels_fix = "give qrels: one 'topic iter docno relevance' line per judgement"
     topics_path = root / "topics"
     qrels_path = root / "qrels"
-    topics: list[Topic] = _read(topics_path, lambda p: read_topics(p)[0], topics_fix)
+    encoding = getattr(task, "encoding", None)
+    topics: list[Topic] = _read(topics_path, lambda p: read_topics(p, encoding)[0], topics_fix)
     if getattr(task, "qrels", "file") == "judging":
         # Judged after the run from the pooled results: every topic is sent, and the
         # run's relevance panel supplies the judgements (harness/judge/qrels.py).
@@ -910,7 +946,9 @@ def _load_ir(root: Path, task: TaskConfig) -> TestSet:
                 for t in topics
             ),
         )
-    qrels: dict[str, dict[str, int]] = _read(qrels_path, read_qrels, qrels_fix)
+    qrels: dict[str, dict[str, int]] = _read(
+        qrels_path, partial(read_qrels, encoding=encoding), qrels_fix
+    )
     warnings = [
         f"{topics_path}:{t.line}: topic {t.num} has no judgements in {qrels_path}; not sent"
         for t in topics
@@ -1057,6 +1095,7 @@ def _score_mt_files(args: argparse.Namespace) -> dict[str, Any]:
         metrics=args.metrics or METRICS,
         with_segments=args.json,
         encoding=encoding,
+        mteval=args.mteval_entities,
     )
 
 
@@ -1067,15 +1106,16 @@ def _score_mt_check(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _score_mt_human(args: argparse.Namespace) -> dict[str, Any]:
+    from harness.kinds._panel_files import hyp_encoding
     from scoring.mt_human import score_human
 
-    return score_human(args.hyp).to_dict()
+    return score_human(args.hyp, hyp_encoding(args)).to_dict()
 
 
 def _score_mt_align(args: argparse.Namespace) -> dict[str, Any]:
     from scoring.word_alignment import score_alignment_files
 
-    return score_alignment_files(args.hyp, args.ref)
+    return score_alignment_files(args.hyp, args.ref, getattr(args, "encoding", None))
 
 
 def _score_cws_files(args: argparse.Namespace) -> dict[str, Any]:
@@ -1095,7 +1135,11 @@ def _score_cws_files(args: argparse.Namespace) -> dict[str, Any]:
 def _score_ner_file(args: argparse.Namespace) -> dict[str, Any]:
     from scoring.ner import score_ner_file
 
-    return score_ner_file(args.conll, getattr(args, "encoding", None) or "utf-8")
+    return score_ner_file(
+        args.conll,
+        getattr(args, "encoding", None) or "utf-8",
+        conlleval=getattr(args, "conlleval", False),
+    )
 
 
 def _score_pos_files(args: argparse.Namespace) -> dict[str, Any]:
@@ -1115,13 +1159,17 @@ def _score_pos_files(args: argparse.Namespace) -> dict[str, Any]:
 def _score_textcat_files(args: argparse.Namespace) -> dict[str, Any]:
     from scoring.textcat import score_textcat_files
 
-    return score_textcat_files(args.gold, args.pred, seconds=args.seconds)
+    return score_textcat_files(
+        args.gold, args.pred, seconds=args.seconds, encoding=getattr(args, "encoding", None)
+    )
 
 
 def _score_ir_files(args: argparse.Namespace) -> dict[str, Any]:
     from scoring.ir import score_ir_files
 
-    return score_ir_files(args.qrels, args.run, complete=args.complete)
+    return score_ir_files(
+        args.qrels, args.run, complete=args.complete, encoding=getattr(args, "encoding", None)
+    )
 
 
 MT_FAMILY = ScoreFamily(
@@ -1135,8 +1183,25 @@ MT_FAMILY = ScoreFamily(
             action="append",
             help="a reference file; repeat for more (any number, as mteval)",
         ),
-        arg("--lang", choices=("en", "zh", "ja"), default="en", help="target language"),
+        arg(
+            "--lang",
+            choices=("en", "zh", "ja"),
+            default="en",
+            help="target language: zh/ja score characters by the CWMT rule (full-width "
+            "forms to ASCII, each CJK character a token); en tokenises as mteval-v13a, "
+            "which tokenises every language as English",
+        ),
         arg("--src", help="the source XML: the output must mirror its docs and segments"),
+        arg(
+            "--mteval-entities",
+            nargs="?",
+            const="sgml",
+            choices=("sgml", "xml"),
+            help="read XML text as mteval-v13a does instead of decoding it once: sgml (the "
+            "value when none is given) as it reads a file not named *.xml, keeping "
+            "&apos;, &#N; and CDATA as written; xml as it reads *.xml (XML::Twig), "
+            "decoding &amp;amp; and &amp;quot; twice",
+        ),
         arg(
             "--metrics",
             type=_mt_metrics,
@@ -1164,7 +1229,10 @@ _MT_FAMILIES = {
     "mt-human": ScoreFamily(
         _score_mt_human,
         "adequacy and fluency (0-5) from several judges' sheets, averaged per system",
-        (arg("--hyp", required=True, nargs="+", help="judges' sheets (CSV or JSON lines)"),),
+        (
+            arg("--hyp", required=True, nargs="+", help="judges' sheets (CSV or JSON lines)"),
+            ENCODING_ARG,
+        ),
         tables=("systems",),
         panel="mt-adequacy-fluency",
     ),
@@ -1174,6 +1242,7 @@ _MT_FAMILIES = {
         (
             arg("--ref", required=True, help="gold links: i-j sure, i-j-p possible"),
             arg("--hyp", required=True, help="system links: i-j"),
+            ENCODING_ARG,
         ),
     ),
 }
@@ -1222,8 +1291,6 @@ def _cws_run_args(job: JobData, directory: Path) -> dict[str, Any]:
         "test": write_file(job, directory, write_sighan, "test.txt", False),
         "words": str(words) if words else None,
         "accepted": None,
-        "lcs": False,
-        "sighan_quirks": False,
     }
 
 
@@ -1348,7 +1415,8 @@ KINDS = (
                         "--sighan-quirks",
                         action="store_true",
                         help="also reproduce the script's slips: an empty word before a leading "
-                        "U+3000, `chop` of a word list's last byte when it lacks a final newline",
+                        "U+3000, `chop` of a word list's last byte when it lacks a final newline, "
+                        "a UTF-8 BOM kept as part of the first word",
                     ),
                     ENCODING_ARG,
                 ),
@@ -1381,6 +1449,12 @@ KINDS = (
                 "named entities, conlleval conventions",
                 (
                     arg("--conll", required=True, help="token ... gold-tag predicted-tag per line"),
+                    arg(
+                        "--conlleval",
+                        action="store_true",
+                        help="chunk as conlleval.pl does, whatever the tags (it reads S-X S-X "
+                        "and E-X B-X as one chunk); the default reads IOBES as seqeval",
+                    ),
                     ENCODING_ARG,
                 ),
             )
@@ -1432,6 +1506,7 @@ KINDS = (
     ),
     TaskKind(
         name="textcat",
+        text_encodings=True,
         summary="text categorization: a document in, its categories out",
         max_output_bytes=64 << 10,
         load=_load_textcat,
@@ -1454,6 +1529,7 @@ KINDS = (
                     arg("--gold", required=True, help="doc_id<TAB>category[,category2]"),
                     arg("--pred", required=True, help="doc_id<TAB>category[,category2] (ranked)"),
                     arg("--seconds", type=float, help="classifying time, from the run"),
+                    ENCODING_ARG,
                 ),
             )
         },
@@ -1461,6 +1537,7 @@ KINDS = (
     ),
     TaskKind(
         name="ir",
+        text_encodings=True,
         summary="retrieval: a query in, ranked documents out",
         max_output_bytes=8 << 20,
         load=_load_ir,
@@ -1490,6 +1567,7 @@ KINDS = (
                         "directory (with --task, --system), read without --qrels",
                     ),
                     arg("--complete", action="store_true", help="like trec_eval -c"),
+                    ENCODING_ARG,
                 ),
             )
         },

@@ -35,8 +35,10 @@ if TYPE_CHECKING:
     from runners import OutputFile
 
 from harness.errors import Problem, TestSetError
+from harness.kinds._panel_files import hyp_encoding
 from harness.kinds.base import (
     CHARS_PER_SECOND,
+    ENCODING_ARG,
     RATE_ADDITIVE,
     ItemStatistics,
     ScoreFamily,
@@ -46,9 +48,10 @@ from harness.kinds.base import (
     audio_options,
     positive_int,
     rate,
+    text_encoding,
     units_per_second,
 )
-from harness.testsets import TestItem, TestSet, _read_id_table
+from harness.testsets import TestItem, TestSet, _read_id_table, read_text_lines
 
 AUDIO_KEY = "audio_out"
 # The largest audio file a system may leave (16-bit mono 48 kHz: about six minutes).
@@ -76,12 +79,18 @@ def sentence_tokens(text: str) -> tuple[str, ...]:
     return tuple(text.split()) if " " in text.strip() else tuple(text.strip())
 
 
-def read_sus_file(path: Path, texts: Mapping[str, str]) -> dict[str, SusItem]:
-    """Read sus.jsonl against the test set's sentences; errors name the line and the fix."""
+def read_sus_file(
+    path: Path, texts: Mapping[str, str], encoding: str | None = None
+) -> dict[str, SusItem]:
+    """Read sus.jsonl against the test set's sentences; errors name the line and the fix.
+
+    The file is in the task's ``encoding`` (None: UTF-8), as the text file is: its
+    accepted answers are words of the corpus.
+    """
     example = '{"id": "s01", "blanks": [1, 3], "answers": [["cat"], ["red", "read"]]}'
     out: dict[str, SusItem] = {}
     problems: list[Problem] = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for number, line in enumerate(read_text_lines(path, encoding), 1):
         if not line.strip():
             continue
         try:
@@ -122,16 +131,18 @@ def load_tts(root: Path, task: TaskConfig) -> TestSet:
         raise TestSetError(
             [Problem(text_path, "", "the test set has no such file", "write '<id> <text>' lines")]
         )
-    texts = _read_id_table(text_path, None, "text")
+    encoding = getattr(task, "encoding", None)
+    texts = _read_id_table(text_path, None, "text", encoding)
     empty = [k for k, v in texts.items() if not v]
     if empty:
         raise TestSetError(
             [Problem(text_path, "", f"item {empty[0]!r} has no text", "write '<id> <text>'")]
         )
-    sus = read_sus_file(root / "sus.jsonl", texts) if (root / "sus.jsonl").is_file() else {}
+    sus_path = root / "sus.jsonl"
+    sus = read_sus_file(sus_path, texts, encoding) if sus_path.is_file() else {}
     categories: dict[str, str] = {}
     if (root / "categories.tsv").is_file():
-        categories = _read_id_table(root / "categories.tsv", "\t", "category")
+        categories = _read_id_table(root / "categories.tsv", "\t", "category", encoding)
         unknown = sorted(set(categories) - set(texts))
         if unknown:
             raise TestSetError(
@@ -298,7 +309,7 @@ _CONFIDENCE = arg(
 def _pair(args: argparse.Namespace) -> dict[str, Any]:
     from scoring.tts import pair_comparison, read_pair_judgements
 
-    judgements = read_pair_judgements(args.hyp)
+    judgements = read_pair_judgements(args.hyp, hyp_encoding(args))
     stats = pair_comparison(judgements, confidence=args.confidence, unit=args.unit)
     return {
         "unit": args.unit,
@@ -312,7 +323,7 @@ def _pair(args: argparse.Namespace) -> dict[str, Any]:
 def _sus(args: argparse.Namespace) -> dict[str, Any]:
     from scoring.tts import read_sus_responses, score_sus
 
-    responses = read_sus_responses(args.hyp)
+    responses = read_sus_responses(args.hyp, hyp_encoding(args))
     scores = score_sus(responses)
     return {"blanks": len(responses), "systems": [s.to_dict() for s in scores.values()]}
 
@@ -320,12 +331,21 @@ def _sus(args: argparse.Namespace) -> dict[str, Any]:
 def _mos(args: argparse.Namespace) -> dict[str, Any]:
     from scoring.tts import read_mos_ratings, score_mos
 
-    ratings = read_mos_ratings(args.hyp)
-    scores = score_mos(ratings, confidence=args.confidence)
+    ratings = read_mos_ratings(args.hyp, hyp_encoding(args))
+    scores = score_mos(ratings, confidence=args.confidence, clip=args.clip)
+    warnings = [
+        f"system {s.system!r}: the interval [{s.ci_low:.3f}, {s.ci_high:.3f}] reaches outside "
+        f"the 1..5 scale (few ratings near an end of it); printed as computed, as the survey "
+        "prints intervals (--clip clips it to 1..5)"
+        for s in scores.values()
+        if s.ci_low is not None and s.ci_high is not None and (s.ci_low < 1 or s.ci_high > 5)
+    ]
     return {
         "confidence": args.confidence,
+        "clipped": args.clip,
         "ratings": len(ratings),
         "systems": [s.to_dict() for s in scores.values()],
+        "warnings": warnings,
     }
 
 
@@ -339,7 +359,11 @@ def _plan(args: argparse.Namespace) -> dict[str, Any]:
 
     # A plain number is a count; anything else names a file (write ./12 for a file "12").
     count = args.sentences.isascii() and args.sentences.isdigit()
-    sentences = _numbered("s", int(args.sentences)) if count else read_sentence_ids(args.sentences)
+    sentences = (
+        _numbered("s", int(args.sentences))
+        if count
+        else read_sentence_ids(args.sentences, args.encoding)
+    )
     listeners = _numbered("L", args.listeners)
     trials = listening_plan(args.systems, sentences, listeners, args.seed)
     return {
@@ -359,11 +383,13 @@ _FAMILIES = {
             _hyp("judgements {listener, sentence, first, second, score}"),
             arg(
                 "--unit",
-                choices=("rating", "listener"),
-                default="rating",
-                help="one sample per rating, or per listener (their mean)",
+                choices=("listener", "rating"),
+                default="listener",
+                help="one sample per listener (their mean; the survey's Table 56, default) "
+                "or per rating",
             ),
             _CONFIDENCE,
+            ENCODING_ARG,
         ),
         tables=("pairs",),
         panel="pair",
@@ -371,14 +397,23 @@ _FAMILIES = {
     "tts-sus": ScoreFamily(
         _sus,
         "speech synthesis SUS intelligibility: correct blanks / blanks",
-        (_hyp("responses {system, listener, sentence, expected, answer}"),),
+        (_hyp("responses {system, listener, sentence, expected, answer}"), ENCODING_ARG),
         tables=("systems",),
         panel="sus",
     ),
     "tts-mos": ScoreFamily(
         _mos,
         "speech synthesis MOS: mean opinion score and t interval per system",
-        (_hyp("ratings {system, listener, sentence, score}"), _CONFIDENCE),
+        (
+            _hyp("ratings {system, listener, sentence, score}"),
+            _CONFIDENCE,
+            arg(
+                "--clip",
+                action="store_true",
+                help="clip intervals to 1..5 (default: as computed, as the survey prints them)",
+            ),
+            ENCODING_ARG,
+        ),
         tables=("systems",),
         panel="mos",
     ),
@@ -394,6 +429,13 @@ _FAMILIES = {
             ),
             arg("--listeners", type=positive_int, required=True, help="N (ids L1..LN)"),
             arg("--seed", type=int, required=True, help="same seed, same plan"),
+            arg(
+                "--encoding",
+                type=text_encoding,
+                help="the --sentences file's encoding: utf-8 (the default; a BOM is allowed), "
+                "gb2312, gbk, gb18030, big5, utf-16 (with a BOM), utf-16le; the plan is "
+                "written back in it",
+            ),
         ),
         lines="trials",
     ),
@@ -420,6 +462,7 @@ TTS = TaskKind(
     # Its outputs are audio kept for listening tests: `jsonl` only; the listening
     # tests' families read the judging panel.
     score_families=_FAMILIES,
+    text_encodings=True,
 )
 
 KINDS = (TTS,)

@@ -320,6 +320,14 @@ def _leaderboard(task: TaskReport, intervals: Mapping[str, Any] | None) -> str:
     )
     if declared:
         note += f'<p class="muted">† Used beyond the allowed list:</p><ul>{declared}</ul>'
+    notes = "".join(
+        f"<li><b>{_e(system)}</b>: {_e(text)}</li>" for system, text in task.scoring_notes()
+    )
+    if notes:
+        note += (
+            '<p class="muted">Scoring notes (where the reference tool would print another '
+            f"figure, and how to get its):</p><ul class=\"notes\">{notes}</ul>"
+        )
     return _table(headers, rows, left=6 if entered else 3, cls="leaderboard") + note
 
 
