@@ -97,6 +97,12 @@ class LeaderboardRow:
             parts.append("+ declared")
         return ", ".join(parts)
 
+    @property
+    def notes(self) -> list[str]:
+        """The warnings the job's scorer gave: where the reference tool would print
+        another figure for these outputs, and how to get its (docs/reference-differences.md)."""
+        return [str(note) for note in (self.scores or {}).get("warnings") or ()]
+
     def rank_text(self) -> str:
         """The rank range as tables show it: "2", or "1-2" where no test separates the
         systems; "-" without one."""

@@ -120,7 +120,7 @@ def cmd_report(args: argparse.Namespace, console: Console) -> int:
         for row in rows:
             item = row.to_dict()
             # What the reference tool would print otherwise, even without the scores.
-            item["notes"] = list((row.scores or {}).get("warnings") or ())
+            item["notes"] = row.notes
             if not args.full:
                 item.pop("scores")
             found.append(item)
@@ -130,7 +130,7 @@ def cmd_report(args: argparse.Namespace, console: Console) -> int:
     from harness.cli.terminal import printable
 
     for row in rows:
-        for note in (row.scores or {}).get("warnings") or ():
+        for note in row.notes:
             # A note may quote what a system wrote: no control character reaches the terminal.
             console.print(printable(f"note ({row.task}, {row.system}): {note}"), markup=False)
     if run.run_dir is not None:

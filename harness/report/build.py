@@ -127,11 +127,7 @@ class TaskReport:
     def scoring_notes(self) -> list[tuple[str, str]]:
         """(system, note) for each warning a job's scorer gave: where the reference tool
         would print another figure for these outputs, and the flag that gives its."""
-        return [
-            (job.row.system, str(note))
-            for job in self.jobs
-            for note in (job.row.scores or {}).get("warnings") or ()
-        ]
+        return [(job.row.system, note) for job in self.jobs for note in job.row.notes]
 
 
 @dataclass(frozen=True)
